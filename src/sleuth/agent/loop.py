@@ -1,0 +1,157 @@
+"""The ReAct loop: the model calls one retrieval tool per step until it answers.
+
+Budgets are explicit (max steps, context tokens); when one runs out the model is asked for
+a final answer without tools. Malformed arguments, unknown tools and tool errors return to
+the model as observations; LLM failures (after the client's retries) raise ``LLMError``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from sleuth.agent.citations import parse_citations
+from sleuth.agent.tracker import Tracker
+from sleuth.errors import ToolError
+from sleuth.index import Index
+from sleuth.llm import LLM, ChatResponse, ToolCall, cost
+from sleuth.settings import AgentSettings
+from sleuth.tokens import count_tokens
+from sleuth.tools import Tool, ToolContext, ToolResult
+from sleuth.types import Answer, Step
+
+StepCallback = Callable[[Step], None]
+
+
+def prompt(name: str) -> str:
+    """A bundled prompt from ``sleuth/agent/prompts/<name>.md``."""
+    return resources.files("sleuth.agent.prompts").joinpath(f"{name}.md").read_text("utf-8")
+
+
+@dataclass
+class Agent:
+    """An LLM with retrieval tools over one index."""
+
+    index: Index
+    llm: LLM
+    tools: Sequence[Tool]
+    system_prompt: str = field(default_factory=lambda: prompt("full"))
+    settings: AgentSettings = field(default_factory=AgentSettings)
+    prices: Mapping[str, tuple[float, float]] | None = None
+    name: str = "full"
+    full_chunks: bool = False
+
+    def run(self, question: str, *, question_id: str | None = None,
+            on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Answer:
+        started = time.perf_counter()
+        ctx = ToolContext(self.index, tracker or Tracker(), full_chunks=self.full_chunks)
+        answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
+                        model=self.llm.model)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": question},
+        ]
+        schemas = [t.schema() for t in self.tools]
+        final: str | None = None
+        while final is None:
+            if answer.loops >= self.settings.max_steps:
+                answer.forced = "max_steps"
+                break
+            response = self._chat(answer, messages, schemas)
+            if not response.tool_calls:
+                final = response.content or ""
+                break
+            answer.loops += 1
+            calls = list(response.tool_calls)
+            if not self.settings.parallel_tool_calls:
+                calls = calls[:1]
+            messages.append(_assistant(response, calls))
+            for call in calls:
+                step = self._execute(ctx, call, response, len(answer.trajectory) + 1)
+                answer.trajectory.append(step)
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": step.tool_output})
+                if on_step:
+                    on_step(step)
+            if self._context_tokens(response, messages) >= self.settings.token_budget:
+                answer.forced = "token_budget"
+                break
+        if final is None:
+            messages.append({"role": "user", "content": prompt("force_answer")})
+            final = self._chat(answer, messages, schemas, tool_choice="none").content or ""
+        self._finish(answer, final, ctx.tracker, started)
+        return answer
+
+    def _chat(self, answer: Answer, messages: list[dict[str, Any]],
+              schemas: list[dict[str, Any]], tool_choice: str | None = None) -> ChatResponse:
+        response = self.llm.chat(
+            messages, schemas or None, tool_choice=tool_choice,
+            parallel_tool_calls=self.settings.parallel_tool_calls if schemas else None,
+        )
+        answer.llm_calls += 1
+        answer.prompt_tokens += response.usage.prompt_tokens
+        answer.completion_tokens += response.usage.completion_tokens
+        answer.total_cost += cost(response.model or self.llm.model, response.usage, self.prices)
+        return response
+
+    def _execute(self, ctx: ToolContext, call: ToolCall, response: ChatResponse,
+                 number: int) -> Step:
+        started = time.perf_counter()
+        reasoning = (response.content or response.reasoning or "").strip()
+        tool = next((t for t in self.tools if t.name == call.name), None)
+        error: str | None = None
+        try:
+            if tool is None:
+                names = ", ".join(t.name for t in self.tools)
+                raise ToolError(f"unknown tool {call.name!r}; available tools: {names}")
+            result = tool.run(ctx, call.arguments)
+        except ToolError as exc:
+            error = str(exc)
+            result = ToolResult(f"Error: {error}", tokens=0)
+        return Step(number, call.name, _decoded(call.arguments), result.text, reasoning,
+                    result.retrieved_tokens, error, time.perf_counter() - started)
+
+    def _context_tokens(self, response: ChatResponse, messages: list[dict[str, Any]]) -> int:
+        """Tokens the next call will send: the last prompt plus what was appended since."""
+        if response.usage.prompt_tokens:
+            appended = messages[-2:]
+            return response.usage.prompt_tokens + sum(
+                count_tokens(str(m.get("content") or "")) for m in appended
+            ) + response.usage.completion_tokens
+        return sum(count_tokens(str(m.get("content") or "")) for m in messages)
+
+    def _finish(self, answer: Answer, final: str, tracker: Tracker, started: float) -> None:
+        titles: dict[str, str] = {}
+
+        def lookup(ids: Any) -> dict[str, Any]:
+            found = {c.chunk_id: c for c in self.index.read(list(ids)).chunks}
+            for c in found.values():
+                if c.doc_id not in titles:
+                    doc = self.index.document(c.doc_id)
+                    titles[c.doc_id] = doc.title if doc else ""
+            return found
+
+        answer.answer, answer.citations = parse_citations(final, lookup, titles)
+        answer.chunks_read_ids = list(tracker.read)
+        answer.seconds = time.perf_counter() - started
+
+
+def _assistant(response: ChatResponse, calls: list[ToolCall]) -> dict[str, Any]:
+    message = response.to_message()
+    message["tool_calls"] = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+    return message
+
+
+def _decoded(arguments: str) -> Any:
+    import json
+
+    try:
+        return json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        return arguments

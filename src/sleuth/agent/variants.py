@@ -1,0 +1,69 @@
+"""Named agent configurations (``--agent NAME``) and the one-call ``ask``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sleuth.agent.loop import Agent, prompt
+from sleuth.errors import ConfigError
+from sleuth.index import Index
+from sleuth.llm import LLM
+from sleuth.settings import Settings
+from sleuth.tools import TOOLS
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Which tools an agent gets and how it is prompted."""
+
+    name: str
+    tools: tuple[str, ...]
+    prompt: str
+    description: str
+    full_chunks: bool = False
+
+
+VARIANTS: dict[str, Variant] = {}
+
+
+def register_variant(variant: Variant) -> Variant:
+    VARIANTS[variant.name] = variant
+    return variant
+
+
+register_variant(Variant(
+    "full", ("keyword_search", "semantic_search", "chunk_read"), "full",
+    "A-RAG (Full): keyword, semantic and chunk-level tools",
+))
+
+
+def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
+    """The agent called ``name`` over ``index``."""
+    variant = VARIANTS.get(name)
+    if variant is None:
+        raise ConfigError(f"unknown agent {name!r}; choose one of: {', '.join(sorted(VARIANTS))}")
+    return Agent(
+        index=index, llm=llm, tools=[TOOLS[t] for t in variant.tools],
+        system_prompt=prompt(variant.prompt), settings=settings.agent,
+        prices=settings.llm.prices or None, name=variant.name, full_chunks=variant.full_chunks,
+    )
+
+
+def llm_from_settings(settings: Settings) -> LLM:
+    """The OpenAI-compatible client the settings describe, or a ConfigError saying how."""
+    from sleuth.llm import OpenAIClient
+
+    cfg = settings.llm
+    if not cfg.model or not (cfg.base_url or cfg.api_key):
+        raise ConfigError(
+            "no LLM endpoint configured: set SLEUTH_BASE_URL (e.g. https://api.openai.com/v1 or "
+            "http://localhost:11434/v1), SLEUTH_MODEL (e.g. gpt-4o-mini) and, if the server "
+            "needs one, SLEUTH_API_KEY"
+        )
+    return OpenAIClient(
+        cfg.model, cfg.base_url, cfg.api_key, temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens, reasoning_effort=cfg.reasoning_effort, timeout=cfg.timeout,
+        max_retries=cfg.max_retries,
+    )
+
+

@@ -1,0 +1,316 @@
+"""The ``sleuth`` command line. Each command parses, calls one library function, renders.
+
+Every error the library raises on purpose (``SleuthError``) becomes one line on stderr and
+exit status 1; Ctrl-C exits 130 and an interrupted ``index`` resumes when run again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from sleuth.errors import SleuthError
+from sleuth.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def common(func: F) -> F:
+    """``--index``, ``--json`` and ``--config`` on every command."""
+    func = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
+                        help="Config file (YAML or TOML; A-RAG layout accepted).")(func)
+    func = click.option("--json", "as_json", is_flag=True,
+                        help="Machine-readable JSON on stdout.")(func)
+    func = click.option("--index", "index_dir", type=click.Path(file_okay=False),
+                        default=None, envvar="SLEUTH_INDEX", show_envvar=True,
+                        help="Index folder (default ./.sleuth).")(func)
+    return func
+
+
+def _settings(config: str | None, index_dir: str | None, **overrides: Any) -> Settings:
+    return Settings.load(config, index=index_dir, **overrides)
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _status(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="sleuth-rag")
+def cli() -> None:
+    """Sleuth: agentic retrieval-augmented generation over your documents.
+
+    \b
+    Typical use:
+      sleuth index docs/                 # build or update ./.sleuth
+      sleuth search keyword "Marie Curie"
+      sleuth search semantic "who discovered radium?"
+      sleuth read "notes.md#0"
+      sleuth ask "Who discovered radium?"  # needs SLEUTH_BASE_URL / SLEUTH_MODEL
+
+    The LLM endpoint is any OpenAI-compatible server: set SLEUTH_BASE_URL, SLEUTH_MODEL
+    and SLEUTH_API_KEY (ARAG_* names are accepted too).
+    """
+
+
+@cli.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--include", multiple=True, help="Glob of files to take inside folders (repeatable).")
+@click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
+@click.option("--id-field", default="id", show_default=True, help="JSON/JSONL record id key.")
+@click.option("--title-field", default="title", show_default=True, help="Record title key.")
+@click.option("--text-field", default="text", show_default=True, help="Record text key.")
+@click.option("--chunk-tokens", type=int, default=None, help="Chunk size in tokens [1000].")
+@click.option("--embedder", default=None,
+              help="'minilm' (default), a sentence-transformers model, or openai:<model>.")
+@click.option("--batch-size", type=int, default=None, help="Sentences per embedding batch [64].")
+@click.option("--device", default=None, help="Torch device for the embedder [cpu].")
+@click.option("--keep-missing", is_flag=True,
+              help="Keep indexed documents whose source no longer has them.")
+@common
+def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
+              id_field: str, title_field: str, text_field: str, chunk_tokens: int | None,
+              embedder: str | None, batch_size: int | None, device: str | None,
+              keep_missing: bool, index_dir: str | None, as_json: bool,
+              config: str | None) -> None:
+    """Index files, folders, corpus.json / chunks.json / JSONL (incremental, resumable).
+
+    New documents are added, changed ones re-indexed (by content hash), and documents that
+    disappeared from an indexed folder or corpus file are removed. Re-run an interrupted
+    build with the same arguments to resume it.
+    """
+    from sleuth.index import Index
+    from sleuth.ingest import JsonFields
+
+    settings = _settings(config, index_dir, chunk={"tokens": chunk_tokens},
+                         embed={"model": embedder, "batch_size": batch_size, "device": device})
+    fields = JsonFields(id=id_field, title=title_field, text=text_field)
+    if not as_json:
+        _status(f"loading embedder {settings.embed.model!r} ...")
+    with Index.open(settings=settings, create=True) as index, _IndexBar(not as_json) as bar:
+        report = index.add(list(paths), include=include, exclude=exclude, fields=fields,
+                           delete_missing=not keep_missing, on_progress=bar.update)
+        stats = index.stats()
+    if as_json:
+        _emit({"index": str(settings.index), **report.to_dict(),
+               "totals": {"documents": stats.documents, "chunks": stats.chunks,
+                          "sentences": stats.sentences}})
+        return
+    for skipped in report.skipped + report.duplicates:
+        _status(f"skipped {skipped.path}: {skipped.reason}")
+    click.echo(
+        f"{'resumed; ' if report.resumed else ''}added {len(report.added)}, updated "
+        f"{len(report.updated)}, unchanged {report.unchanged}, removed {len(report.deleted)}, "
+        f"skipped {len(report.skipped) + len(report.duplicates)} | index {settings.index}: "
+        f"{stats.documents} documents, {stats.chunks} chunks, {stats.sentences} sentences"
+    )
+
+
+class _IndexBar:
+    """A tqdm bar over documents on stderr (hidden when stderr is not a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(desc="indexing", unit="doc", disable=not enabled or None, file=sys.stderr)
+        self.seen = 0
+
+    def update(self, progress: Any) -> None:
+        self.bar.update(progress.documents_seen - self.seen)
+        self.seen = progress.documents_seen
+        self.bar.set_postfix(chunks=progress.chunks, sentences=progress.sentences,
+                             unchanged=progress.documents_unchanged, refresh=False)
+
+    def __enter__(self) -> _IndexBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+
+@cli.group()
+def search() -> None:
+    """Run a retrieval tool by hand (the same tools the agent calls)."""
+
+
+def _run_tool(name: str, arguments: dict[str, Any], index_dir: str | None,
+              config: str | None, as_json: bool) -> None:
+    from sleuth.agent.tracker import Tracker
+    from sleuth.index import Index
+    from sleuth.tools import TOOLS, ToolContext
+
+    settings = _settings(config, index_dir)
+    with Index.open(settings=settings) as index:
+        result = TOOLS[name].run(ToolContext(index, Tracker()), arguments)
+    if as_json:
+        _emit({"tool": name, "arguments": arguments, **result.data,
+               "retrieved_tokens": result.retrieved_tokens})
+    else:
+        click.echo(result.text)
+
+
+@search.command("keyword")
+@click.argument("keywords", nargs=-1, required=True)
+@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
+@click.option("--mode", type=click.Choice(["word", "substring"]), default="word",
+              show_default=True, help="Whole-word matching, or plain substrings.")
+@common
+def search_keyword(keywords: tuple[str, ...], top_k: int, mode: str, index_dir: str | None,
+                   as_json: bool, config: str | None) -> None:
+    """Exact keyword search: score = sum of count(keyword) x len(keyword)."""
+    _run_tool("keyword_search", {"keywords": list(keywords), "top_k": top_k, "mode": mode},
+              index_dir, config, as_json)
+
+
+@search.command("semantic")
+@click.argument("query")
+@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
+@common
+def search_semantic(query: str, top_k: int, index_dir: str | None, as_json: bool,
+                    config: str | None) -> None:
+    """Sentence-level embedding search; chunks ranked by their best sentence."""
+    _run_tool("semantic_search", {"query": query, "top_k": top_k}, index_dir, config, as_json)
+
+
+@cli.command("read")
+@click.argument("chunk_ids", nargs=-1, required=True)
+@click.option("--adjacent", type=click.IntRange(0, 2), default=0, show_default=True,
+              help="Also read this many neighbouring chunks on each side.")
+@common
+def read_cmd(chunk_ids: tuple[str, ...], adjacent: int, index_dir: str | None, as_json: bool,
+             config: str | None) -> None:
+    """Print the full text of chunks by id."""
+    _run_tool("chunk_read", {"chunk_ids": list(chunk_ids), "adjacent": adjacent}, index_dir,
+              config, as_json)
+
+
+@cli.command("ask")
+@click.argument("question")
+@click.option("--agent", "agent_name", default="full", show_default=True,
+              help="Agent variant (see `sleuth agents`).")
+@click.option("--max-steps", type=click.IntRange(1, 200), default=None,
+              help="Max tool-calling steps [15].")
+@click.option("--parallel-tools", is_flag=True, default=None,
+              help="Execute every tool call of a turn (default: one per step).")
+@click.option("--model", default=None, help="Model name (overrides SLEUTH_MODEL).")
+@click.option("--base-url", default=None, help="Endpoint (overrides SLEUTH_BASE_URL).")
+@click.option("--show-steps/--no-show-steps", default=True, help="Print each tool call.")
+@common
+def ask_cmd(question: str, agent_name: str, max_steps: int | None,
+            parallel_tools: bool | None, model: str | None, base_url: str | None,
+            show_steps: bool, index_dir: str | None, as_json: bool,
+            config: str | None) -> None:
+    """Answer a question with the agent, citing the chunks it used."""
+    from sleuth.api import ask
+
+    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url},
+                         agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools})
+    on_step = _print_step if show_steps and not as_json else None
+    answer = ask(question, settings=settings, agent=agent_name, on_step=on_step)
+    if as_json:
+        _emit(answer.to_record())
+        return
+    click.echo(answer.answer)
+    if answer.citations:
+        click.echo("\nSources:")
+        for c in answer.citations:
+            click.echo(f"  [{c.chunk_id}] {c.title} (relevance {c.relevance:.2f})")
+    forced = f", forced by {answer.forced}" if answer.forced else ""
+    _status(f"({answer.loops} steps, {answer.llm_calls} LLM calls, "
+            f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
+            f"{answer.seconds:.1f}s{forced})")
+
+
+def _print_step(step: Any) -> None:
+    args = json.dumps(step.tool_input, ensure_ascii=False)
+    flag = f"  ! {step.error}" if step.error else ""
+    _status(f"  step {step.step}: {step.tool_name}({args[:160]}) -> "
+            f"{step.retrieved_tokens} tokens{flag}")
+
+
+@cli.command("status")
+@common
+def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Show what an index holds and how it was built."""
+    from sleuth.index import Index
+
+    with Index.open(settings=_settings(config, index_dir)) as index:
+        stats = index.stats()
+    info = {"index": index.location, "documents": stats.documents, "chunks": stats.chunks,
+            "sentences": stats.sentences, "manifest": dict(stats.manifest)}
+    if as_json:
+        _emit(info)
+        return
+    m = stats.manifest
+    click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
+               f"{stats.sentences} sentences\nembedder {m.get('embedder')}, chunk tokens "
+               f"{m.get('chunk_tokens')}, format {m.get('format_version')}, build "
+               f"{(m.get('build') or {}).get('state')}")
+
+
+@cli.command("tools")
+@common
+def tools_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """List the retrieval tools with the schemas the model sees."""
+    from sleuth.tools import TOOLS
+
+    if as_json:
+        _emit([t.schema() for t in TOOLS.values()])
+        return
+    for t in TOOLS.values():
+        click.echo(f"{t.name}: {t.description}\n  parameters: {json.dumps(t.parameters)}\n")
+
+
+@cli.command("agents")
+@common
+def agents_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """List the agent variants."""
+    from sleuth.agent import VARIANTS
+
+    rows = [{"name": v.name, "tools": list(v.tools), "description": v.description}
+            for v in VARIANTS.values()]
+    if as_json:
+        _emit(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['name']:<12} {r['description']}  tools: {', '.join(r['tools'])}")
+
+
+@cli.command("quickstart")
+@click.option("--question", default=None, help="Question to ask (default: one about the sample).")
+@common
+def quickstart_cmd(question: str | None, index_dir: str | None, as_json: bool,
+                   config: str | None) -> None:
+    """Index the bundled sample corpus, run each tool, and ask a question if an LLM is set."""
+    from sleuth.quickstart import run_quickstart
+
+    run_quickstart(_settings(config, index_dir), question=question, echo=click.echo,
+                   status=_status, as_json=as_json)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: the one error handler."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except click.exceptions.Abort:
+        _status("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _status("interrupted; finished work is saved; run the same command again to resume")
+        sys.exit(130)
+    except SleuthError as exc:
+        _status(f"error: {exc}")
+        sys.exit(1)
+
+

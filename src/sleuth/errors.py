@@ -1,0 +1,44 @@
+"""The error tree. Library code raises these; only the CLI turns them into exit codes."""
+
+from __future__ import annotations
+
+
+class SleuthError(Exception):
+    """Base for every error Sleuth raises on purpose. ``str(err)`` is one clear line."""
+
+
+class ConfigError(SleuthError):
+    """Settings are missing or inconsistent (no endpoint, unknown preset, bad value)."""
+
+
+class IngestError(SleuthError):
+    """A source cannot be read at all (missing path, malformed corpus file)."""
+
+
+class StoreError(SleuthError):
+    """The index is missing, from an unknown format version, or built by another embedder."""
+
+
+class EmbedderError(SleuthError):
+    """The embedding model cannot be loaded or the embeddings endpoint failed."""
+
+
+class LLMError(SleuthError):
+    """The LLM endpoint failed after retries, or answered something unusable."""
+
+
+class ToolError(SleuthError):
+    """A recoverable tool failure; its message goes back to the model as an observation."""
+
+
+class MissingDependency(SleuthError):
+    """An optional extra is not installed; the message says what to pip install."""
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"{module!r} is not installed; install it with: pip install 'sleuth-rag[{extra}]'"
+        )
+
+
+class IndexNotFound(StoreError):
+    """No index exists at the given location."""

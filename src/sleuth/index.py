@@ -1,0 +1,276 @@
+"""The Index: ingestion pipeline plus the retrieval primitives, over any Store.
+
+``Index.open(path)`` opens or creates an index; ``index.add(paths)`` ingests files and
+corpora incrementally (new documents added, changed ones replaced by content hash, ones
+removed from an indexed source deleted) and resumes an interrupted build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sleuth.embed import Embedder, load_embedder
+from sleuth.errors import IndexNotFound, StoreError
+from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
+from sleuth.settings import Settings
+from sleuth.store.base import PreparedDocument, Store, StoreStats, open_store
+from sleuth.store.keyword import KeywordMode
+from sleuth.types import Chunk, Document, Hit
+
+BATCH_SENTENCES = 2048
+
+
+@dataclass
+class IndexProgress:
+    """Counters reported after every stored batch (and once at the end)."""
+
+    documents_seen: int = 0
+    documents_indexed: int = 0
+    documents_unchanged: int = 0
+    chunks: int = 0
+    sentences: int = 0
+    done: bool = False
+
+
+@dataclass
+class AddReport:
+    """What one ``Index.add`` call did."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    duplicates: list[Skipped] = field(default_factory=list)
+    resumed: bool = False
+    chunks: int = 0
+    sentences: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": len(self.added), "updated": len(self.updated), "unchanged": self.unchanged,
+            "deleted": len(self.deleted), "chunks": self.chunks, "sentences": self.sentences,
+            "resumed": self.resumed,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "duplicates": [{"path": s.path, "reason": s.reason} for s in self.duplicates],
+        }
+
+
+ProgressCallback = Callable[[IndexProgress], None]
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Chunks found (requested ones first, then neighbours) and ids that do not exist."""
+
+    chunks: list[Chunk]
+    unknown: list[str]
+
+
+class Index:
+    """A searchable corpus. Thread-safe for concurrent reads."""
+
+    def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
+        self.store = store
+        self.settings = settings
+        self._embedder = embedder
+
+    # -- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, settings: Settings | None = None,
+             create: bool = False, embedder: Embedder | None = None) -> Index:
+        """Open the index at ``path`` (default: settings.index); ``create`` builds a new one."""
+        settings = settings or Settings.load()
+        location = str(path if path is not None else settings.index)
+        try:
+            store = open_store(location, create=False, embedder=None)
+        except IndexNotFound:
+            if not create:
+                raise
+            embedder = embedder or load_embedder(settings.embed)
+            store = open_store(location, create=True, embedder=_identity(embedder),
+                               chunk_tokens=settings.chunk.tokens)
+            return cls(store, settings, embedder)
+        built = (store.manifest.get("embedder") or {}).get("name")
+        wanted = settings.embed.model
+        if built and wanted != built:
+            if "model" in settings.embed.model_fields_set:
+                store.close()
+                raise StoreError(
+                    f"{location} was built with embedder {built!r} but {wanted!r} is "
+                    f"configured; drop the embedder setting to use {built!r}, or rebuild the "
+                    "index into a new folder"
+                )
+            settings = settings.model_copy(
+                update={"embed": settings.embed.model_copy(update={"model": built})}
+            )
+        return cls(store, settings, embedder)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder (loaded on first semantic use; keyword search never loads it)."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.settings.embed)
+            from sleuth.store.base import check_embedder
+
+            check_embedder(self.store.manifest, _identity(self._embedder), str(self.location))
+        return self._embedder
+
+    @property
+    def location(self) -> str:
+        return str(getattr(self.store, "root", self.settings.index))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> StoreStats:
+        return self.store.stats()
+
+    # -- ingestion ---------------------------------------------------------------------
+
+    def add(self, paths: Sequence[str | Path], *, include: Sequence[str] = (),
+            exclude: Sequence[str] = (), fields: JsonFields | None = None,
+            delete_missing: bool = True, on_progress: ProgressCallback | None = None
+            ) -> AddReport:
+        """Index ``paths`` incrementally; see the module docstring."""
+        report = AddReport(resumed=(self.store.manifest.get("build") or {}).get("state")
+                           == "building")
+        ingest = IngestReport(skipped=[], duplicates=[])
+        docs = iter_documents(paths, include=include, exclude=exclude,
+                              fields=fields or JsonFields(), report=ingest)
+        known = self.store.document_hashes()
+        progress = IndexProgress()
+        seen: set[str] = set()
+        self.store.begin_build()
+        pending: list[tuple[Document, str, list[Chunk]]] = []
+        for doc in docs:
+            seen.add(doc.doc_id)
+            progress.documents_seen += 1
+            digest = self._hash(doc)
+            if known.get(doc.doc_id) == digest:
+                report.unchanged += 1
+                progress.documents_unchanged += 1
+                continue
+            (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
+            pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
+            if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= BATCH_SENTENCES:
+                self._flush(pending, progress, report, on_progress)
+                pending = []
+        self._flush(pending, progress, report, on_progress)
+        if delete_missing:
+            report.deleted = self._delete_missing(paths, seen)
+        report.skipped, report.duplicates = ingest.skipped, ingest.duplicates
+        self.store.finish_build()
+        progress.done = True
+        if on_progress:
+            on_progress(progress)
+        return report
+
+    def _hash(self, doc: Document) -> str:
+        payload = [doc.text, doc.title, doc.type, doc.path, self.settings.chunk.tokens,
+                   self.store.manifest.get("embedder", {}).get("name")]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+    def _embed_inputs(self, doc: Document, chunks: Sequence[Chunk]) -> list[str]:
+        """Sentences to embed, each prefixed with its document title for context."""
+        title = doc.title.strip()
+        out = []
+        for chunk in chunks:
+            for s in chunk.sentences:
+                text = s.text
+                if title and not text.startswith(title):
+                    text = f"{title}: {text}"
+                out.append(text)
+        return out
+
+    def _flush(self, pending: list[tuple[Document, str, list[Chunk]]], progress: IndexProgress,
+               report: AddReport, on_progress: ProgressCallback | None) -> None:
+        if not pending:
+            return
+        inputs = [self._embed_inputs(doc, chunks) for doc, _, chunks in pending]
+        flat = [t for group in inputs for t in group]
+        matrix = self.embedder.embed(flat)
+        prepared, row = [], 0
+        for (doc, digest, chunks), group in zip(pending, inputs, strict=True):
+            prepared.append(PreparedDocument(doc, digest, chunks, matrix[row : row + len(group)]))
+            row += len(group)
+        self.store.write(prepared)
+        n_chunks = sum(len(c) for _, _, c in pending)
+        progress.documents_indexed += len(pending)
+        progress.chunks += n_chunks
+        progress.sentences += len(flat)
+        report.chunks += n_chunks
+        report.sentences += len(flat)
+        if on_progress:
+            on_progress(progress)
+
+    def _delete_missing(self, paths: Sequence[str | Path], seen: set[str]) -> list[str]:
+        roots = [Path(p).resolve() for p in paths]
+        gone = []
+        for doc_id, path in self._doc_paths():
+            if doc_id in seen or not path:
+                continue
+            source = Path(path).resolve()
+            if any(source == root or root in source.parents for root in roots):
+                gone.append(doc_id)
+        self.store.delete(gone)
+        return gone
+
+    def _doc_paths(self) -> Iterable[tuple[str, str | None]]:
+        for doc_id in self.store.document_hashes():
+            doc = self.store.get_document(doc_id)
+            yield doc_id, doc.path if doc else None
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        self.store.delete(doc_ids)
+        self.store.finish_build()
+
+    # -- retrieval ---------------------------------------------------------------------
+
+    def keyword_search(self, keywords: Sequence[str] | str, top_k: int = 5,
+                       mode: KeywordMode = "word") -> list[Hit]:
+        """Chunks ranked by the A-RAG keyword score (exact, case-insensitive)."""
+        if isinstance(keywords, str):
+            keywords = [keywords]
+        return self.store.keyword_search(list(keywords), top_k, mode)
+
+    def semantic_search(self, query: str, top_k: int = 5) -> list[Hit]:
+        """Chunks ranked by their best sentence's cosine similarity to ``query``."""
+        vector = self.embedder.embed([query])[0]
+        return self.store.semantic_search(vector, top_k)
+
+    def read(self, chunk_ids: Sequence[str], adjacent: int = 0) -> ReadResult:
+        """Full chunks by id, with ``adjacent`` neighbours on each side."""
+        found = self.store.get_chunks(chunk_ids)
+        unknown = [cid for cid in dict.fromkeys(chunk_ids) if cid not in found]
+        ordered = [found[cid] for cid in dict.fromkeys(chunk_ids) if cid in found]
+        extra: list[Chunk] = []
+        if adjacent > 0:
+            have = {c.chunk_id for c in ordered}
+            frontier = ordered
+            for _ in range(adjacent):
+                ids = [n for c in frontier for n in (c.prev_id, c.next_id) if n and n not in have]
+                more = self.store.get_chunks(ids)
+                frontier = [more[i] for i in dict.fromkeys(ids) if i in more]
+                have.update(c.chunk_id for c in frontier)
+                extra.extend(frontier)
+        return ReadResult(ordered + sorted(extra, key=lambda c: (c.doc_id, c.position)), unknown)
+
+    def document(self, doc_id: str) -> Document | None:
+        return self.store.get_document(doc_id)
+
+
+def _identity(embedder: Embedder) -> dict[str, Any]:
+    return {"name": embedder.name, "dim": embedder.dim, "title_context": True}

@@ -1,0 +1,25 @@
+"""Ingestion: files and folders to documents, documents to sentences and chunks."""
+
+from __future__ import annotations
+
+from sleuth.ingest.chunking import chunk_document, cut_sentence, document_sentences
+from sleuth.ingest.loaders import (
+    SUPPORTED_SUFFIXES,
+    IngestReport,
+    JsonFields,
+    Skipped,
+    iter_documents,
+)
+from sleuth.ingest.sentences import split_sentences
+
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "IngestReport",
+    "JsonFields",
+    "Skipped",
+    "chunk_document",
+    "cut_sentence",
+    "document_sentences",
+    "iter_documents",
+    "split_sentences",
+]

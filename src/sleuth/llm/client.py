@@ -1,0 +1,339 @@
+"""``OpenAIClient``: the :class:`~sleuth.llm.base.LLM` backend for any OpenAI-compatible server.
+
+It uses the official ``openai`` SDK, including its retries: connection errors, timeouts and
+HTTP 408/409/429/5xx are retried up to ``max_retries`` times with exponential backoff
+(0.5 s, 1 s, 2 s, 4 s, capped at 8 s, minus up to 25 % jitter), or after the server's
+``Retry-After`` / ``retry-after-ms`` delay when it sends one (up to the SDK's cap). A
+failure that survives the retries becomes an :class:`~sleuth.errors.LLMError` (or
+:class:`~sleuth.errors.EmbedderError` for embeddings) whose message is one line saying what
+to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+
+from sleuth.errors import ConfigError, EmbedderError, LLMError
+from sleuth.llm.base import ChatResponse, ToolCall, Usage
+
+__all__ = ["OpenAIClient", "embed_texts"]
+
+#: The SDK insists on an API key; local servers ignore whatever is sent.
+PLACEHOLDER_API_KEY = "not-needed"
+
+_MAX_DETAIL = 300
+
+
+def _one_line(text: str, limit: int = _MAX_DETAIL) -> str:
+    """Collapse whitespace and truncate so the detail fits in a one-line error message."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _server_message(err: openai.APIStatusError) -> str:
+    """The server's own error message, from an OpenAI-style body or the raw text."""
+    body = err.body
+    if isinstance(body, Mapping):
+        message = body.get("message") or body.get("detail") or body.get("error")
+        if isinstance(message, str) and message:
+            return _one_line(message)
+    if isinstance(body, str) and body.strip():
+        return _one_line(body)
+    return _one_line(err.message)
+
+
+def _sdk_retries(err: openai.APIStatusError) -> bool:
+    """Whether the SDK retried this status (mirrors its rules, incl. ``x-should-retry``)."""
+    hint = err.response.headers.get("x-should-retry")
+    if hint in ("true", "false"):
+        return hint == "true"
+    status = err.status_code
+    return status in (408, 409, 429) or status >= 500
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def _describe_connection_error(
+    err: openai.APIConnectionError, where: str, attempts: int, timeout: float
+) -> str:
+    tries = _attempts(attempts)
+    if isinstance(err, openai.APITimeoutError):
+        return (
+            f"{where} did not answer within {timeout:g}s ({tries}); check SLEUTH_BASE_URL, "
+            "that the server is running and not overloaded, or raise the timeout"
+        )
+    cause = err.__cause__
+    detail = _one_line(str(cause) or type(cause).__name__) if cause else _one_line(err.message)
+    return (
+        f"cannot reach {where} after {tries} ({detail}); "
+        "check SLEUTH_BASE_URL and that the server is running"
+    )
+
+
+def _describe_status_error(
+    err: openai.APIStatusError, where: str, model: str, attempts: int
+) -> str:
+    status = err.status_code
+    message = _server_message(err)
+    if status in (401, 403):
+        return f"{where} rejected the API key (HTTP {status}: {message}); check SLEUTH_API_KEY"
+    if status == 404:
+        return (
+            f"{where}: model {model!r} or endpoint not found (HTTP 404: {message}); "
+            "check SLEUTH_MODEL and SLEUTH_BASE_URL"
+        )
+    after = f" after {_attempts(attempts)}" if _sdk_retries(err) and attempts > 1 else ""
+    if status == 429:
+        return (
+            f"{where} is rate limiting requests (HTTP 429{after}: {message}); "
+            "wait, lower the request rate, or raise max_retries"
+        )
+    if status >= 500:
+        return f"{where} failed with HTTP {status}{after}: {message}"
+    return f"{where} rejected the request (HTTP {status}): {message}"
+
+
+def _describe(
+    err: openai.OpenAIError,
+    *,
+    label: str,
+    base_url: str,
+    model: str,
+    attempts: int,
+    timeout: float,
+) -> str:
+    """Turn an SDK exception into one line that says what went wrong and what to fix."""
+    where = f"the {label} endpoint at {base_url}"
+    if isinstance(err, openai.APIConnectionError):
+        return _describe_connection_error(err, where, attempts, timeout)
+    if isinstance(err, openai.APIStatusError):
+        return _describe_status_error(err, where, model, attempts)
+    return f"{where} returned an unusable response: {_one_line(str(err))}"
+
+
+def _text(value: Any) -> str:
+    """Tool-call arguments as text; some servers send a JSON object instead of a string."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool_calls(raw: Sequence[Any] | None) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for i, tc in enumerate(raw or (), start=1):
+        function = getattr(tc, "function", None)
+        if function is not None:
+            name, arguments = function.name, function.arguments
+        else:  # a "custom" tool call
+            custom = getattr(tc, "custom", None)
+            name = getattr(custom, "name", "")
+            arguments = getattr(custom, "input", "")
+        calls.append(ToolCall(id=tc.id or f"call_{i}", name=name or "", arguments=_text(arguments)))
+    return tuple(calls)
+
+
+def _reasoning(message: Any) -> str | None:
+    """``reasoning_content`` (or ``reasoning``) from the message's non-standard fields."""
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    return Usage(
+        prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
+    )
+
+
+class OpenAIClient:
+    """An :class:`~sleuth.llm.base.LLM` for OpenAI and OpenAI-compatible servers.
+
+    ``base_url`` defaults to the SDK's (``OPENAI_BASE_URL`` or api.openai.com); ``api_key`` may
+    be ``None`` for local servers that need none. ``temperature``, ``max_tokens`` and
+    ``reasoning_effort`` are sent only when set. ``extra_body`` is merged into every request
+    body (for server-specific options). ``timeout`` is per attempt, in seconds.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model:
+            raise ConfigError("no LLM model given; set SLEUTH_MODEL")
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"LLM base URL {base_url!r} must start with http:// or https://; "
+                "check SLEUTH_BASE_URL"
+            )
+        if timeout <= 0:
+            raise ConfigError(f"LLM timeout must be positive, got {timeout!r}")
+        if max_retries < 0:
+            raise ConfigError(f"LLM max_retries must be >= 0, got {max_retries!r}")
+        if max_tokens is not None and max_tokens <= 0:
+            raise ConfigError(f"max_tokens must be positive, got {max_tokens!r}")
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.reasoning_effort = reasoning_effort
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.extra_body = dict(extra_body) if extra_body else None
+        self._client = openai.OpenAI(
+            api_key=api_key or PLACEHOLDER_API_KEY,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the underlying HTTP connection pool."""
+        self._client.close()
+
+    def _error(self, err: openai.OpenAIError, label: str, model: str) -> str:
+        return _describe(
+            err,
+            label=label,
+            base_url=self.base_url,
+            model=model,
+            attempts=self.max_retries + 1,
+            timeout=self.timeout,
+        )
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | None,
+        parallel_tool_calls: bool | None,
+    ) -> dict[str, Any]:
+        """The keyword arguments for ``chat.completions.create``; unset options are left out."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if tools:
+            kwargs["tools"] = [dict(t) for t in tools]
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+            if parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = parallel_tool_calls
+        optional = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "reasoning_effort": self.reasoning_effort,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> ChatResponse:
+        """Send one chat-completions request; see :meth:`sleuth.llm.base.LLM.chat`.
+
+        ``tool_choice`` and ``parallel_tool_calls`` are sent only together with ``tools``.
+        """
+        kwargs = self._request(messages, tools, tool_choice, parallel_tool_calls)
+        try:
+            completion = self._client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as err:
+            raise LLMError(self._error(err, "LLM", self.model)) from err
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise LLMError(
+                f"the LLM endpoint at {self.base_url} returned no choices for model "
+                f"{self.model!r}; check that it is an OpenAI-compatible chat endpoint"
+            )
+        choice = choices[0]
+        message = choice.message
+        return ChatResponse(
+            content=message.content,
+            tool_calls=_tool_calls(message.tool_calls),
+            usage=_usage(completion.usage),
+            model=completion.model or self.model,
+            finish_reason=choice.finish_reason,
+            reasoning=_reasoning(message),
+        )
+
+    def embed(
+        self, texts: Sequence[str], model: str | None = None, *, batch_size: int = 256
+    ) -> list[list[float]]:
+        """Embed ``texts`` with the server's ``/embeddings`` endpoint, in input order.
+
+        ``model`` defaults to the client's model. Texts go in batches of ``batch_size``.
+        Failures raise :class:`~sleuth.errors.EmbedderError`.
+        """
+        if batch_size <= 0:
+            raise ConfigError(f"batch_size must be positive, got {batch_size!r}")
+        name = model or self.model
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), batch_size):
+            batch = list(texts[start : start + batch_size])
+            vectors.extend(self._embed_batch(batch, name))
+        return vectors
+
+    def _embed_batch(self, batch: list[str], model: str) -> list[list[float]]:
+        try:
+            response = self._client.embeddings.create(
+                model=model, input=batch, encoding_format="float"
+            )
+        except openai.OpenAIError as err:
+            raise EmbedderError(self._error(err, "embeddings", model)) from err
+        data = sorted(response.data or (), key=lambda item: item.index)
+        if len(data) != len(batch):
+            raise EmbedderError(
+                f"the embeddings endpoint at {self.base_url} returned {len(data)} vectors "
+                f"for {len(batch)} texts (model {model!r})"
+            )
+        return [[float(x) for x in item.embedding] for item in data]
+
+
+def embed_texts(
+    base_url: str | None,
+    api_key: str | None,
+    model: str,
+    texts: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    max_retries: int = 4,
+    batch_size: int = 256,
+) -> list[list[float]]:
+    """One-shot helper: embed ``texts`` through an OpenAI-compatible ``/embeddings`` endpoint.
+
+    Returns one vector per text, in input order. Raises :class:`~sleuth.errors.EmbedderError`.
+    """
+    client = OpenAIClient(model, base_url, api_key, timeout=timeout, max_retries=max_retries)
+    try:
+        return client.embed(texts, batch_size=batch_size)
+    finally:
+        client.close()

@@ -1,0 +1,185 @@
+"""One Settings object: nested, described, read from ``SLEUTH_*`` variables and a config file.
+
+Precedence (highest first): explicit keyword arguments / CLI flags, environment variables,
+the config file (``--config`` or ``$SLEUTH_CONFIG``; YAML or TOML, A-RAG layout accepted),
+then defaults. The A-RAG names ``ARAG_BASE_URL``, ``ARAG_API_KEY`` and ``ARAG_MODEL`` are
+accepted as fallbacks for the three ``SLEUTH_`` endpoint variables.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sleuth.errors import ConfigError
+
+ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+
+
+class LLMSettings(BaseModel):
+    """The OpenAI-compatible chat endpoint the agent talks to."""
+
+    base_url: str | None = Field(None, description="Endpoint URL, e.g. https://api.openai.com/v1")
+    api_key: str | None = Field(None, description="API key (omit for local servers)")
+    model: str | None = Field(None, description="Model name, e.g. gpt-4o-mini")
+    temperature: float | None = Field(0.0, description="Sampling temperature (None: server default)")
+    max_tokens: int | None = Field(None, description="Max completion tokens per call")
+    reasoning_effort: ReasoningEffort | None = Field(None, description="For reasoning models")
+    timeout: float = Field(120.0, description="Seconds per request")
+    max_retries: int = Field(4, description="Retries with backoff on transient errors")
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict, description="USD per 1M (input, output) tokens, by model name"
+    )
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model and (self.base_url or self.api_key))
+
+
+class EmbedSettings(BaseModel):
+    """The sentence embedder used to build and query the semantic index."""
+
+    model: str = Field(
+        "minilm",
+        description="'minilm' (bundled all-MiniLM-L6-v2), a sentence-transformers path or name, "
+        "or 'openai:<model>' for an OpenAI-compatible /embeddings endpoint",
+    )
+    batch_size: int = Field(64, ge=1, description="Sentences per encode batch")
+    device: str = Field("cpu", description="Torch device: cpu, cuda, cuda:0, mps")
+    base_url: str | None = Field(None, description="Embeddings endpoint (openai: models)")
+    api_key: str | None = Field(None, description="Embeddings endpoint key (openai: models)")
+
+
+class ChunkSettings(BaseModel):
+    """How documents are cut into chunks."""
+
+    tokens: int = Field(1000, ge=16, description="Target chunk size in tokens")
+
+
+class AgentSettings(BaseModel):
+    """Budgets of the ReAct loop."""
+
+    max_steps: int = Field(15, ge=1, description="Max tool-calling iterations")
+    token_budget: int = Field(128_000, ge=1000, description="Context token budget")
+    parallel_tool_calls: bool = Field(False, description="Execute every tool call of a turn")
+
+
+class Settings(BaseSettings):
+    """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SLEUTH_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    index: Path = Field(Path(".sleuth"), description="Index folder")
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+
+    @classmethod
+    def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:
+        """Build settings from defaults, a config file, the environment and ``overrides``.
+
+        ``overrides`` are nested dicts (``llm={"model": ...}``) or top-level values; ``None``
+        values are ignored so CLI flags that were not given do not mask other sources.
+        """
+        config = config or os.environ.get("SLEUTH_CONFIG")
+        data = _read_config(Path(config)) if config else {}
+        data = _deep_merge(data, _endpoint_env())
+        data = _deep_merge(data, _env_sections())
+        data = _deep_merge(data, _drop_none(overrides))
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+
+
+_ENDPOINT_VARS = {"base_url": "BASE_URL", "api_key": "API_KEY", "model": "MODEL"}
+
+
+def _endpoint_env() -> dict[str, Any]:
+    llm: dict[str, Any] = {}
+    for field, suffix in _ENDPOINT_VARS.items():
+        value = os.environ.get(f"SLEUTH_{suffix}") or os.environ.get(f"ARAG_{suffix}")
+        if value:
+            llm[field] = value
+    index = os.environ.get("SLEUTH_INDEX")
+    out: dict[str, Any] = {"llm": llm} if llm else {}
+    if index:
+        out["index"] = index
+    return out
+
+
+def _env_sections() -> dict[str, Any]:
+    """``SLEUTH_LLM__MODEL=x`` style variables, parsed by pydantic-settings itself."""
+    from_env = Settings()
+    explicit = from_env.model_dump(exclude_unset=True)
+    return {k: v for k, v in explicit.items() if k != "index" or os.environ.get("SLEUTH_INDEX")}
+
+
+_ARAG_AGENT_KEYS = {"max_loops": "max_steps", "max_token_budget": "token_budget"}
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot parse config file {path}: {exc}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of sections")
+    return _from_arag_layout(raw)
+
+
+def _from_arag_layout(raw: dict[str, Any]) -> dict[str, Any]:
+    """Accept A-RAG's ``llm / embedding / agent / data`` layout next to Sleuth's own."""
+    data = dict(raw)
+    if "embedding" in data:
+        data["embed"] = _deep_merge(data.pop("embedding") or {}, data.get("embed") or {})
+    agent = dict(data.get("agent") or {})
+    for old, new in _ARAG_AGENT_KEYS.items():
+        if old in agent:
+            agent[new] = agent.pop(old)
+    agent.pop("verbose", None)
+    if agent:
+        data["agent"] = agent
+    data_section = data.pop("data", None) or {}
+    if isinstance(data_section, dict) and data_section.get("index_dir") and "index" not in data:
+        data["index"] = data_section["index_dir"]
+    return data
+
+
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            value = _drop_none(value)
+            if value:
+                out[key] = value
+        elif value is not None:
+            out[key] = value
+    return out

@@ -1,0 +1,161 @@
+"""The Store seam: what every index backend provides, plus a plain registry.
+
+A store persists documents, chunks, sentences and sentence vectors, and answers the two
+searches. Ranking semantics live in :mod:`sleuth.store.keyword` (exact keyword scoring) and
+here (best-sentence cosine) so every backend returns the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from sleuth.errors import StoreError
+from sleuth.store.keyword import KeywordMode
+from sleuth.types import Chunk, Document, Hit
+
+FORMAT = "sleuth-index"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A document ready to store: its chunks and one unit vector per sentence (chunk order)."""
+
+    document: Document
+    content_hash: str
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    documents: int
+    chunks: int
+    sentences: int
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    """A persistent index backend."""
+
+    manifest: dict[str, Any]
+
+    def stats(self) -> StoreStats: ...
+
+    def document_hashes(self) -> dict[str, str]: ...
+
+    def write(self, docs: Sequence[PreparedDocument]) -> None:
+        """Insert or replace documents (by ``doc_id``) atomically as one batch."""
+
+    def delete(self, doc_ids: Sequence[str]) -> None: ...
+
+    def begin_build(self) -> None:
+        """Mark a build as running (an interrupted one is resumed by the next build)."""
+
+    def finish_build(self) -> None:
+        """Compact and mark the index consistent."""
+
+    def keyword_search(
+        self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word"
+    ) -> list[Hit]: ...
+
+    def semantic_search(self, query: np.ndarray, top_k: int) -> list[Hit]: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    def get_document(self, doc_id: str) -> Document | None: ...
+
+    def iter_chunks(self) -> Iterator[Chunk]: ...
+
+    def close(self) -> None: ...
+
+
+StoreFactory = Callable[..., Store]
+_REGISTRY: dict[str, StoreFactory] = {}
+
+
+def register_store(scheme: str, factory: StoreFactory) -> None:
+    """Register a backend for locations ``<scheme>://…`` (``""`` is a local folder)."""
+    _REGISTRY[scheme] = factory
+
+
+def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any] | None,
+               chunk_tokens: int | None = None) -> Store:
+    """Open (or create) the store at ``location``; the scheme picks the backend."""
+    text = str(location)
+    scheme = text.split("://", 1)[0] if "://" in text else ""
+    if scheme not in _REGISTRY and scheme == "":
+        from sleuth.store import local  # noqa: F401  (registers itself)
+    factory = _REGISTRY.get(scheme)
+    if factory is None:
+        known = ", ".join(sorted(s or "<folder>" for s in _REGISTRY)) or "<folder>"
+        raise StoreError(f"no store backend for {scheme}:// (known: {known})")
+    return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens)
+
+
+def check_manifest(manifest: Mapping[str, Any], where: str) -> None:
+    """Refuse indexes this version cannot read, with a message that says what to do."""
+    if manifest.get("format") != FORMAT:
+        raise StoreError(f"{where} is not a Sleuth index (no {FORMAT!r} manifest)")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise StoreError(
+            f"{where} was written in index format {version!r}, newer than this Sleuth reads "
+            f"({FORMAT_VERSION}); upgrade sleuth-rag or rebuild the index"
+        )
+    if version < FORMAT_VERSION:
+        raise StoreError(
+            f"{where} uses index format {version}, which has no migration to {FORMAT_VERSION}; "
+            "rebuild it with `sleuth index --rebuild`"
+        )
+
+
+def check_embedder(manifest: Mapping[str, Any], embedder: Mapping[str, Any] | None,
+                   where: str) -> None:
+    built = manifest.get("embedder") or {}
+    if embedder is None or not built:
+        return
+    if built.get("name") != embedder.get("name") or built.get("dim") != embedder.get("dim"):
+        raise StoreError(
+            f"{where} was built with embedder {built.get('name')!r} ({built.get('dim')}-d) but "
+            f"{embedder.get('name')!r} ({embedder.get('dim')}-d) is configured; query it with "
+            f"--embedder {built.get('name')} or rebuild the index"
+        )
+
+
+def top_chunks_by_best_sentence(
+    scores: np.ndarray, chunk_of: np.ndarray, top_k: int, per_chunk: int = 3
+) -> list[tuple[int, float, list[int]]]:
+    """Exact chunk ranking by best sentence score.
+
+    ``scores[i]`` is sentence row i's cosine (``-inf`` for dead rows) and ``chunk_of[i]`` its
+    chunk key. Returns (chunk key, best score, rows of its top sentences) for the top chunks.
+    Scanning sentences in descending score order, the first ``top_k`` distinct chunks met are
+    exactly the top chunks by maximum; the candidate pool grows until it holds enough.
+    """
+    n = len(scores)
+    pool = min(n, max(64, top_k * 16))
+    while True:
+        if pool < n:
+            part = np.argpartition(-scores, pool - 1)[:pool]
+        else:
+            part = np.arange(n)
+        order = part[np.argsort(-scores[part], kind="stable")]
+        picked: dict[int, list[int]] = {}
+        for row in order:
+            if not np.isfinite(scores[row]):
+                break
+            key = int(chunk_of[row])
+            if key in picked:
+                if len(picked[key]) < per_chunk:
+                    picked[key].append(int(row))
+            elif len(picked) < top_k:
+                picked[key] = [int(row)]
+        if len(picked) >= top_k or pool >= n:
+            return [(key, float(scores[rows[0]]), rows) for key, rows in picked.items()]
+        pool = min(n, pool * 4)

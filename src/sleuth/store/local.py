@@ -1,0 +1,547 @@
+"""The embedded store: one folder of plain files, no server.
+
+Layout of an index folder::
+
+    manifest.json        format version, embedder, chunk size, build state
+    sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters
+    keyword/             tantivy index of chunk tokens; only narrows keyword candidates
+    vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy row ids
+
+Crash safety: row ids are reserved (and committed) before anything refers to them, vector
+segments and keyword entries are written before the SQLite transaction that makes them
+live, and anything not referenced by SQLite is ignored and garbage-collected. So an
+interrupted build leaves the previous state readable and the next build resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleuth._version import __version__
+from sleuth.errors import IndexNotFound, StoreError
+from sleuth.store import keyword as kw
+from sleuth.store.base import (
+    FORMAT,
+    FORMAT_VERSION,
+    PreparedDocument,
+    StoreStats,
+    check_embedder,
+    check_manifest,
+    register_store,
+    top_chunks_by_best_sentence,
+)
+from sleuth.types import Chunk, Document, Hit, Sentence
+
+MANIFEST = "manifest.json"
+DB = "sleuth.db"
+MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, title TEXT NOT NULL, type TEXT NOT NULL, path TEXT,
+    hash TEXT NOT NULL, metadata TEXT NOT NULL, text TEXT NOT NULL, n_chunks INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL,
+    position INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+    n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id, position);
+CREATE TABLE IF NOT EXISTS sentences (
+    id INTEGER PRIMARY KEY, chunk INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS sentences_chunk ON sentences (chunk);
+CREATE TABLE IF NOT EXISTS segments (seg INTEGER PRIMARY KEY, rows INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS garbage (rowid_ INTEGER PRIMARY KEY);
+"""
+
+
+class _Vectors:
+    """Live sentence vectors, loaded lazily: memory-mapped segments + row → chunk mapping."""
+
+    def __init__(self, matrices: list[np.ndarray], chunk_of: np.ndarray,
+                 sentence_of: np.ndarray) -> None:
+        self.matrices = matrices
+        self.chunk_of = chunk_of  # chunk rowid per vector row, -1 when dead
+        self.sentence_of = sentence_of  # sentence id per vector row
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        parts = [m @ query for m in self.matrices]
+        scores = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        scores = scores.astype(np.float32, copy=False)
+        scores[self.chunk_of < 0] = -np.inf
+        return scores
+
+
+class LocalStore:
+    """SQLite + tantivy + memory-mapped ``.npy`` vectors in one folder."""
+
+    def __init__(self, location: str, *, create: bool, embedder: Mapping[str, Any] | None,
+                 chunk_tokens: int | None = None) -> None:
+        self.root = Path(location).expanduser()
+        self._lock = threading.RLock()
+        manifest_path = self.root / MANIFEST
+        if manifest_path.is_file():
+            self.manifest = _read_json(manifest_path)
+            check_manifest(self.manifest, str(self.root))
+            check_embedder(self.manifest, embedder, str(self.root))
+        elif create:
+            if self.root.exists() and any(self.root.iterdir()):
+                raise StoreError(
+                    f"{self.root} exists and is not a Sleuth index; choose an empty folder"
+                )
+            if embedder is None:
+                raise StoreError("an embedder is needed to create an index")
+            self.manifest = _new_manifest(embedder, chunk_tokens or 1000)
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "vectors").mkdir(exist_ok=True)
+            self._save_manifest()
+        else:
+            raise IndexNotFound(
+                f"no Sleuth index at {self.root}; build one with `sleuth index PATH --index "
+                f"{self.root}`"
+            )
+        self.db = sqlite3.connect(self.root / DB, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self._keyword = _KeywordIndex(self.root / "keyword")
+        self._vectors: _Vectors | None = None
+
+    # -- bookkeeping -------------------------------------------------------------------
+
+    def _save_manifest(self) -> None:
+        tmp = self.root / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(self.root / MANIFEST)
+
+    def _reserve(self, name: str, count: int) -> int:
+        """Reserve ``count`` ids and commit at once, so a crash can never reuse them."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            row = self.db.execute("SELECT next FROM counters WHERE name=?", (name,)).fetchone()
+            first = row[0] if row else 1
+            self.db.execute(
+                "INSERT OR REPLACE INTO counters (name, next) VALUES (?, ?)", (name, first + count)
+            )
+            self.db.execute("COMMIT")
+            return int(first)
+
+    def stats(self) -> StoreStats:
+        q = self.db.execute
+        return StoreStats(
+            documents=q("SELECT count(*) FROM documents").fetchone()[0],
+            chunks=q("SELECT count(*) FROM chunks").fetchone()[0],
+            sentences=q("SELECT count(*) FROM sentences").fetchone()[0],
+            manifest=dict(self.manifest),
+        )
+
+    def document_hashes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT doc_id, hash FROM documents").fetchall())
+
+    def begin_build(self) -> None:
+        self.manifest["build"] = {"state": "building", "started": _now()}
+        self._save_manifest()
+
+    def finish_build(self) -> None:
+        self._collect_garbage()
+        self._compact_vectors()
+        self.manifest["build"] = {"state": "complete", "finished": _now()}
+        self.manifest["sleuth_version"] = __version__
+        self._save_manifest()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write(self, docs: Sequence[PreparedDocument]) -> None:
+        if not docs:
+            return
+        n_chunks = sum(len(d.chunks) for d in docs)
+        n_sents = sum(len(c.sentences) for d in docs for c in d.chunks)
+        for d in docs:
+            expected = sum(len(c.sentences) for c in d.chunks)
+            if len(d.vectors) != expected:
+                raise StoreError(f"{d.document.doc_id}: {len(d.vectors)} vectors for "
+                                 f"{expected} sentences")
+        chunk_row = self._reserve("chunk", n_chunks)
+        sent_row = self._reserve("sentence", n_sents)
+        seg = self._reserve("segment", 1)
+        rows = self._rows(docs, chunk_row, sent_row)
+        if n_sents:
+            self._write_segment(seg, np.concatenate([d.vectors for d in docs]),
+                                np.arange(sent_row, sent_row + n_sents, dtype=np.int64))
+        self._keyword.add([(cid, text) for cid, _, text in rows["chunk_text"]])
+        self._commit_rows(docs, rows, seg if n_sents else None)
+        self._vectors = None
+
+    def _rows(self, docs: Sequence[PreparedDocument], chunk_row: int,
+              sent_row: int) -> dict[str, list[Any]]:
+        chunks: list[tuple[Any, ...]] = []
+        sentences: list[tuple[int, int, int, int]] = []
+        chunk_text: list[tuple[int, str, str]] = []
+        for d in docs:
+            for c in d.chunks:
+                chunks.append((chunk_row, c.chunk_id, c.doc_id, c.position, c.start, c.end,
+                               c.n_tokens, c.text))
+                chunk_text.append((chunk_row, c.chunk_id, c.text))
+                for s in c.sentences:
+                    sentences.append((sent_row, chunk_row, s.start, s.end))
+                    sent_row += 1
+                chunk_row += 1
+        return {"chunks": chunks, "sentences": sentences, "chunk_text": chunk_text}
+
+    def _write_segment(self, seg: int, matrix: np.ndarray, ids: np.ndarray) -> None:
+        folder = self.root / "vectors"
+        folder.mkdir(exist_ok=True)
+        for name, array in ((f"seg-{seg}.npy", matrix.astype(np.float32)),
+                            (f"seg-{seg}.ids.npy", ids)):
+            tmp = folder / (name + ".tmp")
+            with tmp.open("wb") as fh:
+                np.save(fh, array)
+            tmp.replace(folder / name)
+
+    def _commit_rows(self, docs: Sequence[PreparedDocument], rows: dict[str, list[Any]],
+                     seg: int | None) -> None:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self._drop_docs([d.document.doc_id for d in docs])
+                self.db.executemany(
+                    "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?)",
+                    [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
+                      d.content_hash, json.dumps(dict(d.document.metadata), default=str),
+                      d.document.text, len(d.chunks)) for d in docs],
+                )
+                self.db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
+                                    rows["chunks"])
+                self.db.executemany("INSERT INTO sentences VALUES (?,?,?,?)", rows["sentences"])
+                if seg is not None:
+                    self.db.execute("INSERT INTO segments VALUES (?, ?)",
+                                    (seg, len(rows["sentences"])))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _drop_docs(self, doc_ids: Sequence[str]) -> None:
+        """Inside a transaction: remove documents, remembering their keyword entries."""
+        for doc_id in doc_ids:
+            self.db.execute(
+                "INSERT OR IGNORE INTO garbage SELECT id FROM chunks WHERE doc_id=?", (doc_id,)
+            )
+            self.db.execute(
+                "DELETE FROM sentences WHERE chunk IN (SELECT id FROM chunks WHERE doc_id=?)",
+                (doc_id,),
+            )
+            self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+            self.db.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        if not doc_ids:
+            return
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self._drop_docs(doc_ids)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        self._vectors = None
+
+    def _collect_garbage(self) -> None:
+        dead = [r[0] for r in self.db.execute("SELECT rowid_ FROM garbage").fetchall()]
+        if dead:
+            self._keyword.delete(dead)
+            self.db.execute("DELETE FROM garbage")
+
+    def _compact_vectors(self) -> None:
+        """Merge segments into one and drop dead rows once garbage or fragments pile up."""
+        segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
+        live = self.db.execute("SELECT count(*) FROM sentences").fetchone()[0]
+        total = sum(r[0] for r in self.db.execute("SELECT rows FROM segments"))
+        if len(segs) <= 1 and total == live:
+            self._remove_orphan_segments(set(segs))
+            return
+        vectors = self._load_vectors()
+        keep = vectors.chunk_of >= 0
+        matrix = np.concatenate([np.asarray(m) for m in vectors.matrices])[keep] if segs else None
+        ids = vectors.sentence_of[keep]
+        new = self._reserve("segment", 1)
+        if matrix is not None and len(ids):
+            self._write_segment(new, matrix, ids)
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("DELETE FROM segments")
+            if matrix is not None and len(ids):
+                self.db.execute("INSERT INTO segments VALUES (?, ?)", (new, len(ids)))
+            self.db.execute("COMMIT")
+        self._vectors = None
+        self._remove_orphan_segments({new} if len(ids) else set())
+
+    def _remove_orphan_segments(self, keep: set[int]) -> None:
+        for path in (self.root / "vectors").glob("seg-*"):
+            seg = path.name.split(".")[0].removeprefix("seg-")
+            if not seg.isdigit() or int(seg) not in keep:
+                path.unlink(missing_ok=True)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _load_vectors(self) -> _Vectors:
+        if self._vectors is not None:
+            return self._vectors
+        segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
+        pairs = self.db.execute("SELECT id, chunk FROM sentences ORDER BY id").fetchall()
+        sent_ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+        sent_chunk = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
+        matrices: list[np.ndarray] = []
+        id_parts: list[np.ndarray] = []
+        for seg in segs:
+            folder = self.root / "vectors"
+            matrices.append(np.load(folder / f"seg-{seg}.npy", mmap_mode="r"))
+            id_parts.append(np.load(folder / f"seg-{seg}.ids.npy"))
+        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
+        chunk_of = np.full(len(ids), -1, dtype=np.int64)
+        if len(ids) and len(sent_ids):
+            pos = np.clip(np.searchsorted(sent_ids, ids), 0, len(sent_ids) - 1)
+            found = sent_ids[pos] == ids
+            chunk_of[found] = sent_chunk[pos[found]]
+        self._vectors = _Vectors(matrices, chunk_of, ids)
+        return self._vectors
+
+    def semantic_search(self, query: np.ndarray, top_k: int) -> list[Hit]:
+        vectors = self._load_vectors()
+        if not len(vectors.chunk_of):
+            return []
+        scores = vectors.scores(np.asarray(query, dtype=np.float32))
+        ranked = top_chunks_by_best_sentence(scores, vectors.chunk_of, top_k)
+        sentence_rows = {int(vectors.sentence_of[r]) for _, _, rows in ranked for r in rows}
+        spans = self._sentence_spans(sentence_rows)
+        meta = self._chunk_meta([key for key, _, _ in ranked])
+        hits = []
+        for key, score, rows in ranked:
+            chunk_id, doc_id, title, text, start = meta[key]
+            snippets = []
+            for r in rows:
+                s_start, s_end = spans[int(vectors.sentence_of[r])]
+                snippets.append(text[s_start - start : s_end - start])
+            hits.append(Hit(chunk_id, doc_id, title, round(score, 6), tuple(snippets)))
+        return hits
+
+    def keyword_search(self, keywords: Sequence[str], top_k: int,
+                       mode: kw.KeywordMode = "word") -> list[Hit]:
+        parsed = kw.parse_keywords(keywords, mode)
+        if not parsed:
+            return []
+        candidates = self._keyword.candidates(parsed)
+        scored: list[tuple[str, float]] = []
+        texts: dict[str, str] = {}
+        for chunk_id, text in self._candidate_texts(candidates):
+            score = kw.score_text(text.lower(), parsed)
+            if score > 0:
+                scored.append((chunk_id, score))
+                texts[chunk_id] = text
+        ranked = kw.rank(scored, top_k)
+        chunks = self.get_chunks([cid for cid, _ in ranked])
+        titles = self._titles({c.doc_id for c in chunks.values()})
+        hits = []
+        for chunk_id, score in ranked:
+            chunk = chunks[chunk_id]
+            snippets = kw.matching_sentences([s.text for s in chunk.sentences], parsed)
+            hits.append(Hit(chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""), score,
+                            tuple(snippets)))
+        return hits
+
+    def _candidate_texts(self, rowids: list[int] | None) -> Iterator[tuple[str, str]]:
+        if rowids is None:
+            yield from self.db.execute("SELECT chunk_id, text FROM chunks")
+            return
+        for start in range(0, len(rowids), 900):
+            part = rowids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            yield from self.db.execute(
+                f"SELECT chunk_id, text FROM chunks WHERE id IN ({marks})", part
+            )
+
+    def _sentence_spans(self, ids: set[int]) -> dict[int, tuple[int, int]]:
+        out: dict[int, tuple[int, int]] = {}
+        id_list = sorted(ids)
+        for start in range(0, len(id_list), 900):
+            part = id_list[start : start + 900]
+            marks = ",".join("?" * len(part))
+            for sid, s, e in self.db.execute(
+                f"SELECT id, start, end FROM sentences WHERE id IN ({marks})", part
+            ):
+                out[sid] = (s, e)
+        return out
+
+    def _chunk_meta(self, rowids: list[int]) -> dict[int, tuple[str, str, str, str, int]]:
+        marks = ",".join("?" * len(rowids))
+        rows = self.db.execute(
+            "SELECT c.id, c.chunk_id, c.doc_id, d.title, c.text, c.start FROM chunks c "
+            f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id IN ({marks})", rowids
+        ).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+    def _titles(self, doc_ids: set[str]) -> dict[str, str]:
+        if not doc_ids:
+            return {}
+        ids = sorted(doc_ids)
+        marks = ",".join("?" * len(ids))
+        return dict(self.db.execute(
+            f"SELECT doc_id, title FROM documents WHERE doc_id IN ({marks})", ids
+        ).fetchall())
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        ids = list(dict.fromkeys(chunk_ids))
+        out: dict[str, Chunk] = {}
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                "SELECT id, chunk_id, doc_id, position, start, end, n_tokens, text FROM chunks "
+                f"WHERE chunk_id IN ({marks})", part
+            ).fetchall()
+            for row in rows:
+                out[row[1]] = self._chunk(row)
+        return out
+
+    def _chunk(self, row: tuple[Any, ...]) -> Chunk:
+        rowid, chunk_id, doc_id, position, start, end, n_tokens, text = row
+        sentences = tuple(
+            Sentence(text[s - start : e - start], s, e)
+            for s, e in self.db.execute(
+                "SELECT start, end FROM sentences WHERE chunk=? ORDER BY id", (rowid,)
+            )
+        )
+        neighbours = dict(self.db.execute(
+            "SELECT position, chunk_id FROM chunks WHERE doc_id=? AND position IN (?, ?)",
+            (doc_id, position - 1, position + 1),
+        ).fetchall())
+        return Chunk(chunk_id, doc_id, position, text, start, end, n_tokens, sentences,
+                     neighbours.get(position - 1), neighbours.get(position + 1))
+
+    def get_document(self, doc_id: str) -> Document | None:
+        row = self.db.execute(
+            "SELECT doc_id, title, text, type, path, metadata FROM documents WHERE doc_id=?",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Document(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+
+    def iter_chunks(self) -> Iterator[Chunk]:
+        rows = self.db.execute(
+            "SELECT id, chunk_id, doc_id, position, start, end, n_tokens, text FROM chunks "
+            "ORDER BY doc_id, position"
+        )
+        for row in rows.fetchall():
+            yield self._chunk(row)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class _KeywordIndex:
+    """tantivy over the ``\\w+`` tokens of lowercased chunk text: candidates only."""
+
+    def __init__(self, folder: Path) -> None:
+        import tantivy
+
+        self._t = tantivy
+        builder = tantivy.SchemaBuilder()
+        builder.add_unsigned_field("rowid", stored=False, indexed=True, fast=True)
+        builder.add_text_field("tokens", stored=False, tokenizer_name="whitespace",
+                               index_option="position")
+        self.schema = builder.build()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
+        self._writer: Any = None
+
+    def _write(self) -> Any:
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+        return self._writer
+
+    def add(self, chunks: Sequence[tuple[int, str]]) -> None:
+        writer = self._write()
+        for rowid, text in chunks:
+            doc = self._t.Document()
+            doc.add_unsigned("rowid", rowid)
+            doc.add_text("tokens", " ".join(t[:MAX_TOKEN_CHARS] for t in kw.tokenize(text.lower())))
+            writer.add_document(doc)
+        writer.commit()
+        self.index.reload()
+
+    def delete(self, rowids: Sequence[int]) -> None:
+        writer = self._write()
+        for rowid in rowids:
+            writer.delete_documents_by_term("rowid", rowid)
+        writer.commit()
+        self.index.reload()
+
+    def candidates(self, keywords: Sequence[kw.Keyword]) -> list[int] | None:
+        """Rowids of chunks that may match any keyword; ``None`` means scan everything."""
+        queries = []
+        for k in keywords:
+            tokens = [t[:MAX_TOKEN_CHARS] for t in k.tokens]
+            if not tokens:
+                return None
+            queries.append(self._query(tokens, k.substring))
+        q = self._t.Query
+        query = queries[0] if len(queries) == 1 else q.boolean_query(
+            [(self._t.Occur.Should, sub) for sub in queries]
+        )
+        searcher = self.index.searcher()
+        limit = max(searcher.num_docs, 1)
+        result = searcher.search(query, limit=limit, count=False, order_by_field="rowid")
+        addresses = [address for _, address in result.hits]
+        return [int(v) for v in searcher.fast_field_values("rowid", addresses)]
+
+    def _query(self, tokens: list[str], substring: bool) -> Any:
+        q, occur = self._t.Query, self._t.Occur
+        if substring:
+            parts = [q.regex_query(self.schema, "tokens", f".*{t}.*") for t in tokens]
+            return parts[0] if len(parts) == 1 else q.boolean_query(
+                [(occur.Must, p) for p in parts]
+            )
+        if len(tokens) == 1:
+            return q.term_query(self.schema, "tokens", tokens[0])
+        return q.phrase_query(self.schema, "tokens", tokens)
+
+
+def _new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
+    from sleuth.tokens import ENCODING
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "sleuth_version": __version__,
+        "created": _now(),
+        "embedder": dict(embedder),
+        "chunk_tokens": chunk_tokens,
+        "tokenizer": ENCODING,
+        "build": {"state": "empty"},
+    }
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StoreError(f"cannot read index manifest {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"index manifest {path} is not a JSON object")
+    return data
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+register_store("", LocalStore)

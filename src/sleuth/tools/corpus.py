@@ -1,0 +1,148 @@
+"""The A-RAG hierarchical retrieval tools: keyword_search, semantic_search, chunk_read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+
+from sleuth.tokens import count_tokens
+from sleuth.tools.base import ToolContext, ToolResult, tool
+from sleuth.types import Chunk, Hit
+
+MAX_SNIPPETS = 5
+
+
+def _as_list(value: object) -> object:
+    """Small models often send one string where a list is expected: accept it."""
+    return [value] if isinstance(value, str) else value
+
+
+StrList = BeforeValidator(_as_list)
+
+
+def _format_hits(ctx: ToolContext, hits: Sequence[Hit], header: str) -> ToolResult:
+    for hit in hits:
+        ctx.tracker.saw(hit.chunk_id, hit.score)
+    if ctx.full_chunks:
+        chunks = ctx.index.read([h.chunk_id for h in hits]).chunks
+        by_id = {c.chunk_id: c for c in chunks}
+        blocks = [_chunk_block(by_id[h.chunk_id], score=h.score) for h in hits
+                  if h.chunk_id in by_id]
+        for h in hits:
+            ctx.tracker.mark_read(h.chunk_id)
+        text = header + "\n\n" + "\n\n".join(blocks)
+        return ToolResult(text, {"hits": [h.to_dict() for h in hits]})
+    lines = [header]
+    for rank, hit in enumerate(hits, 1):
+        read = " (already read)" if ctx.tracker.was_read(hit.chunk_id) else ""
+        lines.append(f"[{rank}] chunk_id: {hit.chunk_id} | score: {hit.score:g} | "
+                     f"title: {hit.title}{read}")
+        for snippet in hit.snippets[:MAX_SNIPPETS]:
+            lines.append(f"    - {' '.join(snippet.split())}")
+        if len(hit.snippets) > MAX_SNIPPETS:
+            lines.append(f"    (+{len(hit.snippets) - MAX_SNIPPETS} more matching sentences)")
+    return ToolResult("\n".join(lines), {"hits": [h.to_dict() for h in hits]})
+
+
+@tool
+def keyword_search(
+    ctx: ToolContext,
+    keywords: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
+    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+    mode: Literal["word", "substring"] = "word",
+) -> ToolResult:
+    """Exact keyword search over the corpus. Best for names, entities, dates, numbers and
+    technical terms you expect to appear verbatim. Matching is case-insensitive on whole
+    words; each chunk is scored by the sum over keywords of (occurrences x keyword length),
+    so longer, more specific keywords weigh more. Returns chunk ids with the sentences that
+    contain a keyword; read promising chunks in full with chunk_read.
+
+    Args:
+        keywords: Keywords or short phrases, e.g. ["Marie Curie", "Nobel Prize"]. Prefer
+            specific terms over common words.
+        top_k: Number of chunks to return (1-20).
+        mode: "word" matches whole words only (default); "substring" also matches inside
+            words.
+    """
+    hits = ctx.index.keyword_search(keywords, top_k=top_k, mode=mode)
+    if not hits:
+        return ToolResult(
+            f"No chunk contains any of {keywords}. Try other spellings, fewer or shorter "
+            "keywords, or semantic_search.",
+            {"hits": []},
+        )
+    return _format_hits(ctx, hits, f"Found {len(hits)} chunks for keywords {keywords}:")
+
+
+@tool
+def semantic_search(
+    ctx: ToolContext,
+    query: Annotated[str, Field(min_length=1, max_length=2000)],
+    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+) -> ToolResult:
+    """Meaning-based search over the corpus. Best for concepts, descriptions and questions
+    whose exact wording is unknown. Compares the query with every sentence of the corpus by
+    embedding similarity and ranks chunks by their best-matching sentence. Returns chunk ids
+    with the matched sentences; read promising chunks in full with chunk_read.
+
+    Args:
+        query: A natural-language description of the information you need.
+        top_k: Number of chunks to return (1-20).
+    """
+    hits = ctx.index.semantic_search(query, top_k=top_k)
+    if not hits:
+        return ToolResult("The index holds no sentences to search.", {"hits": []})
+    return _format_hits(ctx, hits, f"Top {len(hits)} chunks for query {query!r}:")
+
+
+def _chunk_block(chunk: Chunk, *, score: float | None = None) -> str:
+    links = f"prev: {chunk.prev_id or 'none'}, next: {chunk.next_id or 'none'}"
+    scored = f", score: {score:g}" if score is not None else ""
+    return f"=== chunk {chunk.chunk_id} (document {chunk.doc_id}{scored}; {links}) ===\n" \
+           f"{chunk.text}"
+
+
+@tool
+def chunk_read(
+    ctx: ToolContext,
+    chunk_ids: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
+    adjacent: Annotated[int, Field(ge=0, le=2)] = 0,
+) -> ToolResult:
+    """Read the full text of chunks found by keyword_search or semantic_search. Use it on
+    the most promising chunk ids; set adjacent=1 to also read the chunks just before and
+    after each one for surrounding context. Chunks you have already read are not repeated.
+
+    Args:
+        chunk_ids: Chunk ids exactly as returned by the search tools.
+        adjacent: Also read this many neighbouring chunks on each side (0-2).
+    """
+    result = ctx.index.read(chunk_ids, adjacent=adjacent)
+    blocks: list[str] = []
+    tokens = 0
+    fresh: list[str] = []
+    repeated: list[str] = []
+    for chunk in result.chunks:
+        if ctx.tracker.was_read(chunk.chunk_id):
+            repeated.append(chunk.chunk_id)
+            blocks.append(f"=== chunk {chunk.chunk_id}: this chunk has been read before "
+                          "(content not repeated) ===")
+            continue
+        ctx.tracker.mark_read(chunk.chunk_id)
+        fresh.append(chunk.chunk_id)
+        block = _chunk_block(chunk)
+        tokens += count_tokens(block)
+        blocks.append(block)
+    if result.unknown:
+        blocks.append(f"Unknown chunk ids: {', '.join(result.unknown)}. Use ids exactly as "
+                      "returned by keyword_search or semantic_search.")
+    data = {
+        "chunks": [{"chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text,
+                    "prev_id": c.prev_id, "next_id": c.next_id} for c in result.chunks],
+        "read": fresh, "already_read": repeated, "unknown": result.unknown,
+    }
+    return ToolResult("\n\n".join(blocks), data, tokens)
+
+
+CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read)

@@ -1,0 +1,168 @@
+"""Plain, frozen value types shared by every layer of Sleuth.
+
+Nothing here does I/O. Offsets are character offsets into the owning document's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DocType = Literal["markdown", "text", "html", "json", "jsonl", "corpus", "chunks", "pdf"]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document. ``text`` starts with the title on its own first line."""
+
+    doc_id: str
+    title: str
+    text: str
+    type: DocType
+    path: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence span ``text == document.text[start:end]``."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A sentence-aligned slice of one document (never spans two)."""
+
+    chunk_id: str
+    doc_id: str
+    position: int
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+    sentences: tuple[Sentence, ...] = ()
+    prev_id: str | None = None
+    next_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked chunk returned by a search."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    score: float
+    snippets: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "score": self.score,
+            "snippets": list(self.snippets),
+        }
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A chunk (or document) the final answer rests on, with a relevance score in [0, 1]."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    relevance: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "relevance": self.relevance,
+        }
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call of an agent run, as recorded in the trajectory."""
+
+    step: int
+    tool_name: str
+    tool_input: Any
+    tool_output: str
+    reasoning: str = ""
+    retrieved_tokens: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "tool_name": self.tool_name,
+            "tool_input": self.tool_input,
+            "tool_output": self.tool_output,
+            "reasoning": self.reasoning,
+            "retrieved_tokens": self.retrieved_tokens,
+            "error": self.error,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass
+class Answer:
+    """A finished agent run: the answer, its citations and the full trajectory."""
+
+    question: str
+    answer: str
+    citations: list[Citation] = field(default_factory=list)
+    trajectory: list[Step] = field(default_factory=list)
+    question_id: str | None = None
+    agent: str = "full"
+    model: str = ""
+    loops: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_cost: float = 0.0
+    chunks_read_ids: list[str] = field(default_factory=list)
+    forced: str | None = None  # "max_steps" or "token_budget" when the answer was forced
+    seconds: float = 0.0
+
+    @property
+    def total_retrieved_tokens(self) -> int:
+        return sum(s.retrieved_tokens for s in self.trajectory)
+
+    @property
+    def tool_usage_summary(self) -> dict[str, int]:
+        summary: dict[str, int] = {}
+        for s in self.trajectory:
+            summary[s.tool_name] = summary.get(s.tool_name, 0) + 1
+        return summary
+
+    def to_record(self) -> dict[str, Any]:
+        """The A-RAG output record, plus Sleuth's extra fields."""
+        return {
+            "question_id": self.question_id,
+            "question": self.question,
+            "answer": self.answer,
+            "trajectory": [s.to_dict() for s in self.trajectory],
+            "total_cost": self.total_cost,
+            "loops": self.loops,
+            "tool_usage_summary": self.tool_usage_summary,
+            "total_retrieved_tokens": self.total_retrieved_tokens,
+            "chunks_read_count": len(self.chunks_read_ids),
+            "chunks_read_ids": list(self.chunks_read_ids),
+            "citations": [c.to_dict() for c in self.citations],
+            "agent": self.agent,
+            "model": self.model,
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "forced": self.forced,
+            "seconds": round(self.seconds, 3),
+        }
