@@ -142,9 +142,13 @@ class Index:
 
     def add(self, paths: Sequence[str | Path], *, include: Sequence[str] = (),
             exclude: Sequence[str] = (), fields: JsonFields | None = None,
-            delete_missing: bool = True, on_progress: ProgressCallback | None = None
-            ) -> AddReport:
-        """Index ``paths`` incrementally; see the module docstring."""
+            delete_missing: bool = True, on_progress: ProgressCallback | None = None,
+            batch_sentences: int = BATCH_SENTENCES) -> AddReport:
+        """Index ``paths`` incrementally; see the module docstring.
+
+        Work is stored in batches of about ``batch_sentences`` sentences; each batch is
+        committed on its own, so an interrupted build keeps every finished batch.
+        """
         report = AddReport(resumed=(self.store.manifest.get("build") or {}).get("state")
                            == "building")
         ingest = IngestReport(skipped=[], duplicates=[])
@@ -165,7 +169,7 @@ class Index:
                 continue
             (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
             pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
-            if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= BATCH_SENTENCES:
+            if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= batch_sentences:
                 self._flush(pending, progress, report, on_progress)
                 pending = []
         self._flush(pending, progress, report, on_progress)

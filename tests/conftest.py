@@ -1,0 +1,87 @@
+"""Shared fixtures: an isolated home/cache, the real sample corpus and a 2Wiki slice."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sleuth import Index, Settings
+from sleuth.cli import main
+from sleuth.quickstart import sample_path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TWOWIKI = SHARED / "data" / "2wikimultihopqa"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for key in list(os.environ):
+        if key.startswith(("SLEUTH_", "ARAG_", "OPENAI_")):
+            monkeypatch.delenv(key)
+
+
+def twowiki_records(limit: int) -> list[dict[str, str]]:
+    if not TWOWIKI.exists():
+        pytest.skip("../shared/data is not present")
+    records: list[dict[str, str]] = json.loads((TWOWIKI / "corpus.json").read_text())
+    return records[:limit]
+
+
+@pytest.fixture(scope="session")
+def wiki_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 300 passages of the 2Wiki corpus, as a corpus.json file."""
+    path = tmp_path_factory.mktemp("wiki") / "corpus.json"
+    path.write_text(json.dumps(twowiki_records(300)))
+    return path
+
+
+@pytest.fixture(scope="session")
+def wiki_index(wiki_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
+    folder = tmp_path_factory.mktemp("wiki-index") / "idx"
+    index = Index.open(folder, settings=Settings.load(), create=True)
+    index.add([wiki_corpus])
+    yield index
+    index.close()
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The bundled sample corpus, indexed once; tests open it read-only."""
+    folder = tmp_path_factory.mktemp("sample-index") / "idx"
+    with Index.open(folder, settings=Settings.load(), create=True) as index:
+        index.add([sample_path()])
+    yield folder
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> object:
+        return json.loads(self.out)
+
+
+@pytest.fixture()
+def sleuth(capsys: pytest.CaptureFixture[str]):
+    """Run the real CLI entry point in-process: ``sleuth("search", "keyword", ...)``."""
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

@@ -1,0 +1,116 @@
+"""The embedded store: incremental updates, resume, refusal of foreign indexes, exact vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sleuth import Index, Settings, StoreError
+from sleuth.index import IndexProgress
+from sleuth.store.keyword import brute_force
+
+
+def _write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+DOCS = {
+    "a.md": "# Alpha\n\nThe alpha document talks about glaciers. Glaciers move slowly.",
+    "b.txt": "Beta notes\n\nBeta is about volcanoes. Volcanoes erupt with lava.",
+    "sub/c.md": "# Gamma\n\nGamma covers deserts. Deserts are dry and hot.",
+}
+
+
+def test_incremental_add_update_delete(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _write(docs, DOCS)
+    with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
+        first = index.add([docs])
+        assert sorted(first.added) == ["a.md", "b.txt", "sub/c.md"]
+        again = index.add([docs])
+        assert again.added == [] and again.updated == [] and again.unchanged == 3
+        (docs / "b.txt").write_text("Beta notes\n\nBeta is now about geysers.", "utf-8")
+        (docs / "sub" / "c.md").unlink()
+        _write(docs, {"d.md": "# Delta\n\nDelta discusses rivers."})
+        third = index.add([docs])
+        assert third.added == ["d.md"] and third.updated == ["b.txt"]
+        assert third.deleted == ["sub/c.md"] and third.unchanged == 1
+        assert index.keyword_search(["volcanoes"]) == []
+        assert [h.doc_id for h in index.keyword_search(["geysers"])] == ["b.txt"]
+        assert index.keyword_search(["deserts"]) == []
+        assert index.semantic_search("rivers", top_k=1)[0].doc_id == "d.md"
+        stats = index.stats()
+        assert (stats.documents, stats.chunks) == (3, 3)
+
+
+def test_interrupted_build_resumes(tmp_path: Path, wiki_corpus: Path) -> None:
+    settings = Settings.load()
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(progress: IndexProgress) -> None:
+        if progress.documents_indexed and not progress.done:
+            raise Stop
+
+    folder = tmp_path / "idx"
+    with Index.open(folder, settings=settings, create=True) as index, pytest.raises(Stop):
+        index.add([wiki_corpus], on_progress=interrupt, batch_sentences=200)
+    with Index.open(folder, settings=settings) as index:
+        partial = index.stats()
+        assert 0 < partial.documents < 300
+        assert index.stats().manifest["build"]["state"] == "building"
+        report = index.add([wiki_corpus])
+        assert report.resumed and report.unchanged == partial.documents
+        assert index.stats().documents == 300
+        corpus = [(c.chunk_id, c.text) for c in index.store.iter_chunks()]
+        got = index.keyword_search(["born", "film"], top_k=20)
+        assert [(h.chunk_id, h.score) for h in got] == brute_force(corpus, ["born", "film"], 20)
+        assert index.stats().manifest["build"]["state"] == "complete"
+
+
+def test_semantic_search_is_exact(wiki_index: Index) -> None:
+    """Best-sentence ranking equals a brute-force pass over every stored vector."""
+    store = wiki_index.store
+    vectors = store._load_vectors()  # type: ignore[attr-defined]
+    matrix = np.concatenate([np.asarray(m) for m in vectors.matrices])
+    live = vectors.chunk_of >= 0
+    query = "Who directed the film?"
+    q = wiki_index.embedder.embed([query])[0]
+    best: dict[int, float] = {}
+    for row in np.flatnonzero(live):
+        key = int(vectors.chunk_of[row])
+        best[key] = max(best.get(key, -1.0), float(matrix[row] @ q))
+    expected = sorted(best.values(), reverse=True)[:10]
+    hits = wiki_index.semantic_search(query, top_k=10)
+    assert [h.score for h in hits] == pytest.approx(expected, abs=1e-5)
+    assert all(h.snippets for h in hits)
+
+
+def test_refuses_unknown_format_version(tmp_path: Path, sample_index: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(sample_index, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreError, match="format 99"):
+        Index.open(copy, settings=Settings.load())
+
+
+def test_refuses_other_embedder(sample_index: Path) -> None:
+    settings = Settings.load(embed={"model": "openai:text-embedding-3-small"})
+    with pytest.raises(StoreError, match="built with embedder 'minilm'"):
+        Index.open(sample_index, settings=settings)
+
+
+def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="sleuth index"):
+        Index.open(tmp_path / "nothing", settings=Settings.load())
