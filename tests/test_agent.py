@@ -1,0 +1,151 @@
+"""`sleuth ask` against the scripted OpenAI-compatible server, over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sleuth
+from sleuth.llm import FakeLLMServer, OpenAIClient, call, error, raw_call, reply
+
+PEPYS = "pepys-diary-1660.md#0"
+
+
+@pytest.fixture()
+def endpoint(monkeypatch: pytest.MonkeyPatch):
+    def serve(script: list) -> FakeLLMServer:  # type: ignore[type-arg]
+        server = FakeLLMServer(script)
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        return server
+
+    return serve
+
+
+def test_ask_runs_tools_records_trajectory_and_recovers(endpoint, sleuth, sample_index: Path):
+    server = endpoint([
+        call("keyword_search", keywords=["Greatorex", "levers"], top_k=3),
+        raw_call("chunk_read", '{"chunk_ids": ["pepys-diary-1660.md#0"'),  # malformed JSON
+        call("chunk_read", chunk_ids=["no-such-doc#7", PEPYS]),
+        error(500, "overloaded"),
+        error(500, "still overloaded"),
+        call("chunk_read", chunk_ids=[PEPYS]),
+        reply(f"Greatorex showed him how levers trade time for strength [{PEPYS}].\n"
+              f"Relevance: {PEPYS}=0.9"),
+    ])
+    with server:
+        result = sleuth("ask", "What did Greatorex show Pepys?", "--index", str(sample_index),
+                        "--json")
+    assert result.code == 0, result.err
+    record = result.json()
+    steps = record["trajectory"]
+    assert [s["tool_name"] for s in steps] == ["keyword_search", "chunk_read", "chunk_read",
+                                               "chunk_read"]
+    assert steps[0]["tool_input"] == {"keywords": ["Greatorex", "levers"], "top_k": 3}
+    assert PEPYS in steps[0]["tool_output"]
+    assert "not valid JSON" in steps[1]["tool_output"] and steps[1]["error"]
+    assert "Unknown chunk ids: no-such-doc#7" in steps[2]["tool_output"]
+    assert "strength that levers have" in steps[2]["tool_output"]
+    assert "has been read before" in steps[3]["tool_output"]
+    assert steps[3]["retrieved_tokens"] == 0
+    assert record["answer"].startswith("Greatorex showed him")
+    assert "Relevance:" not in record["answer"]
+    assert record["citations"] == [{"chunk_id": PEPYS, "doc_id": "pepys-diary-1660.md",
+                                    "title": "The Diary of Samuel Pepys, 1660 (excerpt)",
+                                    "relevance": 0.9}]
+    assert record["chunks_read_ids"] == [PEPYS] and record["chunks_read_count"] == 1
+    assert record["loops"] == 4 and record["llm_calls"] == 5
+    assert record["tool_usage_summary"] == {"keyword_search": 1, "chunk_read": 3}
+    assert record["total_retrieved_tokens"] > 0 and record["forced"] is None
+    # the model saw each observation: the last request carries every tool message
+    tool_messages = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 4
+    assert "not valid JSON" in tool_messages[1]["content"]
+    assert server.requests[0]["tools"][0]["function"]["name"] == "keyword_search"
+
+
+def test_forced_answer_at_max_steps(endpoint, sleuth, sample_index: Path):
+    server = endpoint([
+        call("semantic_search", query="levers"),
+        call("keyword_search", keywords=["anchovies"]),
+        reply(f"He explained levers [{PEPYS}]."),
+    ])
+    with server:
+        result = sleuth("ask", "levers?", "--index", str(sample_index), "--max-steps", "2",
+                        "--json")
+    record = result.json()
+    assert result.code == 0 and record["forced"] == "max_steps" and record["loops"] == 2
+    last = server.requests[-1]
+    assert last["tool_choice"] == "none"
+    assert "Do not call any more tools" in last["messages"][-1]["content"]
+    assert record["citations"][0]["chunk_id"] == PEPYS
+
+
+def test_forced_answer_at_token_budget(endpoint, sleuth, sample_index: Path, monkeypatch):
+    monkeypatch.setenv("SLEUTH_AGENT__TOKEN_BUDGET", "1000")
+    server = endpoint([call("chunk_read", chunk_ids=[PEPYS]), reply("Levers.")])
+    with server:
+        record = sleuth("ask", "levers?", "--index", str(sample_index), "--json").json()
+    assert record["forced"] == "token_budget" and record["loops"] == 1
+
+
+def test_unknown_tool_goes_back_to_the_model(endpoint, sleuth, sample_index: Path):
+    server = endpoint([call("web_search", query="x"), reply("No answer in the corpus.")])
+    with server:
+        record = sleuth("ask", "q", "--index", str(sample_index), "--json").json()
+    assert "unknown tool 'web_search'" in record["trajectory"][0]["tool_output"]
+
+
+def test_llm_outage_fails_with_one_clear_line(endpoint, sleuth, sample_index: Path,
+                                              monkeypatch):
+    monkeypatch.setenv("SLEUTH_LLM__MAX_RETRIES", "1")
+    server = endpoint([error(500, "down", retry_after=0.01)] * 3)
+    with server:
+        result = sleuth("ask", "q", "--index", str(sample_index))
+    assert result.code == 1
+    line = result.err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "HTTP 500" in line and "Traceback" not in result.err
+
+
+def test_ask_without_endpoint_says_how_to_configure(sleuth, sample_index: Path):
+    result = sleuth("ask", "q", "--index", str(sample_index))
+    assert result.code == 1 and "SLEUTH_BASE_URL" in result.err and "SLEUTH_MODEL" in result.err
+
+
+def test_arag_environment_names_are_accepted(monkeypatch, sample_index: Path):
+    with FakeLLMServer([reply("Nothing found.")]) as server:
+        monkeypatch.setenv("ARAG_BASE_URL", server.base_url)
+        monkeypatch.setenv("ARAG_MODEL", "fake-model")
+        answer = sleuth.ask("q", index=sample_index)
+    assert answer.answer == "Nothing found." and answer.model == "fake-model"
+
+
+def test_python_api_parallel_tool_calls(sample_index: Path):
+    from sleuth.llm import calls
+
+    script = [calls(("keyword_search", {"keywords": ["Greatorex"]}),
+                    ("semantic_search", {"query": "tobacco and bones"})),
+              reply("Done.")]
+    settings = sleuth.Settings.load(agent={"parallel_tool_calls": True})
+    with FakeLLMServer(script) as server:
+        llm = OpenAIClient("fake-model", server.base_url)
+        answer = sleuth.ask("q", index=sample_index, llm=llm, settings=settings)
+        assert server.requests[0]["parallel_tool_calls"] is True
+    assert [s.tool_name for s in answer.trajectory] == ["keyword_search", "semantic_search"]
+    assert answer.loops == 1
+
+
+def test_one_call_per_step_by_default(sample_index: Path):
+    from sleuth.llm import calls
+
+    script = [calls(("keyword_search", {"keywords": ["Greatorex"]}),
+                    ("semantic_search", {"query": "tobacco"})),
+              reply("Done.")]
+    with FakeLLMServer(script) as server:
+        answer = sleuth.ask("q", index=sample_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        sent = server.requests[1]["messages"]
+    assert [s.tool_name for s in answer.trajectory] == ["keyword_search"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert len(assistant["tool_calls"]) == 1

@@ -1,0 +1,117 @@
+"""The CLI surface: JSON output, tools by hand, and bad input that never corrupts an index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sleuth
+from sleuth.store.keyword import brute_force
+
+
+def test_search_keyword_json_matches_brute_force(sleuth, wiki_index, wiki_corpus: Path):
+    result = sleuth("search", "keyword", "American", "film director", "--top-k", "7",
+                    "--json", "--index", wiki_index.location)
+    assert result.code == 0, result.err
+    hits = result.json()["hits"]
+    corpus = [(c.chunk_id, c.text) for c in wiki_index.store.iter_chunks()]
+    expected = brute_force(corpus, ["American", "film director"], 7)
+    assert [(h["chunk_id"], h["score"]) for h in hits] == expected
+    assert set(hits[0]) >= {"chunk_id", "doc_id", "title", "score", "snippets"}
+    assert hits[0]["doc_id"].startswith("2wiki-")
+
+
+def test_search_semantic_and_read(sleuth, sample_index: Path):
+    result = sleuth("search", "semantic", "Greatorex showed me the strength of levers",
+                    "--top-k", "3", "--json",
+                    "--index", str(sample_index))
+    hits = result.json()["hits"]
+    assert hits[0]["chunk_id"] == "pepys-diary-1660.md#0"
+    assert any("levers" in s for s in hits[0]["snippets"])
+    read = sleuth("read", hits[0]["chunk_id"], "--adjacent", "1", "--json", "--index",
+                  str(sample_index)).json()
+    ids = [c["chunk_id"] for c in read["chunks"]]
+    assert ids == ["pepys-diary-1660.md#0", "pepys-diary-1660.md#1"]
+    text = sleuth("read", "pepys-diary-1660.md#0", "nope", "--index", str(sample_index)).out
+    assert "Greatorex" in text and "Unknown chunk ids: nope" in text
+
+
+def test_help_explains_commands(sleuth):
+    out = sleuth("--help").out
+    for command in ("index", "search", "read", "ask", "quickstart"):
+        assert command in out
+    assert "--top-k" in sleuth("search", "keyword", "--help").out
+
+
+def _counts(sleuth, index: Path) -> tuple[int, int]:
+    info = sleuth("status", "--json", "--index", str(index)).json()
+    return info["documents"], info["chunks"]
+
+
+def test_bad_files_are_reported_and_skipped(sleuth, tmp_path: Path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nA readable note about herons.", "utf-8")
+    (docs / "empty.txt").write_bytes(b"")
+    (docs / "binary.txt").write_bytes(b"\x00\x01\x02 binary")
+    (docs / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (docs / "dups.json").write_text(json.dumps(
+        [{"id": "x", "title": "X", "text": "one"}, {"id": "x", "title": "X2", "text": "two"}]))
+    index = tmp_path / "idx"
+    result = sleuth("index", str(docs), "--index", str(index), "--json")
+    assert result.code == 0, result.err
+    report = result.json()
+    reasons = {Path(s["path"]).name: s["reason"] for s in report["skipped"]}
+    assert set(reasons) == {"empty.txt", "binary.txt", "latin1.txt"}
+    assert "UTF-8" in reasons["latin1.txt"] and "binary" in reasons["binary.txt"]
+    assert "duplicate doc_id 'x'" in report["duplicates"][0]["reason"]
+    assert _counts(sleuth, index) == (2, 2)
+    assert sleuth("search", "keyword", "herons", "--index", str(index), "--json").json()["hits"]
+
+
+@pytest.mark.parametrize("case", ["missing", "not-a-list", "empty-folder"])
+def test_bad_input_keeps_the_index_intact(sleuth, tmp_path: Path, case: str):
+    index = tmp_path / "idx"
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nA note about herons.", "utf-8")
+    assert sleuth("index", str(good), "--index", str(index)).code == 0
+    if case == "missing":
+        target = tmp_path / "nowhere"
+    elif case == "not-a-list":
+        target = tmp_path / "corpus.json"
+        target.write_text(json.dumps({"id": "1", "text": "not a list"}))
+    else:
+        target = tmp_path / "empty"
+        target.mkdir()
+    result = sleuth("index", str(target), "--index", str(index))
+    if case == "empty-folder":
+        assert result.code == 0 and "added 0" in result.out
+    else:
+        assert result.code == 1
+        message = result.err.strip().splitlines()[-1]
+        assert message.startswith("error: ") and str(target.name) in message
+        assert "Traceback" not in result.err
+    assert _counts(sleuth, index) == (1, 1)
+    hits = sleuth("search", "keyword", "herons", "--index", str(index), "--json").json()["hits"]
+    assert [h["doc_id"] for h in hits] == ["good.md"]
+
+
+def test_corpus_json_and_chunks_json_keep_source_ids(sleuth, tmp_path: Path):
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"id": "p1", "title": "Heron", "text": "Herons wade."}]))
+    chunks = tmp_path / "chunks.json"
+    chunks.write_text(json.dumps(["c7:Egrets are white herons.", "c8:Storks fly far."]))
+    index = tmp_path / "idx"
+    assert sleuth("index", str(corpus), str(chunks), "--index", str(index)).code == 0
+    hits = sleuth("search", "keyword", "herons", "--index", str(index), "--json").json()["hits"]
+    assert {h["doc_id"] for h in hits} == {"p1", "c7"}
+    assert {h["title"] for h in hits} == {"Heron", "Egrets are white herons."}
+
+
+def test_public_api_is_declared():
+    for name in sleuth.__all__:
+        assert hasattr(sleuth, name), name
+    public = {n for n in dir(sleuth) if not n.startswith("_") and n[0].isupper()}
+    assert public <= set(sleuth.__all__)
