@@ -7,6 +7,7 @@
 >>> sleuth.ask("Who discovered radium?", index=index)      # doctest: +SKIP
 """
 
+from sleuth._version import __version__
 from sleuth.agent import VARIANTS, Agent, Tracker, build_agent
 from sleuth.api import ask, index_paths
 from sleuth.errors import (
@@ -23,8 +24,6 @@ from sleuth.index import AddReport, Index, ReadResult
 from sleuth.settings import Settings
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, tool
 from sleuth.types import Answer, Chunk, Citation, Document, Hit, Sentence, Step
-
-from sleuth._version import __version__
 
 __all__ = [
     "TOOLS", "VARIANTS", "AddReport", "Agent", "Answer", "Chunk", "Citation", "ConfigError",

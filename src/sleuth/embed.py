@@ -36,7 +36,8 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    out: np.ndarray = matrix / norms
+    return out
 
 
 class SentenceTransformerEmbedder:
@@ -46,9 +47,8 @@ class SentenceTransformerEmbedder:
         self.name = name
         self.model = model
         self.batch_size = batch_size
-        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
+        get_dim = getattr(model, "get_embedding_dimension", None)
+        get_dim = get_dim or model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
 
     def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
@@ -130,7 +130,7 @@ def _quiet_transformers() -> None:
     try:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
         pass
 

@@ -29,9 +29,11 @@ class LLMSettings(BaseModel):
     base_url: str | None = Field(None, description="Endpoint URL, e.g. https://api.openai.com/v1")
     api_key: str | None = Field(None, description="API key (omit for local servers)")
     model: str | None = Field(None, description="Model name, e.g. gpt-4o-mini")
-    temperature: float | None = Field(0.0, description="Sampling temperature (None: server default)")
+    temperature: float | None = Field(0.0, description="Sampling temperature (None: default)")
     max_tokens: int | None = Field(None, description="Max completion tokens per call")
-    reasoning_effort: ReasoningEffort | None = Field(None, description="For reasoning models")
+    reasoning_effort: ReasoningEffort | None = Field(
+        None, description="For reasoning models"
+    )
     timeout: float = Field(120.0, description="Seconds per request")
     max_retries: int = Field(4, description="Retries with backoff on transient errors")
     prices: dict[str, tuple[float, float]] = Field(

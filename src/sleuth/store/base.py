@@ -141,10 +141,7 @@ def top_chunks_by_best_sentence(
     n = len(scores)
     pool = min(n, max(64, top_k * 16))
     while True:
-        if pool < n:
-            part = np.argpartition(-scores, pool - 1)[:pool]
-        else:
-            part = np.arange(n)
+        part = np.argpartition(-scores, pool - 1)[:pool] if pool < n else np.arange(n)
         order = part[np.argsort(-scores[part], kind="stable")]
         picked: dict[int, list[int]] = {}
         for row in order:

@@ -501,7 +501,8 @@ class _KeywordIndex:
         limit = max(searcher.num_docs, 1)
         result = searcher.search(query, limit=limit, count=False, order_by_field="rowid")
         addresses = [address for _, address in result.hits]
-        return [int(v) for v in searcher.fast_field_values("rowid", addresses)]
+        values = searcher.fast_field_values("rowid", addresses)
+        return [int(v) for v in values if v is not None]
 
     def _query(self, tokens: list[str], substring: bool) -> Any:
         q, occur = self._t.Query, self._t.Occur
@@ -512,7 +513,8 @@ class _KeywordIndex:
             )
         if len(tokens) == 1:
             return q.term_query(self.schema, "tokens", tokens[0])
-        return q.phrase_query(self.schema, "tokens", tokens)
+        words: list[str | tuple[int, str]] = list(tokens)
+        return q.phrase_query(self.schema, "tokens", words)
 
 
 def _new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:

@@ -134,7 +134,7 @@ def tool(function: ToolFunction) -> Tool:
             continue
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[name] = (hints[name], Field(default, description=docs.get(name)))
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{function.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
     return Tool(function.__name__, description, model, function)

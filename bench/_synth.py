@@ -1,0 +1,277 @@
+"""Synthetic English-like corpus and a fast synthetic-index builder for the benchmarks.
+
+Text: words drawn from a Zipf-Mandelbrot distribution (p(r) ~ 1/(r + q)^s) over a ranked
+vocabulary whose head is ~200 real common English words and whose tail is ~150k lowercase
+pseudo-words, ~25k capitalised one-word "entity" names, ~5k two-word entity names and a few
+hundred year numbers, shuffled together. Sentences have log-normal lengths (median ~20
+words), a capitalised first word, occasional commas and a final full stop.
+
+Index: chunks are written straight into ``LocalStore.write`` (one document = one chunk of
+<= 1,000 o200k tokens, counted exactly with ``sleuth.tokens.count_tokens``); the title line
+is a sentence of its own, as ``chunk_document`` does. Sentence vectors are cheap random
+unit float32 vectors (dim 384), NOT model embeddings: keyword search never reads them and
+semantic-search timing does not depend on their values.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleuth.store.base import PreparedDocument, open_store
+from sleuth.tokens import count_tokens
+from sleuth.types import Chunk, Document, Sentence
+
+GENERATOR_VERSION = 3
+DIM = 384
+RANDOM_EMBEDDER = {"name": "bench-random-unit-384", "dim": DIM, "title_context": True}
+
+COMMON = """the of and to a in is was that for it with as on his he by at from be this are or an
+which had were her not but have they she first their has one also its after who been two new
+all more there other when time into during would only years some year can most may we these
+over such about many up them out where three then so any than him world later under known made
+no what city while before through team national between both since used part state series
+university american war season film people name united school number government became being
+several until early home second each well found family could did four life against music
+however born north south east west called house century high church including area band game
+album work river club league town group because system own history around five following side
+county based do same will member public another record early great without station old power
+line years several local within day back among general end named built won major along left
+form president country place three small land water told way like king often large last even
+age land language long court death son daughter father mother wife began took led order
+""".split()
+
+ONSETS = ("b c d f g h j k l m n p r s t v w z br cr dr fr gr pr tr bl cl fl gl pl sl st sp "
+          "sk ch sh th").split()
+VOWELS = "a e i o u a e i o ai ea ou ie oa".split()
+CODAS = ["", "", "", "n", "r", "l", "s", "t", "m", "nd", "rk", "st", "x", "th"]
+ENTITY_ENDS = ["", "", "", "ov", "heim", "ia", "ton", "wick", "ara", "en", "ith", "mere"]
+
+
+def _syllable(rng: random.Random) -> str:
+    return rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS)
+
+
+@dataclass
+class Vocab:
+    items: list[str]  # by rank (0 = most frequent)
+    kinds: list[str]  # common | word | entity | entity2 | number
+    cdf: np.ndarray
+
+    @classmethod
+    def build(cls, seed: int = 20240601, n_words: int = 150_000, n_entities: int = 25_000,
+              n_entities2: int = 5_000, s: float = 1.05, q: float = 2.7) -> Vocab:
+        rng = random.Random(seed)
+        common = list(dict.fromkeys(COMMON))
+        seen = set(common)
+        words: list[str] = []
+        while len(words) < n_words:
+            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 2, 3, 3, 4))))
+            if w not in seen and len(w) >= 4:
+                seen.add(w)
+                words.append(w)
+        entities: list[str] = []
+        while len(entities) < n_entities:
+            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(
+                ENTITY_ENDS)
+            if w not in seen and len(w) >= 4:
+                seen.add(w)
+                entities.append(w.capitalize())
+        pool = entities[:]
+        entities2 = []
+        for _ in range(n_entities2):
+            entities2.append(f"{rng.choice(pool)} {rng.choice(pool)}")
+        entities2 = list(dict.fromkeys(entities2))
+        numbers = [str(y) for y in range(1500, 2025)]
+        tail = ([(w, "word") for w in words] + [(e, "entity") for e in entities]
+                + [(e, "entity2") for e in entities2] + [(n, "number") for n in numbers])
+        rng.shuffle(tail)
+        items = common + [w for w, _ in tail]
+        kinds = ["common"] * len(common) + [k for _, k in tail]
+        ranks = np.arange(1, len(items) + 1, dtype=np.float64)
+        p = 1.0 / (ranks + q) ** s
+        p /= p.sum()
+        cdf = np.cumsum(p)
+        cdf[-1] = 1.0
+        return cls(items, kinds, cdf)
+
+    def prob(self, rank: int) -> float:
+        lo = self.cdf[rank - 1] if rank > 0 else 0.0
+        return float(self.cdf[rank] - lo)
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.searchsorted(self.cdf, rng.random(n), side="right")
+
+
+class TextGen:
+    """Deterministic sentences from a Vocab."""
+
+    def __init__(self, vocab: Vocab, seed: int) -> None:
+        self.vocab = vocab
+        self.rng = np.random.default_rng(seed)
+        self._pool = np.zeros(0, dtype=np.int64)
+        self._pos = 0
+        self._comma = np.zeros(0, dtype=bool)
+
+    def _take(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._pos + n > len(self._pool):
+            self._pool = self.vocab.draw(self.rng, 1_000_000)
+            self._comma = self.rng.random(1_000_000) < 0.06
+            self._pos = 0
+        out = self._pool[self._pos : self._pos + n], self._comma[self._pos : self._pos + n]
+        self._pos += n
+        return out
+
+    def sentence(self) -> str:
+        n = int(np.clip(round(self.rng.lognormal(np.log(20.0), 0.45)), 4, 70))
+        ids, commas = self._take(n)
+        items = self.vocab.items
+        words = [items[i] for i in ids]
+        for j in np.flatnonzero(commas[:-1]):
+            words[j] += ","
+        first = words[0]
+        words[0] = first[0].upper() + first[1:]
+        return " ".join(words) + "."
+
+    def title(self, i: int) -> str:
+        # An entity-style title: one or two capitalised vocabulary items.
+        ents = [k for k in ("entity", "entity2")]
+        while True:
+            r = int(self.vocab.draw(self.rng, 1)[0])
+            if self.vocab.kinds[r] in ents:
+                return f"{self.vocab.items[r]} ({i})"
+
+
+def make_document(gen: TextGen, i: int, target_chars: int, max_tokens: int = 1000
+                  ) -> tuple[Document, Chunk, int]:
+    """One document = one chunk of <= max_tokens tokens. Returns (doc, chunk, n_sentences)."""
+    title = gen.title(i)
+    parts = [title]
+    spans = [(0, len(title))]
+    pos = len(title) + 1  # "\n" after the title
+    while pos < target_chars:
+        s = gen.sentence()
+        parts.append(s)
+        spans.append((pos, pos + len(s)))
+        pos += len(s) + 1
+    text = title + "\n" + " ".join(parts[1:])
+    n_tokens = count_tokens(text)
+    while n_tokens > max_tokens and len(spans) > 2:
+        spans.pop()
+        text = text[: spans[-1][1]]
+        n_tokens = count_tokens(text)
+    doc_id = f"syn-{i:07d}"
+    sentences = tuple(Sentence(text[a:b], a, b) for a, b in spans)
+    doc = Document(doc_id, title, text, "text", None, {})
+    chunk = Chunk(f"{doc_id}#0", doc_id, 0, text, 0, len(text), n_tokens, sentences, None, None)
+    return doc, chunk, len(sentences)
+
+
+def random_unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
+    m = rng.standard_normal((n, dim), dtype=np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    return m
+
+
+def generate_batches(n_chunks: int, seed: int, batch_chunks: int, target_chars: int
+                     ) -> Iterator[tuple[list[PreparedDocument], float]]:
+    vocab = Vocab.build(seed)
+    gen = TextGen(vocab, seed + 1)
+    vrng = np.random.default_rng(seed + 2)
+    for start in range(0, n_chunks, batch_chunks):
+        t0 = time.perf_counter()
+        made = [make_document(gen, i, target_chars)
+                for i in range(start, min(n_chunks, start + batch_chunks))]
+        n_sent = sum(n for _, _, n in made)
+        vectors = random_unit(vrng, n_sent)
+        prepared, row = [], 0
+        for doc, chunk, n in made:
+            prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", [chunk],
+                                             vectors[row : row + n]))
+            row += n
+        yield prepared, time.perf_counter() - t0
+
+
+def calibrate_chars(seed: int, target_tokens: int = 1000, sample: int = 200) -> dict[str, Any]:
+    """Chars per document that give ~target_tokens (measured with count_tokens)."""
+    vocab = Vocab.build(seed)
+    gen = TextGen(vocab, seed + 99)
+    docs = [make_document(gen, i, 4500, max_tokens=10**9) for i in range(sample)]
+    chars = sum(len(d.text) for d, _, _ in docs)
+    tokens = sum(c.n_tokens for _, c, _ in docs)
+    per_token = chars / tokens
+    return {"chars_per_token": round(per_token, 3),
+            "target_chars": int(per_token * target_tokens * 0.985)}
+
+
+def meta_path(index: Path) -> Path:
+    return index.parent / (index.name + ".bench.json")
+
+
+def load_cached(index: Path, params: dict[str, Any]) -> dict[str, Any] | None:
+    mp = meta_path(index)
+    if not (mp.is_file() and (index / "manifest.json").is_file()):
+        return None
+    meta = json.loads(mp.read_text())
+    manifest = json.loads((index / "manifest.json").read_text())
+    if meta.get("params") != params or manifest.get("build", {}).get("state") != "complete":
+        return None
+    return meta
+
+
+def build_synthetic_index(index: Path, n_chunks: int, seed: int, batch_chunks: int = 1000,
+                          log: Any = print) -> dict[str, Any]:
+    """Build the synthetic index at ``index`` (removed first). Returns build stats."""
+    if index.exists():
+        shutil.rmtree(index)
+    meta_path(index).unlink(missing_ok=True)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    cal = calibrate_chars(seed)
+    t_all = time.perf_counter()
+    store = open_store(str(index), create=True, embedder=RANDOM_EMBEDDER, chunk_tokens=1000)
+    store.begin_build()
+    gen_s = write_s = 0.0
+    n_sent = n_tok = 0
+    tok_min, tok_max, chars = 10**9, 0, 0
+    done = 0
+    for prepared, g in generate_batches(n_chunks, seed, batch_chunks, cal["target_chars"]):
+        gen_s += g
+        t0 = time.perf_counter()
+        store.write(prepared)
+        write_s += time.perf_counter() - t0
+        for p in prepared:
+            c = p.chunks[0]
+            n_sent += len(c.sentences)
+            n_tok += c.n_tokens
+            tok_min, tok_max = min(tok_min, c.n_tokens), max(tok_max, c.n_tokens)
+            chars += len(c.text)
+        done += len(prepared)
+        if done % (batch_chunks * 10) == 0 or done == n_chunks:
+            el = time.perf_counter() - t_all
+            log(f"  built {done:,}/{n_chunks:,} chunks, {n_sent:,} sentences, {el:.0f} s "
+                f"(generate {gen_s:.0f} s, store.write {write_s:.0f} s)")
+    t0 = time.perf_counter()
+    store.finish_build()
+    finish_s = time.perf_counter() - t0
+    stats = store.stats()
+    store.close()
+    total = time.perf_counter() - t_all
+    return {
+        "chunks": stats.chunks, "sentences": stats.sentences, "documents": stats.documents,
+        "tokens_mean": round(n_tok / max(done, 1), 1), "tokens_min": tok_min,
+        "tokens_max": tok_max, "chars_mean": round(chars / max(done, 1), 1),
+        "sentences_per_chunk": round(n_sent / max(done, 1), 2),
+        "calibration": cal,
+        "seconds_total": round(total, 1), "seconds_generate": round(gen_s, 1),
+        "seconds_store_write": round(write_s, 1), "seconds_finish_build": round(finish_s, 1),
+        "batch_chunks": batch_chunks,
+        "vectors": "random unit float32, dim 384 (not model embeddings)",
+    }
