@@ -29,7 +29,7 @@ import numpy as np
 from sleuth.ingest import chunk_document
 from sleuth.store.base import PreparedDocument, open_store
 from sleuth.tokens import count_tokens
-from sleuth.types import Chunk, Document, Sentence
+from sleuth.types import Chunk, Document
 
 GENERATOR_VERSION = 3
 DIM = 384
@@ -54,6 +54,8 @@ ONSETS = ("b c d f g h j k l m n p r s t v w z br cr dr fr gr pr tr bl cl fl gl 
           "sk ch sh th").split()
 VOWELS = "a e i o u a e i o ai ea ou ie oa".split()
 CODAS = ["", "", "", "n", "r", "l", "s", "t", "m", "nd", "rk", "st", "x", "th"]
+NAME_ENDS = ["ford", "bury", "ton", "ville", "berg", "field", "wood", "ham", "stein", "son",
+             "by", "dale", "mouth", "worth", "ley", "land", "hall", "port", "ia", "ov"]
 ENTITY_ENDS = ["", "", "", "ov", "heim", "ia", "ton", "wick", "ara", "en", "ith", "mere"]
 
 
@@ -75,59 +77,75 @@ def real_words() -> list[str]:
     return list(dict.fromkeys(COMMON[:60] + words)) if words else list(dict.fromkeys(COMMON))
 
 
+def _zipf(n: int, s: float, q: float) -> np.ndarray:
+    ranks = np.arange(1, n + 1, dtype=np.float64)
+    p = 1.0 / (ranks + q) ** s
+    return p / p.sum()
+
+
 @dataclass
 class Vocab:
+    """Ranked vocabulary (most frequent first) with per-token probabilities.
+
+    A token is lexical (88%: real English words in frequency order, then a long tail of
+    pseudo-words; Zipf-Mandelbrot s=1.05, q=2.7), an entity name (10%: one- or two-word
+    capitalised names; Zipf s=1.0, q=20) or a year (2%, uniform).
+    """
+
     items: list[str]  # by rank (0 = most frequent)
     kinds: list[str]  # real | word | entity | entity2 | number
+    probs: np.ndarray
     cdf: np.ndarray
 
     @classmethod
     def build(cls, seed: int = 20240601, n_words: int = 120_000, n_entities: int = 25_000,
-              n_entities2: int = 5_000, s: float = 1.0, q: float = 2.7) -> Vocab:
+              n_entities2: int = 5_000) -> Vocab:
         rng = random.Random(seed)
         real = real_words()
         seen = set(real)
+        # Pseudo-words are compounds of two real words ("stoneriver"), entity names a real
+        # word plus a place/person suffix ("Harborford") or a syllable name ("Kestrelov"):
+        # both tokenize about like English (o200k), unlike random letter strings.
+        stems = [w for w in real[100:8000] if len(w) >= 3]
         words: list[str] = []
         while len(words) < n_words:
-            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 2, 3))))
-            if w not in seen and len(w) >= 4:
+            w = rng.choice(stems) + rng.choice(stems)
+            if w not in seen:
                 seen.add(w)
                 words.append(w)
         entities: list[str] = []
         while len(entities) < n_entities:
-            w = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 3)))) + rng.choice(
-                ENTITY_ENDS)
+            if rng.random() < 0.7:
+                w = rng.choice(stems) + rng.choice(NAME_ENDS)
+            else:
+                w = "".join(_syllable(rng) for _ in range(rng.choice((1, 2)))) + rng.choice(
+                    ENTITY_ENDS)
             if w.lower() not in seen and len(w) >= 4:
                 seen.add(w.lower())
                 entities.append(w.capitalize())
         entities2 = list(dict.fromkeys(
             f"{rng.choice(entities)} {rng.choice(entities)}" for _ in range(n_entities2)))
+        ents = entities + entities2
+        rng.shuffle(ents)
         numbers = [str(y) for y in range(1500, 2025)]
-        total = len(real) + len(words) + len(entities) + len(entities2) + len(numbers)
-        # Rank positions: real words keep their frequency order; the rest is spread over
-        # the ranks log-uniformly (entities, numbers) or over the tail (pseudo-words).
-        placed: list[tuple[float, str, str]] = [(i + 1.0, w, "real") for i, w in
-                                                 enumerate(real)]
-        lt = np.log(total)
-        placed += [(float(np.exp(rng.uniform(np.log(150), lt))), e, "entity") for e in entities]
-        placed += [(float(np.exp(rng.uniform(np.log(500), lt))), e, "entity2")
-                   for e in entities2]
-        placed += [(float(np.exp(rng.uniform(np.log(100), np.log(30_000)))), n, "number")
-                   for n in numbers]
-        placed += [(float(np.exp(rng.uniform(np.log(3_000), lt))), w, "word") for w in words]
-        placed.sort(key=lambda t: t[0])
-        items = [w for _, w, _ in placed]
-        kinds = [k for _, _, k in placed]
-        ranks = np.arange(1, len(items) + 1, dtype=np.float64)
-        p = 1.0 / (ranks + q) ** s
-        p /= p.sum()
-        cdf = np.cumsum(p)
+        lex = real + words
+        items = lex + ents + numbers
+        kinds = (["real"] * len(real) + ["word"] * len(words)
+                 + ["entity2" if " " in e else "entity" for e in ents]
+                 + ["number"] * len(numbers))
+        probs = np.concatenate([0.88 * _zipf(len(lex), 1.05, 2.7),
+                                0.10 * _zipf(len(ents), 1.0, 20.0),
+                                np.full(len(numbers), 0.02 / len(numbers))])
+        order = np.argsort(-probs, kind="stable")
+        items = [items[i] for i in order]
+        kinds = [kinds[i] for i in order]
+        probs = probs[order]
+        cdf = np.cumsum(probs)
         cdf[-1] = 1.0
-        return cls(items, kinds, cdf)
+        return cls(items, kinds, probs, cdf)
 
     def prob(self, rank: int) -> float:
-        lo = self.cdf[rank - 1] if rank > 0 else 0.0
-        return float(self.cdf[rank] - lo)
+        return float(self.probs[rank])
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.searchsorted(self.cdf, rng.random(n), side="right")
@@ -200,24 +218,42 @@ def random_unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
     return m
 
 
-def generate_batches(n_docs: int, seed: int, batch_docs: int, start_doc: int = 0
+_VOCAB: dict[int, Vocab] = {}
+
+
+def make_batch(seed: int, start: int, stop: int) -> tuple[list[PreparedDocument], float]:
+    """Documents ``start..stop-1`` (deterministic for a given seed and start) with vectors."""
+    t0 = time.perf_counter()
+    vocab = _VOCAB.get(seed) or _VOCAB.setdefault(seed, Vocab.build(seed))
+    gen = TextGen(vocab, seed * 1_000_003 + start)
+    made = [make_document(gen, i) for i in range(start, stop)]
+    n_sent = sum(len(c.sentences) for _, chunks in made for c in chunks)
+    vectors = random_unit(np.random.default_rng(seed * 7_000_003 + start), n_sent)
+    prepared, row = [], 0
+    for doc, chunks in made:
+        n = sum(len(c.sentences) for c in chunks)
+        prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", chunks,
+                                         vectors[row : row + n]))
+        row += n
+    return prepared, time.perf_counter() - t0
+
+
+def _make_batch_args(args: tuple[int, int, int]) -> tuple[list[PreparedDocument], float]:
+    return make_batch(*args)
+
+
+def generate_batches(n_docs: int, seed: int, batch_docs: int, workers: int = 2
                      ) -> Iterator[tuple[list[PreparedDocument], float]]:
-    vocab = Vocab.build(seed)
-    gen = TextGen(vocab, seed + 1 + start_doc)
-    vrng = np.random.default_rng(seed + 2 + start_doc)
-    for start in range(start_doc, start_doc + n_docs, batch_docs):
-        t0 = time.perf_counter()
-        made = [make_document(gen, i)
-                for i in range(start, min(start_doc + n_docs, start + batch_docs))]
-        n_sent = sum(len(c.sentences) for _, chunks in made for c in chunks)
-        vectors = random_unit(vrng, n_sent)
-        prepared, row = [], 0
-        for doc, chunks in made:
-            n = sum(len(c.sentences) for c in chunks)
-            prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", chunks,
-                                             vectors[row : row + n]))
-            row += n
-        yield prepared, time.perf_counter() - t0
+    """Batches in order; generated by ``workers`` processes while the caller writes."""
+    jobs = [(seed, s, min(n_docs, s + batch_docs)) for s in range(0, n_docs, batch_docs)]
+    if workers <= 1:
+        for job in jobs:
+            yield make_batch(*job)
+        return
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(workers) as pool:
+        yield from pool.imap(_make_batch_args, jobs, chunksize=1)
 
 
 def meta_path(index: Path) -> Path:
@@ -235,51 +271,88 @@ def load_cached(index: Path, params: dict[str, Any]) -> dict[str, Any] | None:
     return meta
 
 
-def build_synthetic_index(index: Path, n_chunks: int, seed: int, batch_chunks: int = 1000,
-                          log: Any = print) -> dict[str, Any]:
-    """Build the synthetic index at ``index`` (removed first). Returns build stats."""
+def build_synthetic_index(index: Path, n_docs: int, seed: int, batch_docs: int = 1000,
+                          workers: int = 2, log: Any = print) -> dict[str, Any]:
+    """Build the synthetic index at ``index`` (removed first); save and return build stats.
+
+    ``workers`` processes generate and chunk the text (and draw the random vectors) while
+    this process calls ``LocalStore.write`` batch by batch, then ``finish_build``.
+    """
     if index.exists():
         shutil.rmtree(index)
     meta_path(index).unlink(missing_ok=True)
     index.parent.mkdir(parents=True, exist_ok=True)
-    cal = calibrate_chars(seed)
     t_all = time.perf_counter()
     store = open_store(str(index), create=True, embedder=RANDOM_EMBEDDER, chunk_tokens=1000)
     store.begin_build()
-    gen_s = write_s = 0.0
-    n_sent = n_tok = 0
-    tok_min, tok_max, chars = 10**9, 0, 0
+    gen_s = write_s = wait_s = 0.0
+    n_sent = n_tok = n_chunks = chars = 0
+    tok_min, tok_max = 10**9, 0
     done = 0
-    for prepared, g in generate_batches(n_chunks, seed, batch_chunks, cal["target_chars"]):
+    batches = generate_batches(n_docs, seed, batch_docs, workers)
+    while True:
+        t0 = time.perf_counter()
+        item = next(batches, None)
+        wait_s += time.perf_counter() - t0
+        if item is None:
+            break
+        prepared, g = item
         gen_s += g
         t0 = time.perf_counter()
         store.write(prepared)
         write_s += time.perf_counter() - t0
         for p in prepared:
-            c = p.chunks[0]
-            n_sent += len(c.sentences)
-            n_tok += c.n_tokens
-            tok_min, tok_max = min(tok_min, c.n_tokens), max(tok_max, c.n_tokens)
-            chars += len(c.text)
+            for c in p.chunks:
+                n_chunks += 1
+                n_sent += len(c.sentences)
+                n_tok += c.n_tokens
+                tok_min, tok_max = min(tok_min, c.n_tokens), max(tok_max, c.n_tokens)
+                chars += len(c.text)
         done += len(prepared)
-        if done % (batch_chunks * 10) == 0 or done == n_chunks:
+        if done % (batch_docs * 10) == 0 or done == n_docs:
             el = time.perf_counter() - t_all
-            log(f"  built {done:,}/{n_chunks:,} chunks, {n_sent:,} sentences, {el:.0f} s "
-                f"(generate {gen_s:.0f} s, store.write {write_s:.0f} s)")
+            log(f"  built {done:,}/{n_docs:,} documents ({n_chunks:,} chunks, {n_sent:,} "
+                f"sentences) in {el:.0f} s; store.write so far {write_s:.0f} s")
     t0 = time.perf_counter()
     store.finish_build()
     finish_s = time.perf_counter() - t0
     stats = store.stats()
     store.close()
     total = time.perf_counter() - t_all
-    return {
-        "chunks": stats.chunks, "sentences": stats.sentences, "documents": stats.documents,
-        "tokens_mean": round(n_tok / max(done, 1), 1), "tokens_min": tok_min,
-        "tokens_max": tok_max, "chars_mean": round(chars / max(done, 1), 1),
-        "sentences_per_chunk": round(n_sent / max(done, 1), 2),
-        "calibration": cal,
-        "seconds_total": round(total, 1), "seconds_generate": round(gen_s, 1),
-        "seconds_store_write": round(write_s, 1), "seconds_finish_build": round(finish_s, 1),
-        "batch_chunks": batch_chunks,
+    out = {
+        "documents": stats.documents, "chunks": stats.chunks, "sentences": stats.sentences,
+        "tokens_per_chunk_mean": round(n_tok / max(n_chunks, 1), 1),
+        "tokens_per_chunk_min": tok_min, "tokens_per_chunk_max": tok_max,
+        "chars_per_chunk_mean": round(chars / max(n_chunks, 1), 1),
+        "sentences_per_chunk_mean": round(n_sent / max(n_chunks, 1), 2),
+        "seconds_wall_total": round(total, 1),
+        "seconds_store_write": round(write_s, 1),
+        "seconds_finish_build": round(finish_s, 1),
+        "seconds_waiting_for_generator": round(wait_s, 1),
+        "seconds_generate_cpu_in_workers": round(gen_s, 1),
+        "generator_workers": workers, "batch_docs": batch_docs,
+        "store_write_chunks_per_s": round(n_chunks / write_s, 1) if write_s else None,
+        "index_bytes_on_disk": _dir_size(index),
         "vectors": "random unit float32, dim 384 (not model embeddings)",
     }
+    return out
+
+
+def _dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def ensure_index(index: Path, n_docs: int, seed: int, rebuild: bool, log: Any = print
+                 ) -> tuple[dict[str, Any], bool]:
+    """Reuse the cached synthetic index when its parameters match, else build it.
+
+    Returns (build stats, reused).
+    """
+    params = {"n_docs": n_docs, "seed": seed, "generator_version": GENERATOR_VERSION}
+    cached = None if rebuild else load_cached(index, params)
+    if cached is not None:
+        return cached["build"], True
+    log(f"building synthetic index at {index} ({n_docs:,} documents)")
+    stats = build_synthetic_index(index, n_docs, seed, log=log)
+    meta_path(index).write_text(json.dumps({"params": params, "build": stats}, indent=2))
+    return stats, False

@@ -114,3 +114,23 @@ def test_refuses_other_embedder(sample_index: Path) -> None:
 def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="sleuth index"):
         Index.open(tmp_path / "nothing", settings=Settings.load())
+
+
+def test_openai_compatible_embeddings_endpoint(tmp_path: Path) -> None:
+    """The /embeddings option, against the scripted server's deterministic embeddings."""
+    from sleuth.llm import FakeLLMServer
+
+    docs = tmp_path / "docs"
+    _write(docs, DOCS)
+    with FakeLLMServer([]) as server:
+        settings = Settings.load(embed={"model": "openai:fake-embed", "base_url": server.base_url,
+                                        "batch_size": 4})
+        with Index.open(tmp_path / "idx", settings=settings, create=True) as index:
+            index.add([docs])
+            assert index.stats().manifest["embedder"]["name"] == "openai:fake-embed"
+            hits = index.semantic_search("Glaciers move slowly.", top_k=1)
+            assert hits[0].doc_id == "a.md"
+        assert server.embedding_requests
+        assert max(len(r["input"]) for r in server.embedding_requests) <= 4
+        with Index.open(tmp_path / "idx", settings=Settings.load()) as index:
+            assert index.settings.embed.model == "openai:fake-embed"

@@ -115,19 +115,21 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
 
 
 class _IndexBar:
-    """A tqdm bar over documents on stderr (hidden when stderr is not a terminal)."""
+    """A tqdm counter of embedded sentences on stderr (hidden when stderr is no terminal)."""
 
     def __init__(self, enabled: bool) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(desc="indexing", unit="doc", disable=not enabled or None, file=sys.stderr)
-        self.seen = 0
+        self.bar = tqdm(desc="embedding", unit=" sent", disable=not enabled or None,
+                        file=sys.stderr)
+        self.done = 0
 
     def update(self, progress: Any) -> None:
-        self.bar.update(progress.documents_seen - self.seen)
-        self.seen = progress.documents_seen
-        self.bar.set_postfix(chunks=progress.chunks, sentences=progress.sentences,
-                             unchanged=progress.documents_unchanged, refresh=False)
+        self.bar.update(progress.sentences - self.done)
+        self.done = progress.sentences
+        self.bar.set_postfix(docs=progress.documents_seen, new=progress.documents_indexed,
+                             unchanged=progress.documents_unchanged, chunks=progress.chunks,
+                             refresh=False)
 
     def __enter__(self) -> _IndexBar:
         return self

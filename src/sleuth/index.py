@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,7 @@ class Index:
         report = AddReport(resumed=(self.store.manifest.get("build") or {}).get("state")
                            == "building")
         ingest = IngestReport(skipped=[], duplicates=[])
+        paths = [Path(p).expanduser().resolve() for p in paths]
         docs = iter_documents(paths, include=include, exclude=exclude,
                               fields=fields or JsonFields(), report=ingest)
         known = self.store.document_hashes()
@@ -205,7 +206,13 @@ class Index:
             return
         inputs = [self._embed_inputs(doc, chunks) for doc, _, chunks in pending]
         flat = [t for group in inputs for t in group]
-        matrix = self.embedder.embed(flat)
+
+        def embedded(n: int) -> None:
+            progress.sentences += n
+            if on_progress:
+                on_progress(progress)
+
+        matrix = self.embedder.embed(flat, on_batch=embedded)
         prepared, row = [], 0
         for (doc, digest, chunks), group in zip(pending, inputs, strict=True):
             prepared.append(PreparedDocument(doc, digest, chunks, matrix[row : row + len(group)]))
@@ -214,7 +221,6 @@ class Index:
         n_chunks = sum(len(c) for _, _, c in pending)
         progress.documents_indexed += len(pending)
         progress.chunks += n_chunks
-        progress.sentences += len(flat)
         report.chunks += n_chunks
         report.sentences += len(flat)
         if on_progress:
@@ -223,7 +229,7 @@ class Index:
     def _delete_missing(self, paths: Sequence[str | Path], seen: set[str]) -> list[str]:
         roots = [Path(p).resolve() for p in paths]
         gone = []
-        for doc_id, path in self._doc_paths():
+        for doc_id, path in self.store.document_sources().items():
             if doc_id in seen or not path:
                 continue
             source = Path(path).resolve()
@@ -231,11 +237,6 @@ class Index:
                 gone.append(doc_id)
         self.store.delete(gone)
         return gone
-
-    def _doc_paths(self) -> Iterable[tuple[str, str | None]]:
-        for doc_id in self.store.document_hashes():
-            doc = self.store.get_document(doc_id)
-            yield doc_id, doc.path if doc else None
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         self.store.delete(doc_ids)

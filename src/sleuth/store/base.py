@@ -49,6 +49,9 @@ class Store(Protocol):
 
     def document_hashes(self) -> dict[str, str]: ...
 
+    def document_sources(self) -> dict[str, str | None]:
+        """``doc_id`` → the source file it came from (``None`` when it has none)."""
+
     def write(self, docs: Sequence[PreparedDocument]) -> None:
         """Insert or replace documents (by ``doc_id``) atomically as one batch."""
 

@@ -145,6 +145,9 @@ class LocalStore:
     def document_hashes(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT doc_id, hash FROM documents").fetchall())
 
+    def document_sources(self) -> dict[str, str | None]:
+        return dict(self.db.execute("SELECT doc_id, path FROM documents").fetchall())
+
     def begin_build(self) -> None:
         self.manifest["build"] = {"state": "building", "started": _now()}
         self._save_manifest()
