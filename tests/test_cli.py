@@ -115,3 +115,30 @@ def test_public_api_is_declared():
         assert hasattr(sleuth, name), name
     public = {n for n in dir(sleuth) if not n.startswith("_") and n[0].isupper()}
     assert public <= set(sleuth.__all__)
+
+
+def test_quickstart_indexes_sample_and_explains_llm_setup(sleuth, tmp_path: Path):
+    result = sleuth("quickstart")
+    assert result.code == 0, result.err
+    assert "indexed 3 documents" in result.out
+    assert "keyword_search" in result.out and "semantic_search" in result.out
+    assert "chunk_read" in result.out and "Greatorex" in result.out
+    assert "SLEUTH_BASE_URL" in result.err  # says exactly how to configure an endpoint
+    import os
+
+    cache_index = Path(os.environ["XDG_CACHE_HOME"]) / "sleuth" / "quickstart-index"
+    assert (cache_index / "manifest.json").is_file()
+
+
+def test_quickstart_asks_the_configured_endpoint(sleuth, tmp_path: Path, monkeypatch):
+    from sleuth.llm import FakeLLMServer, call, reply
+
+    script = [call("keyword_search", keywords=["Greatorex"]),
+              reply("He showed how levers work [pepys-diary-1660.md#0].")]
+    with FakeLLMServer(script) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        result = sleuth("quickstart", "--index", str(tmp_path / "qs"))
+    assert result.code == 0, result.err
+    assert "He showed how levers work" in result.out
+    assert "[pepys-diary-1660.md#0] The Diary of Samuel Pepys" in result.out

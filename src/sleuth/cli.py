@@ -291,11 +291,15 @@ def agents_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
 @common
 def quickstart_cmd(question: str | None, index_dir: str | None, as_json: bool,
                    config: str | None) -> None:
-    """Index the bundled sample corpus, run each tool, and ask a question if an LLM is set."""
-    from sleuth.quickstart import run_quickstart
+    """Index the bundled sample corpus, run each tool, and ask a question if an LLM is set.
 
-    run_quickstart(_settings(config, index_dir), question=question, echo=click.echo,
-                   status=_status, as_json=as_json)
+    The sample index lives in the user cache folder (not ./.sleuth) unless --index is given.
+    """
+    from sleuth.quickstart import default_index, run_quickstart
+
+    settings = _settings(config, index_dir or str(default_index()))
+    run_quickstart(settings, question=question, echo=click.echo, status=_status,
+                   as_json=as_json)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

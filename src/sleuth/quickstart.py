@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -20,6 +21,12 @@ Echo = Callable[[str], None]
 def sample_path() -> Path:
     """The bundled sample corpus (public-domain excerpts in Markdown, text and HTML)."""
     return Path(str(resources.files("sleuth.data").joinpath("sample")))
+
+
+def default_index() -> Path:
+    """Where the quickstart keeps its index: ``$XDG_CACHE_HOME/sleuth/quickstart-index``."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "sleuth" / "quickstart-index"
 
 
 def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, status: Echo,
