@@ -14,17 +14,14 @@ sentence vectors instead of model embeddings, written with ``LocalStore.write``)
 Run: python bench/keyword.py [--n 100000] [--rebuild]
 """
 
-# This file is named like the stdlib module ``keyword`` (which dataclasses imports): when run
-# as a script its folder is sys.path[0], so take it out before anything imports ``keyword``.
+# This file is named like the stdlib module ``keyword`` (imported by collections,
+# dataclasses, ...). A script's folder is sys.path[0]; move it to the end so the stdlib wins.
 import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    sys.path.pop(0)
-import keyword as _stdlib_keyword  # noqa: E402,F401  (cache the real stdlib module first)
-
-sys.path.append(_HERE)
+    sys.path.append(sys.path.pop(0))
 
 import argparse  # noqa: E402
 import math  # noqa: E402

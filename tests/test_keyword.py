@@ -74,3 +74,38 @@ def test_title_is_searchable(wiki_index: Index) -> None:
     assert doc is not None and doc.text.startswith(doc.title + "\n")
     hits = wiki_index.keyword_search([doc.title], top_k=20)
     assert doc.doc_id in {h.doc_id for h in hits}
+
+
+TRICKY = [
+    {"id": "t1", "title": "Tricky one", "text": "C++ and c# users; the U.S. and u.s. army. "
+     "snake_case_name and snake case. Ünïcödé Straße, STRASSE. New  York, new-york, New York."},
+    {"id": "t2", "title": "Tricky two", "text": "東京都庁は東京にある。 art, part, arts, ART! "
+     "la la la. İstanbul and ǅemal. 3.14 and 314; e-mail email E-Mail."},
+    {"id": "t3", "title": "Tricky three", "text": "Nothing special here, just prose about art."},
+]
+TRICKY_QUERIES = [
+    ["c++"], ["c#"], ["u.s."], ["U.S", "army"], ["snake_case_name"], ["snake"], ["case"],
+    ["straße"], ["STRASSE"], ["ünïcödé"], ["new york"], ["new-york"], ["york"], ["東京"],
+    ["art"], ["ART", "part"], ["la la"], ["istanbul"], ["İstanbul"], ["ǆemal"], ["3.14"],
+    ["14"], ["e-mail"], ["mail"], ["!"], ["art!"], [" art "], ["prose about"],
+]
+
+
+@pytest.mark.parametrize("mode", ["word", "substring"])
+def test_tricky_tokens_equal_brute_force(tmp_path, mode: str) -> None:
+    import json
+
+    from sleuth import Settings
+
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(TRICKY, ensure_ascii=False), encoding="utf-8")
+    with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
+        index.add([corpus])
+        chunks = [(c.chunk_id, c.text) for c in index.store.iter_chunks()]
+        found = 0
+        for keywords in TRICKY_QUERIES:
+            expected = brute_force(chunks, keywords, 10, mode)  # type: ignore[arg-type]
+            got = index.keyword_search(keywords, top_k=10, mode=mode)  # type: ignore[arg-type]
+            assert [(h.chunk_id, h.score) for h in got] == expected, keywords
+            found += bool(expected)
+        assert found >= 20

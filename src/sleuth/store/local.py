@@ -3,14 +3,22 @@
 Layout of an index folder::
 
     manifest.json        format version, embedder, chunk size, build state
-    sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters
-    keyword/             tantivy index of chunk tokens; only narrows keyword candidates
+    sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters,
+                         and an FTS5 index of chunk tokens (the keyword candidates and counts)
     vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy row ids
 
-Crash safety: row ids are reserved (and committed) before anything refers to them, vector
-segments and keyword entries are written before the SQLite transaction that makes them
-live, and anything not referenced by SQLite is ignored and garbage-collected. So an
-interrupted build leaves the previous state readable and the next build resumes.
+Crash safety: rows, keyword postings and the vector-segment registry change in one SQLite
+transaction per batch; row ids are reserved (and committed) before anything refers to them,
+and a vector segment is written before the transaction that registers it. A segment file
+no transaction registered is ignored and deleted later. So an interrupted build leaves the
+previous state readable and the next build resumes.
+
+Keyword search: the FTS5 table holds the ``\\w+`` tokens of each lowercased chunk (the
+``ascii`` tokenizer on space-joined tokens, so its terms are exactly those tokens). A
+whole-word keyword that is a single token is counted straight from the postings
+(``fts5vocab`` instances): its whole-word matches are exactly the tokens equal to it.
+Phrases, substrings and keywords with punctuation take FTS5 candidates and are counted
+exactly in the chunk text. Either way the result equals :func:`keyword.brute_force`.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from sleuth.types import Chunk, Document, Hit, Sentence
 MANIFEST = "manifest.json"
 DB = "sleuth.db"
 MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
+MAX_EXPANSION = 5000  # substring terms per keyword token before falling back to a scan
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
@@ -58,7 +67,10 @@ CREATE TABLE IF NOT EXISTS sentences (
     id INTEGER PRIMARY KEY, chunk INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS sentences_chunk ON sentences (chunk);
 CREATE TABLE IF NOT EXISTS segments (seg INTEGER PRIMARY KEY, rows INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS garbage (rowid_ INTEGER PRIMARY KEY);
+CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5 (
+    tokens, content='', tokenize="ascii tokenchars '_'", detail=full);
+CREATE VIRTUAL TABLE IF NOT EXISTS keyword_postings USING fts5vocab (keyword, instance);
+CREATE VIRTUAL TABLE IF NOT EXISTS keyword_terms USING fts5vocab (keyword, row);
 """
 
 
@@ -80,7 +92,7 @@ class _Vectors:
 
 
 class LocalStore:
-    """SQLite + tantivy + memory-mapped ``.npy`` vectors in one folder."""
+    """SQLite (rows + FTS5) and memory-mapped ``.npy`` vectors in one folder."""
 
     def __init__(self, location: str, *, create: bool, embedder: Mapping[str, Any] | None,
                  chunk_tokens: int | None = None) -> None:
@@ -111,7 +123,6 @@ class LocalStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
-        self._keyword = _KeywordIndex(self.root / "keyword")
         self._vectors: _Vectors | None = None
 
     # -- bookkeeping -------------------------------------------------------------------
@@ -153,7 +164,6 @@ class LocalStore:
         self._save_manifest()
 
     def finish_build(self) -> None:
-        self._collect_garbage()
         self._compact_vectors()
         self.manifest["build"] = {"state": "complete", "finished": _now()}
         self.manifest["sleuth_version"] = __version__
@@ -178,7 +188,6 @@ class LocalStore:
         if n_sents:
             self._write_segment(seg, np.concatenate([d.vectors for d in docs]),
                                 np.arange(sent_row, sent_row + n_sents, dtype=np.int64))
-        self._keyword.add([(cid, text) for cid, _, text in rows["chunk_text"]])
         self._commit_rows(docs, rows, seg if n_sents else None)
         self._vectors = None
 
@@ -223,6 +232,10 @@ class LocalStore:
                 self.db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
                                     rows["chunks"])
                 self.db.executemany("INSERT INTO sentences VALUES (?,?,?,?)", rows["sentences"])
+                self.db.executemany(
+                    "INSERT INTO keyword (rowid, tokens) VALUES (?, ?)",
+                    [(rowid, _tokens(text)) for rowid, _, text in rows["chunk_text"]],
+                )
                 if seg is not None:
                     self.db.execute("INSERT INTO segments VALUES (?, ?)",
                                     (seg, len(rows["sentences"])))
@@ -232,10 +245,12 @@ class LocalStore:
                 raise
 
     def _drop_docs(self, doc_ids: Sequence[str]) -> None:
-        """Inside a transaction: remove documents, remembering their keyword entries."""
+        """Inside a transaction: remove documents, their chunks, sentences and postings."""
         for doc_id in doc_ids:
-            self.db.execute(
-                "INSERT OR IGNORE INTO garbage SELECT id FROM chunks WHERE doc_id=?", (doc_id,)
+            old = self.db.execute("SELECT id, text FROM chunks WHERE doc_id=?", (doc_id,))
+            self.db.executemany(  # a contentless FTS5 row is deleted by replaying its tokens
+                "INSERT INTO keyword (keyword, rowid, tokens) VALUES ('delete', ?, ?)",
+                [(rowid, _tokens(text)) for rowid, text in old.fetchall()],
             )
             self.db.execute(
                 "DELETE FROM sentences WHERE chunk IN (SELECT id FROM chunks WHERE doc_id=?)",
@@ -257,14 +272,8 @@ class LocalStore:
                 raise
         self._vectors = None
 
-    def _collect_garbage(self) -> None:
-        dead = [r[0] for r in self.db.execute("SELECT rowid_ FROM garbage").fetchall()]
-        if dead:
-            self._keyword.delete(dead)
-            self.db.execute("DELETE FROM garbage")
-
     def _compact_vectors(self) -> None:
-        """Merge segments into one and drop dead rows once garbage or fragments pile up."""
+        """Merge segments into one and drop dead rows once deletions or fragments pile up."""
         segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
         live = self.db.execute("SELECT count(*) FROM sentences").fetchone()[0]
         total = sum(r[0] for r in self.db.execute("SELECT rows FROM segments"))
@@ -339,17 +348,23 @@ class LocalStore:
     def keyword_search(self, keywords: Sequence[str], top_k: int,
                        mode: kw.KeywordMode = "word") -> list[Hit]:
         parsed = kw.parse_keywords(keywords, mode)
-        if not parsed:
-            return []
-        candidates = self._keyword.candidates(parsed)
-        scored: list[tuple[str, float]] = []
-        texts: dict[str, str] = {}
-        for chunk_id, text in self._candidate_texts(candidates):
-            score = kw.score_text(text.lower(), parsed)
-            if score > 0:
-                scored.append((chunk_id, score))
-                texts[chunk_id] = text
-        ranked = kw.rank(scored, top_k)
+        scores: dict[int, float] = {}
+        rescore: list[kw.Keyword] = []
+        for k in parsed:
+            if _countable(k):
+                for rowid, count in self.db.execute(
+                    "SELECT doc, count(*) FROM keyword_postings WHERE term=? GROUP BY doc",
+                    (k.text,),
+                ):
+                    scores[rowid] = scores.get(rowid, 0.0) + count * k.weight
+            else:
+                rescore.append(k)
+        if rescore:
+            for rowid, text in self._candidate_texts(self._candidates(rescore)):
+                score = kw.score_text(text.lower(), rescore)
+                if score > 0:
+                    scores[rowid] = scores.get(rowid, 0.0) + score
+        ranked = self._top(scores, top_k)
         chunks = self.get_chunks([cid for cid, _ in ranked])
         titles = self._titles({c.doc_id for c in chunks.values()})
         hits = []
@@ -360,15 +375,65 @@ class LocalStore:
                             tuple(snippets)))
         return hits
 
-    def _candidate_texts(self, rowids: list[int] | None) -> Iterator[tuple[str, str]]:
+    def _top(self, scores: dict[int, float], top_k: int) -> list[tuple[str, float]]:
+        """Top ``top_k`` by score, ties by chunk id: ids are fetched only for the contenders."""
+        if not scores:
+            return []
+        ordered = sorted(scores.values(), reverse=True)
+        floor = ordered[min(top_k, len(ordered)) - 1]
+        contenders = [rowid for rowid, score in scores.items() if score >= floor]
+        ids = self._chunk_ids(contenders)
+        return kw.rank(((ids[r], scores[r]) for r in contenders if r in ids), top_k)
+
+    def _chunk_ids(self, rowids: list[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(rowids), 900):
+            part = rowids[start : start + 900]
+            marks = ",".join("?" * len(part))
+            out.update(self.db.execute(
+                f"SELECT id, chunk_id FROM chunks WHERE id IN ({marks})", part
+            ).fetchall())
+        return out
+
+    def _candidates(self, keywords: Sequence[kw.Keyword]) -> list[int] | None:
+        """Rowids of chunks that may match any keyword; ``None`` means scan everything."""
+        clauses = []
+        for k in keywords:
+            tokens = [t[:MAX_TOKEN_CHARS] for t in k.tokens]
+            if not tokens:
+                return None
+            if not k.substring:
+                clauses.append('"' + " ".join(tokens) + '"')
+                continue
+            groups = []
+            for token in tokens:
+                terms = [r[0] for r in self.db.execute(
+                    "SELECT term FROM keyword_terms WHERE instr(term, ?) > 0 LIMIT ?",
+                    (token, MAX_EXPANSION + 1),
+                )]
+                if len(terms) > MAX_EXPANSION:
+                    return None
+                if not terms:
+                    break
+                groups.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
+            else:
+                clauses.append("(" + " AND ".join(groups) + ")")
+        if not clauses:
+            return []
+        query = " OR ".join(clauses)
+        return [r[0] for r in self.db.execute(
+            "SELECT rowid FROM keyword WHERE keyword MATCH ?", (query,)
+        )]
+
+    def _candidate_texts(self, rowids: list[int] | None) -> Iterator[tuple[int, str]]:
         if rowids is None:
-            yield from self.db.execute("SELECT chunk_id, text FROM chunks")
+            yield from self.db.execute("SELECT id, text FROM chunks")
             return
         for start in range(0, len(rowids), 900):
             part = rowids[start : start + 900]
             marks = ",".join("?" * len(part))
             yield from self.db.execute(
-                f"SELECT chunk_id, text FROM chunks WHERE id IN ({marks})", part
+                f"SELECT id, text FROM chunks WHERE id IN ({marks})", part
             )
 
     def _sentence_spans(self, ids: set[int]) -> dict[int, tuple[int, int]]:
@@ -450,74 +515,14 @@ class LocalStore:
         self.db.close()
 
 
-class _KeywordIndex:
-    """tantivy over the ``\\w+`` tokens of lowercased chunk text: candidates only."""
+def _tokens(text: str) -> str:
+    """The FTS5 document for a chunk: its lowercased ``\\w+`` tokens, space-separated."""
+    return " ".join(t[:MAX_TOKEN_CHARS] for t in kw.tokenize(text.lower()))
 
-    def __init__(self, folder: Path) -> None:
-        import tantivy
 
-        self._t = tantivy
-        builder = tantivy.SchemaBuilder()
-        builder.add_unsigned_field("rowid", stored=False, indexed=True, fast=True)
-        builder.add_text_field("tokens", stored=False, tokenizer_name="whitespace",
-                               index_option="position")
-        self.schema = builder.build()
-        folder.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
-        self._writer: Any = None
-
-    def _write(self) -> Any:
-        if self._writer is None:
-            self._writer = self.index.writer(heap_size=128_000_000, num_threads=1)
-        return self._writer
-
-    def add(self, chunks: Sequence[tuple[int, str]]) -> None:
-        writer = self._write()
-        for rowid, text in chunks:
-            doc = self._t.Document()
-            doc.add_unsigned("rowid", rowid)
-            doc.add_text("tokens", " ".join(t[:MAX_TOKEN_CHARS] for t in kw.tokenize(text.lower())))
-            writer.add_document(doc)
-        writer.commit()
-        self.index.reload()
-
-    def delete(self, rowids: Sequence[int]) -> None:
-        writer = self._write()
-        for rowid in rowids:
-            writer.delete_documents_by_term("rowid", rowid)
-        writer.commit()
-        self.index.reload()
-
-    def candidates(self, keywords: Sequence[kw.Keyword]) -> list[int] | None:
-        """Rowids of chunks that may match any keyword; ``None`` means scan everything."""
-        queries = []
-        for k in keywords:
-            tokens = [t[:MAX_TOKEN_CHARS] for t in k.tokens]
-            if not tokens:
-                return None
-            queries.append(self._query(tokens, k.substring))
-        q = self._t.Query
-        query = queries[0] if len(queries) == 1 else q.boolean_query(
-            [(self._t.Occur.Should, sub) for sub in queries]
-        )
-        searcher = self.index.searcher()
-        limit = max(searcher.num_docs, 1)
-        result = searcher.search(query, limit=limit, count=False, order_by_field="rowid")
-        addresses = [address for _, address in result.hits]
-        values = searcher.fast_field_values("rowid", addresses)
-        return [int(v) for v in values if v is not None]
-
-    def _query(self, tokens: list[str], substring: bool) -> Any:
-        q, occur = self._t.Query, self._t.Occur
-        if substring:
-            parts = [q.regex_query(self.schema, "tokens", f".*{t}.*") for t in tokens]
-            return parts[0] if len(parts) == 1 else q.boolean_query(
-                [(occur.Must, p) for p in parts]
-            )
-        if len(tokens) == 1:
-            return q.term_query(self.schema, "tokens", tokens[0])
-        words: list[str | tuple[int, str]] = list(tokens)
-        return q.phrase_query(self.schema, "tokens", words)
+def _countable(k: kw.Keyword) -> bool:
+    """Whole-word keywords that are one token: counted exactly from the postings."""
+    return not k.substring and len(k.text) < MAX_TOKEN_CHARS and k.tokens == [k.text]
 
 
 def _new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
