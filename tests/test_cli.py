@@ -142,3 +142,18 @@ def test_quickstart_asks_the_configured_endpoint(sleuth, tmp_path: Path, monkeyp
     assert result.code == 0, result.err
     assert "He showed how levers work" in result.out
     assert "[pepys-diary-1660.md#0] The Diary of Samuel Pepys" in result.out
+
+
+def test_read_adjacent_in_document_order(tmp_path: Path):
+    doc = tmp_path / "long.md"
+    doc.write_text("# Long\n\n" + " ".join(f"Sentence number {i} is here." for i in range(400)),
+                   "utf-8")
+    settings = sleuth.Settings.load(chunk={"tokens": 200})
+    with sleuth.Index.open(tmp_path / "idx", settings=settings, create=True) as index:
+        index.add([doc])
+        ids = [c.chunk_id for c in index.read(["long.md#3"], adjacent=2).chunks]
+        assert ids == [f"long.md#{i}" for i in (1, 2, 3, 4, 5)]
+        first = index.read(["long.md#0"], adjacent=1).chunks
+        assert [c.chunk_id for c in first] == ["long.md#0", "long.md#1"]
+        assert first[0].prev_id is None and first[0].next_id == "long.md#1"
+        assert index.read(["long.md#0", "nope"]).unknown == ["nope"]

@@ -257,21 +257,37 @@ class Index:
         return self.store.semantic_search(vector, top_k)
 
     def read(self, chunk_ids: Sequence[str], adjacent: int = 0) -> ReadResult:
-        """Full chunks by id, with ``adjacent`` neighbours on each side."""
-        found = self.store.get_chunks(chunk_ids)
-        unknown = [cid for cid in dict.fromkeys(chunk_ids) if cid not in found]
-        ordered = [found[cid] for cid in dict.fromkeys(chunk_ids) if cid in found]
-        extra: list[Chunk] = []
-        if adjacent > 0:
-            have = {c.chunk_id for c in ordered}
-            frontier = ordered
-            for _ in range(adjacent):
-                ids = [n for c in frontier for n in (c.prev_id, c.next_id) if n and n not in have]
-                more = self.store.get_chunks(ids)
-                frontier = [more[i] for i in dict.fromkeys(ids) if i in more]
-                have.update(c.chunk_id for c in frontier)
-                extra.extend(frontier)
-        return ReadResult(ordered + sorted(extra, key=lambda c: (c.doc_id, c.position)), unknown)
+        """Full chunks by id. With ``adjacent`` > 0 each requested chunk comes with that many
+        neighbours on each side, in document order (windows in request order, no repeats)."""
+        requested = list(dict.fromkeys(chunk_ids))
+        found = self.store.get_chunks(requested)
+        unknown = [cid for cid in requested if cid not in found]
+        out: list[Chunk] = []
+        have: set[str] = set()
+        for cid in requested:
+            if cid not in found:
+                continue
+            for chunk in self._window(found[cid], adjacent):
+                if chunk.chunk_id not in have:
+                    have.add(chunk.chunk_id)
+                    out.append(chunk)
+        return ReadResult(out, unknown)
+
+    def _window(self, chunk: Chunk, adjacent: int) -> list[Chunk]:
+        before: list[Chunk] = []
+        after: list[Chunk] = []
+        prev_id, next_id = chunk.prev_id, chunk.next_id
+        for _ in range(adjacent):
+            more = self.store.get_chunks([i for i in (prev_id, next_id) if i])
+            prev = more.get(prev_id) if prev_id else None
+            nxt = more.get(next_id) if next_id else None
+            if prev:
+                before.insert(0, prev)
+            if nxt:
+                after.append(nxt)
+            prev_id = prev.prev_id if prev else None
+            next_id = nxt.next_id if nxt else None
+        return [*before, chunk, *after]
 
     def document(self, doc_id: str) -> Document | None:
         return self.store.get_document(doc_id)
