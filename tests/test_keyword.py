@@ -109,3 +109,16 @@ def test_tricky_tokens_equal_brute_force(tmp_path, mode: str) -> None:
             assert [(h.chunk_id, h.score) for h in got] == expected, keywords
             found += bool(expected)
         assert found >= 20
+
+
+def test_word_pattern_matches_the_design_definition() -> None:
+    """The fast literal-first pattern counts exactly what ``(?<!\\w)k(?!\\w)`` counts."""
+    rng = random.Random(3)
+    alphabet = "ab_ .-é1+"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))).strip()
+        if not key:
+            continue
+        reference = len(re.findall(rf"(?<!\w){re.escape(key)}(?!\w)", text))
+        assert parse_keywords([key])[0].count(text) == reference, (key, text)
