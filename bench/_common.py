@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -58,7 +60,39 @@ def machine_facts() -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": versions,
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_state(),
+        "loadavg_start": os.getloadavg(),
     }
+
+
+def git_state() -> str:
+    """Short HEAD commit of the repo, with '+dirty src' when src/ has uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" +dirty src" if dirty else "")
+
+
+STORE_SOURCES = ("store", "ingest", "tokens.py", "types.py")
+
+
+def source_fingerprint(parts: tuple[str, ...] = STORE_SOURCES) -> str:
+    """sha256 (12 hex) of the sleuth sources that decide what an index holds: a cached
+    benchmark index is rebuilt when they change."""
+    root = REPO / "src" / "sleuth"
+    digest = hashlib.sha256()
+    for part in parts:
+        p = root / part
+        files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        for f in files:
+            if f.is_file():
+                digest.update(str(f.relative_to(root)).encode())
+                digest.update(f.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def machine_md(facts: dict[str, Any]) -> str:
@@ -67,8 +101,9 @@ def machine_md(facts: dict[str, Any]) -> str:
         f"- Machine: CPU `{facts['cpu_model']}`, {facts['cores']} cores "
         f"({facts['usable_cores']} usable), {facts['ram_gib']} GiB RAM, "
         f"Python {facts['python']}, {facts['platform']}\n"
-        f"- Libraries: {v}\n"
-        f"- Date (UTC): {facts['date_utc']}"
+        f"- Libraries: {v}; Sleuth source at commit `{facts.get('git')}`\n"
+        f"- Date (UTC): {facts['date_utc']}; load average at start "
+        f"{', '.join(f'{x:.2f}' for x in facts.get('loadavg_start', ()))}"
     )
 
 

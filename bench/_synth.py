@@ -1,14 +1,15 @@
 """Synthetic English-like corpus and a fast synthetic-index builder for the benchmarks.
 
-Text: words drawn from a Zipf-Mandelbrot distribution (p(r) ~ 1/(r + q)^s) over a ranked
-vocabulary whose head is ~200 real common English words and whose tail is ~150k lowercase
-pseudo-words, ~25k capitalised one-word "entity" names, ~5k two-word entity names and a few
-hundred year numbers, shuffled together. Sentences have log-normal lengths (median ~20
-words), a capitalised first word, occasional commas and a final full stop.
+Text: each token is drawn from one of three Zipf-Mandelbrot distributions (p(r) ~ 1/(r+q)^s):
+88% lexical words (the ~21.7k whole English words of the bundled MiniLM/BERT vocabulary in
+their frequency order, then 120k compound pseudo-words such as "stoneriver"), 10% entity
+names (25k one-word capitalised names such as "Harborford" and 5k two-word names) and 2%
+years. Sentences have log-normal lengths (median ~20 words), a capitalised first word,
+occasional commas and a final full stop. Words are placed independently (no burstiness).
 
-Index: chunks are written straight into ``LocalStore.write`` (one document = one chunk of
-<= 1,000 o200k tokens, counted exactly with ``sleuth.tokens.count_tokens``); the title line
-is a sentence of its own, as ``chunk_document`` does. Sentence vectors are cheap random
+Index: each synthetic document (title line + sentences, <= ~985 tokens by the chunker's own
+budget) is cut by the real ``chunk_document`` (so almost always one chunk of ~934 o200k
+tokens) and written straight into ``LocalStore.write``. Sentence vectors are cheap random
 unit float32 vectors (dim 384), NOT model embeddings: keyword search never reads them and
 semantic-search timing does not depend on their values.
 """
@@ -35,27 +36,288 @@ GENERATOR_VERSION = 3
 DIM = 384
 RANDOM_EMBEDDER = {"name": "bench-random-unit-384", "dim": DIM, "title_context": True}
 
-COMMON = """the of and to a in is was that for it with as on his he by at from be this are or an
-which had were her not but have they she first their has one also its after who been two new
-all more there other when time into during would only years some year can most may we these
-over such about many up them out where three then so any than him world later under known made
-no what city while before through team national between both since used part state series
-university american war season film people name united school number government became being
-several until early home second each well found family could did four life against music
-however born north south east west called house century high church including area band game
-album work river club league town group because system own history around five following side
-county based do same will member public another record early great without station old power
-line years several local within day back among general end named built won major along left
-form president country place three small land water told way like king often large last even
-age land language long court death son daughter father mother wife began took led order
-""".split()
+COMMON = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "was",
+    "that",
+    "for",
+    "it",
+    "with",
+    "as",
+    "on",
+    "his",
+    "he",
+    "by",
+    "at",
+    "from",
+    "be",
+    "this",
+    "are",
+    "or",
+    "an",
+    "which",
+    "had",
+    "were",
+    "her",
+    "not",
+    "but",
+    "have",
+    "they",
+    "she",
+    "first",
+    "their",
+    "has",
+    "one",
+    "also",
+    "its",
+    "after",
+    "who",
+    "been",
+    "two",
+    "new",
+    "all",
+    "more",
+    "there",
+    "other",
+    "when",
+    "time",
+    "into",
+    "during",
+    "would",
+    "only",
+    "years",
+    "some",
+    "year",
+    "can",
+    "most",
+    "may",
+    "we",
+    "these",
+    "over",
+    "such",
+    "about",
+    "many",
+    "up",
+    "them",
+    "out",
+    "where",
+    "three",
+    "then",
+    "so",
+    "any",
+    "than",
+    "him",
+    "world",
+    "later",
+    "under",
+    "known",
+    "made",
+    "no",
+    "what",
+    "city",
+    "while",
+    "before",
+    "through",
+    "team",
+    "national",
+    "between",
+    "both",
+    "since",
+    "used",
+    "part",
+    "state",
+    "series",
+    "university",
+    "american",
+    "war",
+    "season",
+    "film",
+    "people",
+    "name",
+    "united",
+    "school",
+    "number",
+    "government",
+    "became",
+    "being",
+    "several",
+    "until",
+    "early",
+    "home",
+    "second",
+    "each",
+    "well",
+    "found",
+    "family",
+    "could",
+    "did",
+    "four",
+    "life",
+    "against",
+    "music",
+    "however",
+    "born",
+    "north",
+    "south",
+    "east",
+    "west",
+    "called",
+    "house",
+    "century",
+    "high",
+    "church",
+    "including",
+    "area",
+    "band",
+    "game",
+    "album",
+    "work",
+    "river",
+    "club",
+    "league",
+    "town",
+    "group",
+    "because",
+    "system",
+    "own",
+    "history",
+    "around",
+    "five",
+    "following",
+    "side",
+    "county",
+    "based",
+    "do",
+    "same",
+    "will",
+    "member",
+    "public",
+    "another",
+    "record",
+    "early",
+    "great",
+    "without",
+    "station",
+    "old",
+    "power",
+    "line",
+    "years",
+    "several",
+    "local",
+    "within",
+    "day",
+    "back",
+    "among",
+    "general",
+    "end",
+    "named",
+    "built",
+    "won",
+    "major",
+    "along",
+    "left",
+    "form",
+    "president",
+    "country",
+    "place",
+    "three",
+    "small",
+    "land",
+    "water",
+    "told",
+    "way",
+    "like",
+    "king",
+    "often",
+    "large",
+    "last",
+    "even",
+    "age",
+    "land",
+    "language",
+    "long",
+    "court",
+    "death",
+    "son",
+    "daughter",
+    "father",
+    "mother",
+    "wife",
+    "began",
+    "took",
+    "led",
+    "order",
+]
 
-ONSETS = ("b c d f g h j k l m n p r s t v w z br cr dr fr gr pr tr bl cl fl gl pl sl st sp "
-          "sk ch sh th").split()
-VOWELS = "a e i o u a e i o ai ea ou ie oa".split()
+ONSETS = [
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "cr",
+    "dr",
+    "fr",
+    "gr",
+    "pr",
+    "tr",
+    "bl",
+    "cl",
+    "fl",
+    "gl",
+    "pl",
+    "sl",
+    "st",
+    "sp",
+    "sk",
+    "ch",
+    "sh",
+    "th",
+]
+VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "ea", "ou", "ie", "oa"]
 CODAS = ["", "", "", "n", "r", "l", "s", "t", "m", "nd", "rk", "st", "x", "th"]
-NAME_ENDS = ["ford", "bury", "ton", "ville", "berg", "field", "wood", "ham", "stein", "son",
-             "by", "dale", "mouth", "worth", "ley", "land", "hall", "port", "ia", "ov"]
+NAME_ENDS = [
+    "ford",
+    "bury",
+    "ton",
+    "ville",
+    "berg",
+    "field",
+    "wood",
+    "ham",
+    "stein",
+    "son",
+    "by",
+    "dale",
+    "mouth",
+    "worth",
+    "ley",
+    "land",
+    "hall",
+    "port",
+    "ia",
+    "ov",
+]
 ENTITY_ENDS = ["", "", "", "ov", "heim", "ia", "ton", "wick", "ara", "en", "ith", "mere"]
 
 
@@ -98,8 +360,13 @@ class Vocab:
     cdf: np.ndarray
 
     @classmethod
-    def build(cls, seed: int = 20240601, n_words: int = 120_000, n_entities: int = 25_000,
-              n_entities2: int = 5_000) -> Vocab:
+    def build(
+        cls,
+        seed: int = 20240601,
+        n_words: int = 120_000,
+        n_entities: int = 25_000,
+        n_entities2: int = 5_000,
+    ) -> Vocab:
         rng = random.Random(seed)
         real = real_words()
         seen = set(real)
@@ -119,23 +386,34 @@ class Vocab:
                 w = rng.choice(stems) + rng.choice(NAME_ENDS)
             else:
                 w = "".join(_syllable(rng) for _ in range(rng.choice((1, 2)))) + rng.choice(
-                    ENTITY_ENDS)
+                    ENTITY_ENDS
+                )
             if w.lower() not in seen and len(w) >= 4:
                 seen.add(w.lower())
                 entities.append(w.capitalize())
-        entities2 = list(dict.fromkeys(
-            f"{rng.choice(entities)} {rng.choice(entities)}" for _ in range(n_entities2)))
+        entities2 = list(
+            dict.fromkeys(
+                f"{rng.choice(entities)} {rng.choice(entities)}" for _ in range(n_entities2)
+            )
+        )
         ents = entities + entities2
         rng.shuffle(ents)
         numbers = [str(y) for y in range(1500, 2025)]
         lex = real + words
         items = lex + ents + numbers
-        kinds = (["real"] * len(real) + ["word"] * len(words)
-                 + ["entity2" if " " in e else "entity" for e in ents]
-                 + ["number"] * len(numbers))
-        probs = np.concatenate([0.88 * _zipf(len(lex), 1.05, 2.7),
-                                0.10 * _zipf(len(ents), 1.0, 20.0),
-                                np.full(len(numbers), 0.02 / len(numbers))])
+        kinds = (
+            ["real"] * len(real)
+            + ["word"] * len(words)
+            + ["entity2" if " " in e else "entity" for e in ents]
+            + ["number"] * len(numbers)
+        )
+        probs = np.concatenate(
+            [
+                0.88 * _zipf(len(lex), 1.05, 2.7),
+                0.10 * _zipf(len(ents), 1.0, 20.0),
+                np.full(len(numbers), 0.02 / len(numbers)),
+            ]
+        )
         order = np.argsort(-probs, kind="stable")
         items = [items[i] for i in order]
         kinds = [kinds[i] for i in order]
@@ -190,8 +468,9 @@ class TextGen:
                 return f"{self.vocab.items[r]} ({i})"
 
 
-def make_document(gen: TextGen, i: int, budget: int = 985, max_tokens: int = 1000
-                  ) -> tuple[Document, list[Chunk]]:
+def make_document(
+    gen: TextGen, i: int, budget: int = 985, max_tokens: int = 1000
+) -> tuple[Document, list[Chunk]]:
     """One document of about ``budget`` tokens, cut by the real ``chunk_document``.
 
     Sentences are added while the chunker's own budget (sum of per-sentence token counts
@@ -232,8 +511,9 @@ def make_batch(seed: int, start: int, stop: int) -> tuple[list[PreparedDocument]
     prepared, row = [], 0
     for doc, chunks in made:
         n = sum(len(c.sentences) for c in chunks)
-        prepared.append(PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", chunks,
-                                         vectors[row : row + n]))
+        prepared.append(
+            PreparedDocument(doc, f"synthetic-{seed}-{doc.doc_id}", chunks, vectors[row : row + n])
+        )
         row += n
     return prepared, time.perf_counter() - t0
 
@@ -242,8 +522,9 @@ def _make_batch_args(args: tuple[int, int, int]) -> tuple[list[PreparedDocument]
     return make_batch(*args)
 
 
-def generate_batches(n_docs: int, seed: int, batch_docs: int, workers: int = 2
-                     ) -> Iterator[tuple[list[PreparedDocument], float]]:
+def generate_batches(
+    n_docs: int, seed: int, batch_docs: int, workers: int = 2
+) -> Iterator[tuple[list[PreparedDocument], float]]:
     """Batches in order; generated by ``workers`` processes while the caller writes."""
     jobs = [(seed, s, min(n_docs, s + batch_docs)) for s in range(0, n_docs, batch_docs)]
     if workers <= 1:
@@ -271,8 +552,9 @@ def load_cached(index: Path, params: dict[str, Any]) -> dict[str, Any] | None:
     return meta
 
 
-def build_synthetic_index(index: Path, n_docs: int, seed: int, batch_docs: int = 1000,
-                          workers: int = 2, log: Any = print) -> dict[str, Any]:
+def build_synthetic_index(
+    index: Path, n_docs: int, seed: int, batch_docs: int = 1000, workers: int = 2, log: Any = print
+) -> dict[str, Any]:
     """Build the synthetic index at ``index`` (removed first); save and return build stats.
 
     ``workers`` processes generate and chunk the text (and draw the random vectors) while
@@ -311,8 +593,10 @@ def build_synthetic_index(index: Path, n_docs: int, seed: int, batch_docs: int =
         done += len(prepared)
         if done % (batch_docs * 10) == 0 or done == n_docs:
             el = time.perf_counter() - t_all
-            log(f"  built {done:,}/{n_docs:,} documents ({n_chunks:,} chunks, {n_sent:,} "
-                f"sentences) in {el:.0f} s; store.write so far {write_s:.0f} s")
+            log(
+                f"  built {done:,}/{n_docs:,} documents ({n_chunks:,} chunks, {n_sent:,} "
+                f"sentences) in {el:.0f} s; store.write so far {write_s:.0f} s"
+            )
     t0 = time.perf_counter()
     store.finish_build()
     finish_s = time.perf_counter() - t0
@@ -320,9 +604,12 @@ def build_synthetic_index(index: Path, n_docs: int, seed: int, batch_docs: int =
     store.close()
     total = time.perf_counter() - t_all
     out = {
-        "documents": stats.documents, "chunks": stats.chunks, "sentences": stats.sentences,
+        "documents": stats.documents,
+        "chunks": stats.chunks,
+        "sentences": stats.sentences,
         "tokens_per_chunk_mean": round(n_tok / max(n_chunks, 1), 1),
-        "tokens_per_chunk_min": tok_min, "tokens_per_chunk_max": tok_max,
+        "tokens_per_chunk_min": tok_min,
+        "tokens_per_chunk_max": tok_max,
         "chars_per_chunk_mean": round(chars / max(n_chunks, 1), 1),
         "sentences_per_chunk_mean": round(n_sent / max(n_chunks, 1), 2),
         "seconds_wall_total": round(total, 1),
@@ -330,7 +617,8 @@ def build_synthetic_index(index: Path, n_docs: int, seed: int, batch_docs: int =
         "seconds_finish_build": round(finish_s, 1),
         "seconds_waiting_for_generator": round(wait_s, 1),
         "seconds_generate_cpu_in_workers": round(gen_s, 1),
-        "generator_workers": workers, "batch_docs": batch_docs,
+        "generator_workers": workers,
+        "batch_docs": batch_docs,
         "store_write_chunks_per_s": round(n_chunks / write_s, 1) if write_s else None,
         "index_bytes_on_disk": _dir_size(index),
         "vectors": "random unit float32, dim 384 (not model embeddings)",
@@ -342,13 +630,21 @@ def _dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def ensure_index(index: Path, n_docs: int, seed: int, rebuild: bool, log: Any = print
-                 ) -> tuple[dict[str, Any], bool]:
+def ensure_index(
+    index: Path, n_docs: int, seed: int, rebuild: bool, log: Any = print
+) -> tuple[dict[str, Any], bool]:
     """Reuse the cached synthetic index when its parameters match, else build it.
 
     Returns (build stats, reused).
     """
-    params = {"n_docs": n_docs, "seed": seed, "generator_version": GENERATOR_VERSION}
+    from _common import source_fingerprint
+
+    params = {
+        "n_docs": n_docs,
+        "seed": seed,
+        "generator_version": GENERATOR_VERSION,
+        "sleuth_sources": source_fingerprint(),
+    }
     cached = None if rebuild else load_cached(index, params)
     if cached is not None:
         return cached["build"], True

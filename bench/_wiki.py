@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import CORPUS_2WIKI
+from _common import CORPUS_2WIKI, STORE_SOURCES, source_fingerprint
 
 from sleuth import Index
 from sleuth.embed import Embedder, load_embedder
@@ -31,7 +31,8 @@ def ensure_2wiki_index(index: Path, embedder: Embedder, rebuild: bool = False,
                        ) -> tuple[dict[str, Any], bool]:
     """Open-or-build the index of ``corpus`` at ``index``. Returns (build info, reused)."""
     st = corpus.stat()
-    params = {"corpus": str(corpus), "size": st.st_size, "embedder": embedder.name}
+    params = {"corpus": str(corpus), "size": st.st_size, "embedder": embedder.name,
+              "sleuth_sources": source_fingerprint(STORE_SOURCES + ("index.py", "embed.py"))}
     meta = _meta_path(index)
     if not rebuild and meta.is_file() and (index / "manifest.json").is_file():
         info = json.loads(meta.read_text())

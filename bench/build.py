@@ -20,17 +20,9 @@ Run: python bench/build.py [--passages 1500]
 
 from __future__ import annotations
 
-# bench/keyword.py is named like the stdlib module ``keyword`` (imported by collections,
-# dataclasses, ...). A script's folder is sys.path[0]; move it to the end so the stdlib wins.
-import os
-import sys
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -236,6 +228,7 @@ def main() -> None:
                                      for k, v in inst.items()},
         "target_ratio_ge_0_8": e2e_med / raw_med >= 0.8,
     }
+    facts["loadavg_end"] = os.getloadavg()
     write_json(args.out, result)
     print(report(result))
     log(f"wrote {args.out}")
@@ -263,8 +256,8 @@ def report(r: dict[str, Any]) -> str:
     for k, label in (("read", "read corpus.json (iter_documents)"),
                      ("chunk", "chunk_document (sentences + token counts)"),
                      ("embed", f"embedder.embed ({bd['embed_calls']} calls)"),
-                     ("store_write", "store.write (SQLite + tantivy + .npy)"),
-                     ("finish_build", "finish_build (GC + vector compaction)"),
+                     ("store_write", "store.write (SQLite rows + keyword index + .npy)"),
+                     ("finish_build", "finish_build (vector compaction)"),
                      ("other", "other (hashing, bookkeeping)")):
         rows.append([label, f"{bd[k]:.2f}", f"{100 * bd[k] / total:.1f}%"])
     rows.append(["total Index.add", f"{total:.2f}", "100%"])

@@ -22,17 +22,9 @@ Run: python bench/recall_2wiki.py [--limit N]
 
 from __future__ import annotations
 
-# bench/keyword.py is named like the stdlib module ``keyword`` (imported by collections,
-# dataclasses, ...). A script's folder is sys.path[0]; move it to the end so the stdlib wins.
-import os
-import sys
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -60,10 +52,81 @@ from sleuth import Index
 from sleuth.store.keyword import brute_force
 
 KS = (2, 5, 10)
-STOP = set("""what which who whom whose where when why how is was are were the a an of in on at
-to for from by with and or did does do film song album book director performer father mother
-wife husband born died place date first same country older younger earlier later than both
-that this these those has have had be been it its as his her their he she they""".split())
+STOP = set(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "where",
+        "when",
+        "why",
+        "how",
+        "is",
+        "was",
+        "are",
+        "were",
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "did",
+        "does",
+        "do",
+        "film",
+        "song",
+        "album",
+        "book",
+        "director",
+        "performer",
+        "father",
+        "mother",
+        "wife",
+        "husband",
+        "born",
+        "died",
+        "place",
+        "date",
+        "first",
+        "same",
+        "country",
+        "older",
+        "younger",
+        "earlier",
+        "later",
+        "than",
+        "both",
+        "that",
+        "this",
+        "these",
+        "those",
+        "has",
+        "have",
+        "had",
+        "be",
+        "been",
+        "it",
+        "its",
+        "as",
+        "his",
+        "her",
+        "their",
+        "he",
+        "she",
+        "they",
+    ]
+)
 
 
 def recall(gold: list[str], retrieved: list[str]) -> float:
@@ -71,12 +134,17 @@ def recall(gold: list[str], retrieved: list[str]) -> float:
     return len(g & set(retrieved)) / len(g) if g else float("nan")
 
 
-def passage_vectors(embedder: Any, corpus: list[dict[str, Any]], cache: Path
-                    ) -> tuple[np.ndarray, float, bool]:
+def passage_vectors(
+    embedder: Any, corpus: list[dict[str, Any]], cache: Path
+) -> tuple[np.ndarray, float, bool]:
     """One unit vector per passage ("title\\ntext"), cached by model name and corpus size."""
     meta = cache.with_suffix(".json")
-    key = {"model": embedder.name, "n": len(corpus), "corpus": str(CORPUS_2WIKI),
-           "input": "title\\ntext"}
+    key = {
+        "model": embedder.name,
+        "n": len(corpus),
+        "corpus": str(CORPUS_2WIKI),
+        "input": "title\\ntext",
+    }
     if cache.is_file() and meta.is_file() and json.loads(meta.read_text()).get("key") == key:
         info = json.loads(meta.read_text())
         return np.load(cache), info["seconds"], True
@@ -96,23 +164,33 @@ def keyword_queries(questions: list[dict[str, Any]], n: int, seed: int) -> list[
     out: list[list[str]] = []
     while len(out) < n:
         q = rng.choice(questions)["question"]
-        ents = [m.strip() for m in re.findall(r"(?:[A-Z][\w'.-]*\s?){1,4}", q)
-                if m.strip().split()[0].lower() not in STOP]
-        words = [w for w in re.findall(r"[A-Za-z][\w'-]+", q)
-                 if w.lower() not in STOP and len(w) > 3]
+        ents = [
+            m.strip()
+            for m in re.findall(r"(?:[A-Z][\w'.-]*\s?){1,4}", q)
+            if m.strip().split()[0].lower() not in STOP
+        ]
+        words = [
+            w for w in re.findall(r"[A-Za-z][\w'-]+", q) if w.lower() not in STOP and len(w) > 3
+        ]
+        ents = [re.sub(r"['’]s$", "", e) for e in ents]
+        words = [re.sub(r"['’]s$", "", w) for w in words]
         kind = rng.random()
         if kind < 0.4 and ents:
-            out.append([rng.choice(ents)])
+            pick = [rng.choice(ents)]
         elif kind < 0.7 and words:
-            out.append(rng.sample(words, min(len(words), rng.randint(1, 3))))
+            pick = rng.sample(words, min(len(words), rng.randint(1, 3)))
         elif ents and words:
-            out.append([rng.choice(ents), rng.choice(words)])
+            pick = [rng.choice(ents), rng.choice(words)]
+        else:
+            continue
+        out.append(list(dict.fromkeys(pick)))
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--index", type=Path, default=CACHE_DIR / "2wiki")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
     ap.add_argument("--limit", type=int, default=None, help="first N questions only")
@@ -132,8 +210,9 @@ def main() -> None:
     ids = [p["id"] for p in corpus]
 
     log("passage-level baseline vectors")
-    P, p_seconds, p_cached = passage_vectors(embedder, corpus,
-                                             CACHE_DIR / "2wiki-passages-minilm.npy")
+    P, p_seconds, p_cached = passage_vectors(
+        embedder, corpus, CACHE_DIR / "2wiki-passages-minilm.npy"
+    )
 
     index = Index.open(args.index, embedder=embedder)
     stats = index.stats()
@@ -166,14 +245,19 @@ def main() -> None:
     def all_gold(key: str, subset: list[dict[str, Any]] = rows) -> float:
         return round(statistics.fmean(1.0 if r[key] == 1.0 else 0.0 for r in subset), 4)
 
-    summary = {m: {f"recall@{k}": mean(f"{m}@{k}") for k in KS}
-               | {f"all_gold@{k}": all_gold(f"{m}@{k}") for k in KS}
-               for m in ("sleuth", "dense")}
+    summary = {
+        m: {f"recall@{k}": mean(f"{m}@{k}") for k in KS}
+        | {f"all_gold@{k}": all_gold(f"{m}@{k}") for k in KS}
+        for m in ("sleuth", "dense")
+    }
     by_type = {}
     for t in sorted({r["type"] for r in rows}):
         sub = [r for r in rows if r["type"] == t]
-        by_type[t] = {"n": len(sub), "sleuth@5": mean("sleuth@5", sub),
-                      "dense@5": mean("dense@5", sub)}
+        by_type[t] = {
+            "n": len(sub),
+            "sleuth@5": mean("sleuth@5", sub),
+            "dense@5": mean("dense@5", sub),
+        }
     wins = sum(r["sleuth@5"] > r["dense@5"] for r in rows)
     losses = sum(r["sleuth@5"] < r["dense@5"] for r in rows)
 
@@ -191,24 +275,43 @@ def main() -> None:
     index.close()
 
     result = {
-        "benchmark": "recall_2wiki", "command": command_line(), "machine": facts,
-        "index": str(args.index), "index_reused": reused, "index_build": build,
+        "benchmark": "recall_2wiki",
+        "command": command_line(),
+        "machine": facts,
+        "index": str(args.index),
+        "index_reused": reused,
+        "index_build": build,
         "model_load_s": round(load_s, 2),
-        "stats": {"documents": stats.documents, "chunks": stats.chunks,
-                  "sentences": stats.sentences},
-        "questions": len(rows), "summary": summary, "by_type": by_type,
-        "sleuth_vs_dense_at5": {"better": wins, "worse": losses,
-                                "equal": len(rows) - wins - losses},
+        "stats": {
+            "documents": stats.documents,
+            "chunks": stats.chunks,
+            "sentences": stats.sentences,
+        },
+        "questions": len(rows),
+        "summary": summary,
+        "by_type": by_type,
+        "sleuth_vs_dense_at5": {
+            "better": wins,
+            "worse": losses,
+            "equal": len(rows) - wins - losses,
+        },
         "baseline_passage_embedding_s": round(p_seconds, 1),
         "baseline_vectors_cached": p_cached,
-        "query_seconds": {"sleuth_3_searches_total": round(t_sleuth, 1),
-                          "dense_total": round(t_base, 1)},
-        "keyword_exactness": {"queries": len(kw_rows), "equal": kw_equal,
-                              "latency": summary_ms(kw_times), "rows": kw_rows},
+        "query_seconds": {
+            "sleuth_3_searches_total": round(t_sleuth, 1),
+            "dense_total": round(t_base, 1),
+        },
+        "keyword_exactness": {
+            "queries": len(kw_rows),
+            "equal": kw_equal,
+            "latency": summary_ms(kw_times),
+            "rows": kw_rows,
+        },
         "target_sleuth_recall5_ge_dense": summary["sleuth"]["recall@5"]
         >= summary["dense"]["recall@5"],
         "per_question": rows,
     }
+    facts["loadavg_end"] = os.getloadavg()
     write_json(args.out, result)
     print(report(result))
     log(f"wrote {args.out}")
@@ -216,36 +319,65 @@ def main() -> None:
 
 def report(r: dict[str, Any]) -> str:
     s, d = r["summary"]["sleuth"], r["summary"]["dense"]
-    table = [[f"Recall@{k}", f"{s[f'recall@{k}']:.4f}", f"{d[f'recall@{k}']:.4f}",
-              f"{s[f'recall@{k}'] - d[f'recall@{k}']:+.4f}"] for k in KS]
-    table += [[f"all gold found @{k}", f"{s[f'all_gold@{k}']:.4f}",
-               f"{d[f'all_gold@{k}']:.4f}", f"{s[f'all_gold@{k}'] - d[f'all_gold@{k}']:+.4f}"]
-              for k in KS]
+    table = [
+        [
+            f"Recall@{k}",
+            f"{s[f'recall@{k}']:.4f}",
+            f"{d[f'recall@{k}']:.4f}",
+            f"{s[f'recall@{k}'] - d[f'recall@{k}']:+.4f}",
+        ]
+        for k in KS
+    ]
+    table += [
+        [
+            f"all gold found @{k}",
+            f"{s[f'all_gold@{k}']:.4f}",
+            f"{d[f'all_gold@{k}']:.4f}",
+            f"{s[f'all_gold@{k}'] - d[f'all_gold@{k}']:+.4f}",
+        ]
+        for k in KS
+    ]
     b, ke = r["index_build"], r["keyword_exactness"]
     w = r["sleuth_vs_dense_at5"]
-    return "\n".join([
-        "## Retrieval recall on 2WikiMultihopQA (no LLM)", "",
-        f"- Command: `{r['command']}`",
-        machine_md(r["machine"]),
-        f"- Index `{r['index']}` ({'reused from cache' if r['index_reused'] else 'built now'}"
-        f"): full corpus, {r['stats']['documents']:,} passages -> {r['stats']['chunks']:,} "
-        f"chunks, {r['stats']['sentences']:,} sentence vectors, bundled MiniLM; build "
-        f"{b['seconds']} s ({b['sentences_per_s']} sentences/s)",
-        f"- Questions: {r['questions']} (dev split); gold = supporting_passage_ids; recall by "
-        "doc_id", "",
-        md_table(["metric", "Sleuth semantic_search (best sentence)",
-                  "passage-level dense (same MiniLM)", "difference"], table), "",
-        f"Per question at k=5: Sleuth better on {w['better']}, worse on {w['worse']}, equal on "
-        f"{w['equal']}.", "",
-        md_table(["question type", "n", "Sleuth R@5", "dense R@5"],
-                 [[t, v["n"], v["sleuth@5"], v["dense@5"]] for t, v in r["by_type"].items()]),
-        "",
-        f"Keyword exactness on the real corpus: {ke['equal']}/{ke['queries']} queries equal "
-        f"brute force (ids and scores, top_k=10); keyword_search p50 "
-        f"{ke['latency']['p50_ms']:.2f} ms over {r['stats']['chunks']:,} chunks.", "",
-        "Target Sleuth Recall@5 ≥ dense baseline: "
-        + ("MET" if r["target_sleuth_recall5_ge_dense"] else "MISSED"),
-    ])
+    return "\n".join(
+        [
+            "## Retrieval recall on 2WikiMultihopQA (no LLM)",
+            "",
+            f"- Command: `{r['command']}`",
+            machine_md(r["machine"]),
+            f"- Index `{r['index']}` ({'reused from cache' if r['index_reused'] else 'built now'}"
+            f"): full corpus, {r['stats']['documents']:,} passages -> {r['stats']['chunks']:,} "
+            f"chunks, {r['stats']['sentences']:,} sentence vectors, bundled MiniLM; build "
+            f"{b['seconds']} s ({b['sentences_per_s']} sentences/s)",
+            f"- Questions: {r['questions']} (dev split); gold = supporting_passage_ids; recall by "
+            "doc_id",
+            "",
+            md_table(
+                [
+                    "metric",
+                    "Sleuth semantic_search (best sentence)",
+                    "passage-level dense (same MiniLM)",
+                    "difference",
+                ],
+                table,
+            ),
+            "",
+            f"Per question at k=5: Sleuth better on {w['better']}, worse on {w['worse']}, equal on "
+            f"{w['equal']}.",
+            "",
+            md_table(
+                ["question type", "n", "Sleuth R@5", "dense R@5"],
+                [[t, v["n"], v["sleuth@5"], v["dense@5"]] for t, v in r["by_type"].items()],
+            ),
+            "",
+            f"Keyword exactness on the real corpus: {ke['equal']}/{ke['queries']} queries equal "
+            f"brute force (ids and scores, top_k=10); keyword_search p50 "
+            f"{ke['latency']['p50_ms']:.2f} ms over {r['stats']['chunks']:,} chunks.",
+            "",
+            "Target Sleuth Recall@5 ≥ dense baseline: "
+            + ("MET" if r["target_sleuth_recall5_ge_dense"] else "MISSED"),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -17,18 +17,10 @@ Run: python bench/semantic.py
 
 from __future__ import annotations
 
-# bench/keyword.py is named like the stdlib module ``keyword`` (imported by collections,
-# dataclasses, ...). A script's folder is sys.path[0]; move it to the end so the stdlib wins.
-import os
-import sys
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 from pathlib import Path
@@ -183,6 +175,7 @@ def main() -> None:
     result = {"benchmark": "semantic", "command": command_line(), "machine": facts,
               "index": str(path), "index_reused": reused, "build": build,
               "top_k": args.top_k, "synthetic": synthetic, "large": large, "real": real}
+    facts["loadavg_end"] = os.getloadavg()
     write_json(args.out, result)
     print(report(result))
     log(f"wrote {args.out}")
