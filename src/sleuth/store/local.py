@@ -186,8 +186,11 @@ class LocalStore:
         seg = self._reserve("segment", 1)
         rows = self._rows(docs, chunk_row, sent_row)
         if n_sents:
+            chunk_of = np.fromiter((row[1] for row in rows["sentences"]), dtype=np.int64,
+                                   count=n_sents)
             self._write_segment(seg, np.concatenate([d.vectors for d in docs]),
-                                np.arange(sent_row, sent_row + n_sents, dtype=np.int64))
+                                np.arange(sent_row, sent_row + n_sents, dtype=np.int64),
+                                chunk_of)
         self._commit_rows(docs, rows, seg if n_sents else None)
         self._vectors = None
 
@@ -207,11 +210,13 @@ class LocalStore:
                 chunk_row += 1
         return {"chunks": chunks, "sentences": sentences, "chunk_text": chunk_text}
 
-    def _write_segment(self, seg: int, matrix: np.ndarray, ids: np.ndarray) -> None:
+    def _write_segment(self, seg: int, matrix: np.ndarray, ids: np.ndarray,
+                       chunks: np.ndarray) -> None:
+        """Vectors, their sentence ids and their chunk rowids, one row per sentence."""
         folder = self.root / "vectors"
         folder.mkdir(exist_ok=True)
         for name, array in ((f"seg-{seg}.npy", matrix.astype(np.float32)),
-                            (f"seg-{seg}.ids.npy", ids)):
+                            (f"seg-{seg}.ids.npy", ids), (f"seg-{seg}.chunks.npy", chunks)):
             tmp = folder / (name + ".tmp")
             with tmp.open("wb") as fh:
                 np.save(fh, array)
@@ -286,7 +291,7 @@ class LocalStore:
         ids = vectors.sentence_of[keep]
         new = self._reserve("segment", 1)
         if matrix is not None and len(ids):
-            self._write_segment(new, matrix, ids)
+            self._write_segment(new, matrix, ids, vectors.chunk_of[keep])
         with self._lock:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM segments")
@@ -305,24 +310,17 @@ class LocalStore:
     # -- reading -----------------------------------------------------------------------
 
     def _load_vectors(self) -> _Vectors:
+        """Memory-map every registered segment; rows of deleted chunks are marked dead."""
         if self._vectors is not None:
             return self._vectors
+        folder = self.root / "vectors"
         segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
-        pairs = self.db.execute("SELECT id, chunk FROM sentences ORDER BY id").fetchall()
-        sent_ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
-        sent_chunk = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
-        matrices: list[np.ndarray] = []
-        id_parts: list[np.ndarray] = []
-        for seg in segs:
-            folder = self.root / "vectors"
-            matrices.append(np.load(folder / f"seg-{seg}.npy", mmap_mode="r"))
-            id_parts.append(np.load(folder / f"seg-{seg}.ids.npy"))
-        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
-        chunk_of = np.full(len(ids), -1, dtype=np.int64)
-        if len(ids) and len(sent_ids):
-            pos = np.clip(np.searchsorted(sent_ids, ids), 0, len(sent_ids) - 1)
-            found = sent_ids[pos] == ids
-            chunk_of[found] = sent_chunk[pos[found]]
+        matrices = [np.load(folder / f"seg-{seg}.npy", mmap_mode="r") for seg in segs]
+        ids = _concat([np.load(folder / f"seg-{seg}.ids.npy") for seg in segs])
+        chunk_of = _concat([np.load(folder / f"seg-{seg}.chunks.npy") for seg in segs])
+        live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM chunks")),
+                           dtype=np.int64)
+        chunk_of = np.where(np.isin(chunk_of, live), chunk_of, -1)
         self._vectors = _Vectors(matrices, chunk_of, ids)
         return self._vectors
 
@@ -513,6 +511,10 @@ class LocalStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _tokens(text: str) -> str:
