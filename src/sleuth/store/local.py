@@ -315,9 +315,15 @@ class LocalStore:
             return self._vectors
         folder = self.root / "vectors"
         segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
-        matrices = [np.load(folder / f"seg-{seg}.npy", mmap_mode="r") for seg in segs]
-        ids = _concat([np.load(folder / f"seg-{seg}.ids.npy") for seg in segs])
-        chunk_of = _concat([np.load(folder / f"seg-{seg}.chunks.npy") for seg in segs])
+        try:
+            matrices = [np.load(folder / f"seg-{seg}.npy", mmap_mode="r") for seg in segs]
+            ids = _concat([np.load(folder / f"seg-{seg}.ids.npy") for seg in segs])
+            chunk_of = _concat([np.load(folder / f"seg-{seg}.chunks.npy") for seg in segs])
+        except (OSError, ValueError) as exc:
+            raise StoreError(
+                f"the sentence vectors of {self.root} are damaged or incomplete ({exc}); "
+                "rebuild the index into a new folder"
+            ) from None
         live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM chunks")),
                            dtype=np.int64)
         chunk_of = np.where(np.isin(chunk_of, live), chunk_of, -1)
