@@ -134,3 +134,16 @@ def test_openai_compatible_embeddings_endpoint(tmp_path: Path) -> None:
         assert max(len(r["input"]) for r in server.embedding_requests) <= 4
         with Index.open(tmp_path / "idx", settings=Settings.load()) as index:
             assert index.settings.embed.model == "openai:fake-embed"
+
+
+def test_damaged_vectors_get_a_clear_error(tmp_path: Path, sample_index: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(sample_index, copy)
+    for path in (copy / "vectors").glob("seg-*.chunks.npy"):
+        path.unlink()
+    with Index.open(copy, settings=Settings.load()) as index:
+        assert index.keyword_search(["Greatorex"])  # keyword search does not need vectors
+        with pytest.raises(StoreError, match="rebuild the index"):
+            index.semantic_search("levers")
