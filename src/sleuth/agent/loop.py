@@ -20,7 +20,7 @@ from sleuth.index import Index
 from sleuth.llm import LLM, ChatResponse, ToolCall, cost
 from sleuth.settings import AgentSettings
 from sleuth.tokens import count_tokens
-from sleuth.tools import Tool, ToolContext, ToolResult
+from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult
 from sleuth.types import Answer, Step
 
 StepCallback = Callable[[Step], None]
@@ -43,6 +43,11 @@ class Agent:
     prices: Mapping[str, tuple[float, float]] | None = None
     name: str = "full"
     full_chunks: bool = False
+    retrieve_first: int = 0
+
+    def __post_init__(self) -> None:
+        listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
+        self.system_prompt = self.system_prompt.replace("{tools}", listing)
 
     def run(self, question: str, *, question_id: str | None = None,
             on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Answer:
@@ -52,7 +57,7 @@ class Agent:
                         model=self.llm.model)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": question},
+            {"role": "user", "content": self._preload(ctx, answer, question)},
         ]
         schemas = [t.schema() for t in self.tools]
         final: str | None = None
@@ -84,6 +89,18 @@ class Agent:
             final = self._chat(answer, messages, schemas, tool_choice="none").content or ""
         self._finish(answer, final, ctx.tracker, started)
         return answer
+
+    def _preload(self, ctx: ToolContext, answer: Answer, question: str) -> str:
+        """Naive RAG: retrieve once, put the chunks in the user message, record the step."""
+        if not self.retrieve_first:
+            return question
+        started = time.perf_counter()
+        arguments = {"query": question, "top_k": self.retrieve_first}
+        result = TOOLS["naive_embedding_search"].run(ctx, arguments)
+        answer.trajectory.append(Step(1, "semantic_search", arguments, result.text,
+                                      "single-shot retrieval", result.retrieved_tokens, None,
+                                      time.perf_counter() - started))
+        return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _chat(self, answer: Answer, messages: list[dict[str, Any]],
               schemas: list[dict[str, Any]], tool_choice: str | None = None) -> ChatResponse:

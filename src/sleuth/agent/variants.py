@@ -21,6 +21,7 @@ class Variant:
     prompt: str
     description: str
     full_chunks: bool = False
+    retrieve_first: int = 0  # single-shot retrieval of this many chunks before answering
 
 
 VARIANTS: dict[str, Variant] = {}
@@ -31,10 +32,23 @@ def register_variant(variant: Variant) -> Variant:
     return variant
 
 
-register_variant(Variant(
-    "full", ("keyword_search", "semantic_search", "chunk_read"), "full",
-    "A-RAG (Full): keyword, semantic and chunk-level tools",
-))
+for _variant in (
+    Variant("full", ("keyword_search", "semantic_search", "chunk_read"), "full",
+            "A-RAG (Full): keyword, semantic and chunk-level tools"),
+    Variant("naive", ("naive_embedding_search",), "full",
+            "A-RAG (Naive): one embedding search tool that returns whole chunks"),
+    Variant("no-keyword", ("semantic_search", "chunk_read"), "full",
+            "ablation: A-RAG without keyword_search"),
+    Variant("no-semantic", ("keyword_search", "chunk_read"), "full",
+            "ablation: A-RAG without semantic_search"),
+    Variant("no-read", ("keyword_search", "semantic_search"), "full",
+            "ablation: searches return whole chunks, no chunk_read", full_chunks=True),
+    Variant("direct", (), "direct", "baseline: the model answers with no retrieval"),
+    Variant("naive-rag", (), "naive_rag",
+            "baseline: single-shot top-5 semantic retrieval, then one answer",
+            retrieve_first=5),
+):
+    register_variant(_variant)
 
 
 def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
@@ -45,7 +59,8 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
     return Agent(
         index=index, llm=llm, tools=[TOOLS[t] for t in variant.tools],
         system_prompt=prompt(variant.prompt), settings=settings.agent,
-        prices=settings.llm.prices or None, name=variant.name, full_chunks=variant.full_chunks,
+        prices=settings.llm.prices or None, name=variant.name,
+        full_chunks=variant.full_chunks, retrieve_first=variant.retrieve_first,
     )
 
 

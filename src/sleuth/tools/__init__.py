@@ -1,7 +1,13 @@
 """Retrieval tools, defined once and served to the agent, the CLI and the servers."""
 
 from sleuth.tools.base import Tool, ToolContext, ToolResult, tool
-from sleuth.tools.corpus import CORPUS_TOOLS, chunk_read, keyword_search, semantic_search
+from sleuth.tools.corpus import (
+    CORPUS_TOOLS,
+    chunk_read,
+    keyword_search,
+    naive_embedding_search,
+    semantic_search,
+)
 
 TOOLS: dict[str, Tool] = {t.name: t for t in CORPUS_TOOLS}
 
@@ -14,5 +20,6 @@ def register_tool(t: Tool) -> Tool:
 
 __all__ = [
     "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "keyword_search",
+    "naive_embedding_search",
     "register_tool", "semantic_search", "tool",
 ]

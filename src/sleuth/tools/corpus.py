@@ -26,12 +26,15 @@ def _format_hits(ctx: ToolContext, hits: Sequence[Hit], header: str) -> ToolResu
     for hit in hits:
         ctx.tracker.saw(hit.chunk_id, hit.score)
     if ctx.full_chunks:
-        chunks = ctx.index.read([h.chunk_id for h in hits]).chunks
-        by_id = {c.chunk_id: c for c in chunks}
-        blocks = [_chunk_block(by_id[h.chunk_id], score=h.score) for h in hits
-                  if h.chunk_id in by_id]
+        by_id = {c.chunk_id: c for c in ctx.index.read([h.chunk_id for h in hits]).chunks}
+        blocks = []
         for h in hits:
-            ctx.tracker.mark_read(h.chunk_id)
+            if ctx.tracker.was_read(h.chunk_id):
+                blocks.append(f"=== chunk {h.chunk_id} (score: {h.score:g}): shown before, "
+                              "not repeated ===")
+            elif h.chunk_id in by_id:
+                blocks.append(_chunk_block(by_id[h.chunk_id], score=h.score))
+                ctx.tracker.mark_read(h.chunk_id)
         text = header + "\n\n" + "\n\n".join(blocks)
         return ToolResult(text, {"hits": [h.to_dict() for h in hits]})
     lines = [header]
@@ -145,4 +148,25 @@ def chunk_read(
     return ToolResult("\n\n".join(blocks), data, tokens)
 
 
-CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read)
+@tool
+def naive_embedding_search(
+    ctx: ToolContext,
+    query: Annotated[str, Field(min_length=1, max_length=2000)],
+    top_k: Annotated[int, Field(ge=1, le=10)] = 5,
+) -> ToolResult:
+    """Search the corpus by meaning and get the full text of the most relevant chunks.
+    Chunks are ranked by the embedding similarity of their best-matching sentence to the
+    query. Search again with a different query if the results do not answer the question.
+
+    Args:
+        query: A natural-language description of the information you need.
+        top_k: Number of chunks to return (1-10).
+    """
+    hits = ctx.index.semantic_search(query, top_k=top_k)
+    if not hits:
+        return ToolResult("The index holds no sentences to search.", {"hits": []})
+    full = ToolContext(ctx.index, ctx.tracker, full_chunks=True)
+    return _format_hits(full, hits, f"Top {len(hits)} chunks for query {query!r}:")
+
+
+CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read, naive_embedding_search)

@@ -1,0 +1,74 @@
+"""Answer metrics as in the A-RAG evaluation: SQuAD-normalised EM and F1, Contain-Acc, and
+evidence Recall@k. Each answer metric takes the best score over the gold answer's aliases.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lowercase, drop punctuation and articles, squeeze whitespace."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _golds(gold: str | Sequence[str]) -> list[str]:
+    return [gold] if isinstance(gold, str) else [g for g in gold if g]
+
+
+def exact_match(prediction: str, gold: str | Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in _golds(gold)))
+
+
+def _f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, gold: str | Sequence[str]) -> float:
+    """Token-level F1 after normalisation (best over gold aliases)."""
+    return max((_f1(prediction, g) for g in _golds(gold)), default=0.0)
+
+
+def contain_match(prediction: str, gold: str | Sequence[str]) -> float:
+    """1.0 when a normalised gold answer occurs in the normalised prediction (Contain-Acc)."""
+    pred = f" {normalize_answer(prediction)} "
+    return float(any(
+        (norm := normalize_answer(g)) and f" {norm} " in pred for g in _golds(gold)
+    ))
+
+
+def recall_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """Share of gold ids among the first ``k`` distinct retrieved ids (1.0 when no gold)."""
+    wanted = set(gold)
+    if not wanted:
+        return 1.0
+    top = list(dict.fromkeys(retrieved))[:k]
+    return len(wanted.intersection(top)) / len(wanted)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (``q`` in 0-100), as numpy's default."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low, high = math.floor(pos), math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)

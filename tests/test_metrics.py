@@ -1,0 +1,58 @@
+"""Answer metrics and Recall@k against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from sleuth.eval import (
+    contain_match,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    percentile,
+    recall_at_k,
+)
+
+
+def test_normalisation() -> None:
+    assert normalize_answer("  The Eiffel-Tower, in PARIS! ") == "eiffeltower in paris"
+    assert normalize_answer("An apple a day") == "apple day"
+
+
+def test_exact_match() -> None:
+    assert exact_match("the Paris.", "Paris") == 1.0
+    assert exact_match("Paris, France", "Paris") == 0.0
+    assert exact_match("Lyon", ["Paris", "lyon"]) == 1.0
+
+
+def test_f1_by_hand() -> None:
+    # pred tokens: barack obama president; gold: obama  -> P=1/3, R=1, F1=0.5
+    assert f1_score("Barack Obama, president", "Obama") == pytest.approx(0.5)
+    # pred: new york city; gold: york city new jersey -> common 3 (new,york,city)
+    # P=3/3, R=3/4 -> F1 = 2*1*0.75/1.75
+    assert f1_score("New York City", "York City, New Jersey") == pytest.approx(1.5 / 1.75)
+    assert f1_score("nothing", "Paris") == 0.0
+    assert f1_score("Paris", ["London", "the Paris"]) == 1.0
+
+
+def test_contain_match_uses_whole_tokens() -> None:
+    assert contain_match("The answer is Paris, France.", "paris") == 1.0
+    assert contain_match("Comparison", "paris") == 0.0
+    assert contain_match("He was born in 1901.", ["1900", "1901"]) == 1.0
+    assert contain_match("anything", "") == 0.0
+
+
+def test_recall_at_k_on_known_rankings() -> None:
+    ranking = ["d3", "d1", "d3", "d7", "d2"]
+    assert recall_at_k(ranking, ["d1", "d2"], 2) == 0.5  # distinct top-2: d3, d1
+    assert recall_at_k(ranking, ["d1", "d2"], 4) == 1.0  # d3, d1, d7, d2
+    assert recall_at_k(ranking, ["d9"], 5) == 0.0
+    assert recall_at_k(ranking, [], 5) == 1.0
+
+
+def test_percentile_matches_numpy() -> None:
+    import numpy as np
+
+    values = [3.0, 1.0, 7.0, 2.0, 10.0, 4.0]
+    for q in (0, 50, 95, 100):
+        assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
