@@ -238,6 +238,87 @@ def _print_step(step: Any) -> None:
             f"{step.retrieved_tokens} tokens{flag}")
 
 
+@cli.group("eval")
+def eval_group() -> None:
+    """Batch evaluation: run an agent over a dataset (scoring commands follow)."""
+
+
+@eval_group.command("run")
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
+              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
+@click.option("--questions", type=click.Path(dir_okay=False), default=None,
+              help="Question file to use instead of the dataset's own (e.g. a held-out split).")
+@click.option("--agent", "agent_name", default="full", show_default=True,
+              help="Agent variant (see `sleuth agents`).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Questions answered concurrently.")
+@click.option("--resume", is_flag=True, help="Continue a run: skip ids already in the output.")
+@click.option("--output", type=click.Path(file_okay=False), default="results",
+              show_default=True, help="Folder for predictions.jsonl.")
+@click.option("--max-steps", type=click.IntRange(1, 200), default=None,
+              help="Max tool-calling steps [15].")
+@common
+def eval_run_cmd(dataset_path: str, questions: str | None, agent_name: str, limit: int | None,
+                 workers: int, resume: bool, output: str, max_steps: int | None,
+                 index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Answer every question of a dataset and write predictions.jsonl (resumable).
+
+    The dataset's corpus is indexed once into the user cache (or --index) and reused.
+    Each finished question is flushed to OUTPUT/predictions.jsonl at once; a failed question
+    is recorded with its error and the run goes on; Ctrl-C keeps everything finished.
+    """
+    from pathlib import Path
+
+    from sleuth.eval.datasets import load_dataset
+    from sleuth.eval.runner import EvalRun, dataset_index
+
+    settings = _settings(config, index_dir, agent={"max_steps": max_steps})
+    dataset = load_dataset(dataset_path, questions)
+    chosen = dataset.questions[:limit] if limit else dataset.questions
+    if not as_json:
+        _status(f"{dataset.name}: {len(chosen)} questions; preparing the index ...")
+    with dataset_index(dataset, settings, index_dir) as index, _RunBar(not as_json) as bar:
+        run = EvalRun(index, settings, agent=agent_name, output=Path(output), workers=workers,
+                      resume=resume, on_progress=bar.update)
+        stats = run.run(chosen)
+    summary = {"output": str(Path(output) / "predictions.jsonl"), "questions": stats.total,
+               "skipped_done": stats.skipped, "finished": stats.done, "errors": stats.errors,
+               "answered": stats.answered, "contain_acc": round(stats.contain_acc, 4),
+               "cost": round(stats.cost, 6)}
+    if as_json:
+        _emit(summary)
+    else:
+        click.echo(" | ".join(f"{k} {v}" for k, v in summary.items()))
+
+
+class _RunBar:
+    """Questions finished, with running answer rate, contain-accuracy and cost."""
+
+    def __init__(self, enabled: bool) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(desc="questions", unit="q", disable=not enabled or None,
+                        file=sys.stderr)
+        self.done = 0
+
+    def update(self, stats: Any) -> None:
+        if self.bar.total is None:
+            self.bar.total = stats.total - stats.skipped
+        self.bar.update(stats.done - self.done)
+        self.done = stats.done
+        scored = max(stats.done - stats.errors, 1)
+        self.bar.set_postfix(answered=f"{stats.answered / scored:.0%}",
+                             contain=f"{stats.contain_acc:.1%}", errors=stats.errors,
+                             cost=f"${stats.cost:.4f}", refresh=False)
+
+    def __enter__(self) -> _RunBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+
 @cli.command("status")
 @common
 def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:

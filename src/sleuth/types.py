@@ -130,6 +130,7 @@ class Answer:
     completion_tokens: int = 0
     total_cost: float = 0.0
     chunks_read_ids: list[str] = field(default_factory=list)
+    retrieved_ids: list[str] = field(default_factory=list)  # chunks any search returned
     forced: str | None = None  # "max_steps" or "token_budget" when the answer was forced
     seconds: float = 0.0
 
@@ -157,6 +158,7 @@ class Answer:
             "total_retrieved_tokens": self.total_retrieved_tokens,
             "chunks_read_count": len(self.chunks_read_ids),
             "chunks_read_ids": list(self.chunks_read_ids),
+            "retrieved_ids": list(self.retrieved_ids),
             "citations": [c.to_dict() for c in self.citations],
             "agent": self.agent,
             "model": self.model,

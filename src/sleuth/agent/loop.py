@@ -153,6 +153,7 @@ class Agent:
 
         answer.answer, answer.citations = parse_citations(final, lookup, titles)
         answer.chunks_read_ids = list(tracker.read)
+        answer.retrieved_ids = list(tracker.retrieved)
         answer.seconds = time.perf_counter() - started
 
 

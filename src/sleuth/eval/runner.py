@@ -1,0 +1,177 @@
+"""Batch runs: one agent over a dataset, concurrently, resumable, one JSON line per question.
+
+Each record is the A-RAG prediction record plus gold answers, gold evidence ids, the
+documents behind retrieved and read chunks, timings, LLM calls and any error. Records are
+appended and flushed as questions finish, so an interrupted run loses nothing finished and
+``resume=True`` skips every id already in ``predictions.jsonl``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sleuth.agent.variants import build_agent, llm_from_settings
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.eval.datasets import Dataset, Question
+from sleuth.eval.metrics import contain_match
+from sleuth.index import Index
+from sleuth.llm import LLM
+from sleuth.settings import Settings
+
+PREDICTIONS = "predictions.jsonl"
+
+
+@dataclass
+class RunStats:
+    """Running totals, reported after every finished question."""
+
+    total: int = 0
+    done: int = 0
+    skipped: int = 0
+    answered: int = 0
+    errors: int = 0
+    contain: float = 0.0
+    cost: float = 0.0
+
+    @property
+    def contain_acc(self) -> float:
+        scored = self.done - self.errors
+        return self.contain / scored if scored else 0.0
+
+
+ProgressCallback = Callable[[RunStats], None]
+
+
+@dataclass
+class EvalRun:
+    """Run ``agent`` over ``questions`` against ``index`` and write ``output/predictions``."""
+
+    index: Index
+    settings: Settings
+    agent: str = "full"
+    output: Path = Path("results")
+    workers: int = 4
+    resume: bool = False
+    llm: LLM | None = None
+    on_progress: ProgressCallback | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, questions: Sequence[Question]) -> RunStats:
+        self.output.mkdir(parents=True, exist_ok=True)
+        path = self.output / PREDICTIONS
+        done = self._finished_ids(path)
+        todo = [q for q in questions if q.id not in done]
+        stats = RunStats(total=len(questions), skipped=len(questions) - len(todo))
+        llm = self.llm or llm_from_settings(self.settings)
+        build_agent(self.agent, self.index, llm, self.settings)  # fail fast on a bad name
+        pool = ThreadPoolExecutor(max_workers=max(1, self.workers))
+        try:
+            with path.open("a", encoding="utf-8") as out:
+                futures: dict[Future[dict[str, Any]], Question] = {
+                    pool.submit(self._one, q, llm): q for q in todo
+                }
+                for future in as_completed(futures):
+                    self._write(out, future.result(), stats)
+        finally:  # on Ctrl-C: drop queued questions, do not wait for the ones in flight
+            pool.shutdown(wait=False, cancel_futures=True)
+        return stats
+
+    def _finished_ids(self, path: Path) -> set[str]:
+        if not path.exists() or path.stat().st_size == 0:
+            return set()
+        if not self.resume:
+            raise ConfigError(
+                f"{path} already holds predictions; pass --resume to continue that run or "
+                "choose another --output"
+            )
+        _drop_partial_line(path)
+        ids = set()
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    ids.add(str(json.loads(line)["question_id"]))
+                except (json.JSONDecodeError, KeyError):
+                    continue  # a line cut by a crash: that question runs again
+        return ids
+
+    def _one(self, q: Question, llm: LLM) -> dict[str, Any]:
+        started = time.perf_counter()
+        agent = build_agent(self.agent, self.index, llm, self.settings)
+        try:
+            record = agent.run(q.question, question_id=q.id).to_record()
+            record["error"] = None
+        except SleuthError as exc:
+            record = _failed(q, self.agent, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one question's bug must not end the run
+            detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            record = _failed(q, self.agent, f"unexpected {detail}")
+        record.update({
+            "gold_answer": q.answers[0] if q.answers else None,
+            "gold_answers": list(q.answers),
+            "gold_ids": list(q.gold_ids),
+            "question_type": q.type,
+            "retrieved_doc_ids": self._doc_ids(record.get("retrieved_ids", [])),
+            "read_doc_ids": self._doc_ids(record.get("chunks_read_ids", [])),
+            "latency": round(time.perf_counter() - started, 3),
+        })
+        return record
+
+    def _doc_ids(self, chunk_ids: list[str]) -> list[str]:
+        chunks = {c.chunk_id: c.doc_id for c in self.index.read(chunk_ids).chunks}
+        return list(dict.fromkeys(chunks[c] for c in chunk_ids if c in chunks))
+
+    def _write(self, out: Any, record: dict[str, Any], stats: RunStats) -> None:
+        with self._lock:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+            stats.done += 1
+            stats.cost += float(record.get("total_cost") or 0.0)
+            if record["error"]:
+                stats.errors += 1
+            else:
+                stats.answered += bool(str(record.get("answer") or "").strip())
+                stats.contain += contain_match(record.get("answer") or "",
+                                               record["gold_answers"])
+        if self.on_progress:
+            self.on_progress(stats)
+
+
+def _drop_partial_line(path: Path) -> None:
+    """A crash can leave half a record at the end; cut it so the next record starts clean."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+def _failed(q: Question, agent: str, error: str) -> dict[str, Any]:
+    return {"question_id": q.id, "question": q.question, "answer": "", "trajectory": [],
+            "total_cost": 0.0, "loops": 0, "tool_usage_summary": {},
+            "total_retrieved_tokens": 0, "chunks_read_count": 0, "chunks_read_ids": [],
+            "retrieved_ids": [], "citations": [], "agent": agent, "error": error}
+
+
+def dataset_index(dataset: Dataset, settings: Settings, location: str | Path | None) -> Index:
+    """The index of a dataset's corpus, built once and reused (incremental afterwards)."""
+    if dataset.corpus is None:
+        if location is None:
+            raise ConfigError(f"dataset {dataset.name!r} has no corpus file; pass --index")
+        return Index.open(location, settings=settings)
+    if location is None:
+        digest = hashlib.sha256(str(dataset.corpus.resolve()).encode()).hexdigest()[:12]
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        location = Path(cache) / "sleuth" / "datasets" / f"{dataset.name}-{digest}"
+    index = Index.open(location, settings=settings, create=True)
+    index.add([dataset.corpus])
+    return index
