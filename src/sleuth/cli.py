@@ -292,6 +292,39 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_name: str, limi
         click.echo(" | ".join(f"{k} {v}" for k, v in summary.items()))
 
 
+@eval_group.command("score")
+@click.argument("predictions", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--k", "ks", default="2,5", show_default=True,
+              help="Comma-separated k for evidence Recall@k.")
+@click.option("--judge", is_flag=True,
+              help="Also compute LLM-Acc with the configured endpoint (verdicts are cached).")
+@click.option("--compare", is_flag=True,
+              help="Several runs side by side (the default whenever several are given).")
+@common
+def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: bool,
+                   index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Score predictions.jsonl files: EM, F1, Contain-Acc, LLM-Acc, Recall@k, cost, latency.
+
+    Each PREDICTIONS is a predictions.jsonl file or the folder holding one. Results are
+    given overall and by question type, as Markdown (default) or JSON.
+    """
+    from pathlib import Path
+
+    from sleuth.agent.variants import llm_from_settings
+    from sleuth.eval.report import score_runs, to_markdown
+
+    try:
+        k_values = [int(k) for k in ks.split(",") if k.strip()]
+    except ValueError:
+        raise click.BadParameter(f"--k expects integers like 2,5 (got {ks!r})") from None
+    judge_llm = llm_from_settings(_settings(config, index_dir)) if judge else None
+    scores = score_runs([Path(p) for p in predictions], k_values, judge_llm)
+    if as_json:
+        _emit(scores)
+    else:
+        click.echo(to_markdown(scores))
+
+
 class _RunBar:
     """Questions finished, with running answer rate, contain-accuracy and cost."""
 

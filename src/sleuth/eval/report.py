@@ -1,0 +1,166 @@
+"""Scoring ``predictions.jsonl`` files: answer metrics, evidence recall, cost and latency,
+overall and by question type, as a Markdown table and JSON. The optional LLM judge's
+verdicts are cached next to the predictions so re-scoring costs nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sleuth.agent.loop import prompt
+from sleuth.errors import IngestError
+from sleuth.eval.metrics import contain_match, exact_match, f1_score, percentile, recall_at_k
+from sleuth.llm import LLM
+
+JUDGE_CACHE = "judge_cache.jsonl"
+
+
+def read_predictions(path: Path) -> list[dict[str, Any]]:
+    """Records of a predictions file (or of ``predictions.jsonl`` in a folder)."""
+    if path.is_dir():
+        path = path / "predictions.jsonl"
+    if not path.is_file():
+        raise IngestError(f"no predictions at {path}")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise IngestError(f"{path}:{number} is not a JSON record") from None
+    return records
+
+
+class Judge:
+    """A-RAG's correct/incorrect LLM judging, with verdicts cached in a JSONL file."""
+
+    def __init__(self, llm: LLM, cache: Path) -> None:
+        self.llm = llm
+        self.cache = cache
+        self._lock = threading.Lock()
+        self.verdicts: dict[str, bool] = {}
+        if cache.is_file():
+            for line in cache.read_text(encoding="utf-8").splitlines():
+                try:
+                    item = json.loads(line)
+                    self.verdicts[item["key"]] = bool(item["correct"])
+                except (json.JSONDecodeError, KeyError):
+                    continue
+
+    def __call__(self, question: str, golds: Sequence[str], prediction: str) -> bool:
+        gold = " / ".join(golds)
+        key = hashlib.sha256(
+            json.dumps([self.llm.model, question, gold, prediction]).encode()
+        ).hexdigest()
+        if key in self.verdicts:
+            return self.verdicts[key]
+        if not prediction.strip():
+            verdict = False
+        else:
+            text = prompt("judge").format(question=question, gold=gold, prediction=prediction)
+            reply = self.llm.chat([{"role": "user", "content": text}]).content or ""
+            verdict = reply.strip().lower().lstrip("*").startswith("correct")
+        with self._lock:
+            self.verdicts[key] = verdict
+            with self.cache.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": key, "correct": verdict}) + "\n")
+        return verdict
+
+
+def score_record(record: dict[str, Any], ks: Sequence[int],
+                 judge: Judge | None = None) -> dict[str, float]:
+    """Per-question metrics of one prediction record."""
+    answer = str(record.get("answer") or "")
+    golds = record.get("gold_answers") or ([record["gold_answer"]]
+                                           if record.get("gold_answer") else [])
+    gold_ids = record.get("gold_ids") or []
+    row: dict[str, float] = {
+        "em": exact_match(answer, golds), "f1": f1_score(answer, golds),
+        "contain": contain_match(answer, golds),
+        "retrieved_tokens": float(record.get("total_retrieved_tokens") or 0),
+        "steps": float(record.get("loops") or 0),
+        "llm_calls": float(record.get("llm_calls") or 0),
+        "cost": float(record.get("total_cost") or 0.0),
+        "latency": float(record.get("latency") or record.get("seconds") or 0.0),
+        "error": float(bool(record.get("error"))),
+    }
+    if gold_ids:
+        retrieved = record.get("retrieved_doc_ids") or []
+        for k in ks:
+            row[f"recall@{k}"] = recall_at_k(retrieved, gold_ids, k)
+        read = record.get("read_doc_ids") or []
+        row["read_recall"] = recall_at_k(read, gold_ids, len(read) or 1)
+    if judge is not None:
+        row["llm_acc"] = float(judge(str(record.get("question", "")), golds, answer))
+    return row
+
+
+def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
+    rows = list(rows)
+    if not rows:
+        return {"n": 0}
+    keys = sorted({k for r in rows for k in r})
+    out: dict[str, float] = {"n": len(rows)}
+    for key in keys:
+        values = [r[key] for r in rows if key in r]
+        out[key] = statistics.fmean(values)
+    latencies = [r["latency"] for r in rows]
+    out["latency_p95"] = percentile(latencies, 95)
+    out["cost_total"] = sum(r["cost"] for r in rows)
+    out["errors"] = sum(r["error"] for r in rows)
+    return out
+
+
+def score_runs(paths: Sequence[Path], ks: Sequence[int] = (2, 5),
+               judge_llm: LLM | None = None) -> dict[str, Any]:
+    """Scores of each run, overall and by question type."""
+    runs = []
+    for path in paths:
+        records = read_predictions(path)
+        folder = path if path.is_dir() else path.parent
+        judge = Judge(judge_llm, folder / JUDGE_CACHE) if judge_llm else None
+        rows = [(r.get("question_type") or "all", score_record(r, ks, judge)) for r in records]
+        types = sorted({t for t, _ in rows})
+        runs.append({
+            "run": str(path),
+            "agent": records[0].get("agent") if records else None,
+            "overall": aggregate(row for _, row in rows),
+            "by_type": {t: aggregate(row for rt, row in rows if rt == t) for t in types},
+        })
+    return {"runs": runs, "ks": list(ks)}
+
+
+_COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
+            ("contain", "Contain", "{:.1%}"), ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}")]
+_TAIL = [("read_recall", "Read R", "{:.1%}"), ("retrieved_tokens", "tokens", "{:.0f}"),
+         ("steps", "steps", "{:.1f}"), ("llm_calls", "calls", "{:.1f}"),
+         ("cost_total", "cost $", "{:.4f}"), ("latency", "lat s", "{:.2f}"),
+         ("latency_p95", "p95 s", "{:.2f}"), ("errors", "errors", "{:.0f}")]
+
+
+def to_markdown(scores: dict[str, Any]) -> str:
+    """One table of the runs side by side, then one table per run by question type."""
+    columns = _COLUMNS + [(f"recall@{k}", f"R@{k}", "{:.1%}") for k in scores["ks"]] + _TAIL
+    present = [c for c in columns if any(c[0] in r["overall"] for r in scores["runs"])]
+
+    def table(rows: list[tuple[str, dict[str, float]]], first: str) -> list[str]:
+        lines = ["| " + " | ".join([first] + [c[1] for c in present]) + " |",
+                 "|" + "---|" * (len(present) + 1)]
+        for name, values in rows:
+            cells = [fmt.format(values[key]) if key in values else "" for key, _, fmt in present]
+            lines.append("| " + " | ".join([name] + cells) + " |")
+        return lines
+
+    out = table([(f"{r['agent'] or '?'} ({r['run']})", r["overall"]) for r in scores["runs"]],
+                "run")
+    for r in scores["runs"]:
+        if len(r["by_type"]) > 1:
+            out += ["", f"By question type: {r['run']}", ""]
+            out += table(sorted(r["by_type"].items()), "type")
+    return "\n".join(out)

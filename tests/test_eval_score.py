@@ -1,0 +1,78 @@
+"""`sleuth eval score` against hand-computed values, with a cached LLM judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sleuth.llm import FakeLLMServer, reply
+
+RECORDS = [
+    {"question_id": "a", "question": "Capital of France?", "answer": "Paris",
+     "gold_answers": ["Paris"], "gold_ids": ["d1", "d2"], "question_type": "fact",
+     "retrieved_doc_ids": ["d1", "d9", "d2"], "read_doc_ids": ["d1"],
+     "total_retrieved_tokens": 100, "loops": 2, "llm_calls": 3, "total_cost": 0.01,
+     "latency": 1.0, "error": None, "agent": "full"},
+    {"question_id": "b", "question": "Who wrote Hamlet?", "answer": "It was William Shakespeare.",
+     "gold_answers": ["William Shakespeare"], "gold_ids": ["d3"], "question_type": "fact",
+     "retrieved_doc_ids": ["d4", "d5", "d6"], "read_doc_ids": [],
+     "total_retrieved_tokens": 300, "loops": 4, "llm_calls": 5, "total_cost": 0.03,
+     "latency": 3.0, "error": None, "agent": "full"},
+    {"question_id": "c", "question": "Year?", "answer": "", "gold_answers": ["1901"],
+     "gold_ids": ["d7"], "question_type": "date", "retrieved_doc_ids": [], "read_doc_ids": [],
+     "total_retrieved_tokens": 0, "loops": 0, "llm_calls": 1, "total_cost": 0.0,
+     "latency": 5.0, "error": "LLMError: down", "agent": "full"},
+]
+
+
+@pytest.fixture()
+def run_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    return folder
+
+
+def test_scores_by_hand(sleuth, run_dir: Path) -> None:
+    result = sleuth("eval", "score", str(run_dir), "--k", "1,2", "--json")
+    assert result.code == 0, result.err
+    overall = result.json()["runs"][0]["overall"]
+    assert overall["n"] == 3
+    assert overall["em"] == pytest.approx(1 / 3)           # only "Paris"
+    # F1: a=1; b: pred "it was william shakespeare" vs gold -> P=2/4, R=1 -> 2/3; c=0
+    assert overall["f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert overall["contain"] == pytest.approx(2 / 3)
+    assert overall["recall@1"] == pytest.approx((0.5 + 0 + 0) / 3)
+    assert overall["recall@2"] == pytest.approx((0.5 + 0 + 0) / 3)  # d1, d9
+    assert overall["read_recall"] == pytest.approx((0.5 + 0 + 0) / 3)
+    assert overall["retrieved_tokens"] == pytest.approx(400 / 3)
+    assert overall["steps"] == pytest.approx(2.0) and overall["llm_calls"] == pytest.approx(3.0)
+    assert overall["cost_total"] == pytest.approx(0.04)
+    assert overall["latency"] == pytest.approx(3.0)
+    assert overall["latency_p95"] == pytest.approx(4.8)  # numpy linear: 3 + 0.9 * 2
+    assert overall["errors"] == 1
+    by_type = result.json()["runs"][0]["by_type"]
+    assert by_type["fact"]["n"] == 2 and by_type["date"]["n"] == 1
+
+
+def test_markdown_and_side_by_side(sleuth, run_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**RECORDS[0], "agent": "naive"}) + "\n")
+    text = sleuth("eval", "score", str(run_dir), str(other), "--compare").out
+    assert "| run | n |" in text and "full (" in text and "naive (" in text
+    assert "By question type" in text and "| fact |" in text
+
+
+def test_llm_judge_verdicts_are_cached(sleuth, run_dir: Path, monkeypatch) -> None:
+    with FakeLLMServer([reply("correct"), reply("incorrect")]) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "judge-model")
+        first = sleuth("eval", "score", str(run_dir), "--judge", "--json").json()
+        assert len(server.requests) == 2  # the empty answer is judged incorrect locally
+        assert "Gold answer: Paris" in server.requests[0]["messages"][0]["content"]
+        second = sleuth("eval", "score", str(run_dir), "--judge", "--json").json()
+        assert len(server.requests) == 2  # nothing asked again
+    for scores in (first, second):
+        assert scores["runs"][0]["overall"]["llm_acc"] == pytest.approx(1 / 3)
