@@ -292,6 +292,53 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_name: str, limi
         click.echo(" | ".join(f"{k} {v}" for k, v in summary.items()))
 
 
+@eval_group.command("retrieval")
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
+              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
+@click.option("--questions", type=click.Path(dir_okay=False), default=None,
+              help="Question file to use instead of the dataset's own (e.g. a held-out split).")
+@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,bm25", show_default=True,
+              help="Comma-separated: keyword, semantic, hybrid (fusion of both), bm25.")
+@click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
+@common
+def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str, ks: str,
+                       limit: int | None, index_dir: str | None, as_json: bool,
+                       config: str | None) -> None:
+    """LLM-free retrieval recall per tool, by gold document id (no LLM needed).
+
+    Queries are the questions themselves; keyword search gets the entities and noun phrases
+    extracted from each question. bm25 is a standard BM25 (bm25s) over the same chunks.
+    """
+    from sleuth.eval.datasets import load_dataset
+    from sleuth.eval.retrieval import TOOL_NAMES, RetrievalEval
+    from sleuth.eval.runner import dataset_index
+
+    tools = [t.strip() for t in tool_names.split(",") if t.strip()]
+    unknown = [t for t in tools if t not in TOOL_NAMES]
+    if unknown or not tools:
+        raise click.BadParameter(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
+    try:
+        k_values = [int(k) for k in ks.split(",") if k.strip()]
+    except ValueError:
+        raise click.BadParameter(f"--k expects integers like 2,5 (got {ks!r})") from None
+    settings = _settings(config, index_dir)
+    dataset = load_dataset(dataset_path, questions)
+    chosen = dataset.questions[:limit] if limit else dataset.questions
+    with dataset_index(dataset, settings, index_dir) as index:
+        result = RetrievalEval(index, tools, k_values).run(chosen)  # type: ignore[arg-type]
+    result["dataset"] = dataset.name
+    if as_json:
+        _emit(result)
+        return
+    heads = [f"R@{k}" for k in k_values]
+    click.echo(f"{dataset.name}: {result['questions']} questions with gold evidence\n")
+    click.echo("| tool | " + " | ".join(heads) + " | p50 ms |\n|" + "---|" * (len(heads) + 2))
+    for tool, row in result["tools"].items():
+        cells = [f"{100 * row[f'recall@{k}']:.1f}" for k in k_values]
+        click.echo(f"| {tool} | " + " | ".join(cells) + f" | {row['ms_p50']:.1f} |")
+
+
 @eval_group.command("score")
 @click.argument("predictions", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--k", "ks", default="2,5", show_default=True,
