@@ -85,3 +85,31 @@ def sleuth(capsys: pytest.CaptureFixture[str]):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+TINY_CORPUS = [
+    {"id": "p1", "title": "Ada Lovelace", "text": "Ada Lovelace wrote the first published "
+     "algorithm for the Analytical Engine. She was born in London in 1815."},
+    {"id": "p2", "title": "Charles Babbage", "text": "Charles Babbage designed the Analytical "
+     "Engine. He was born in 1791."},
+    {"id": "p3", "title": "Alan Turing", "text": "Alan Turing proposed the Turing machine in "
+     "1936. He worked at Bletchley Park."},
+]
+TINY_QUESTIONS = [
+    {"id": "q1", "question": "Where was Ada Lovelace born?", "answer": "London",
+     "answer_aliases": ["London, England"], "type": "fact", "supporting_passage_ids": ["p1"]},
+    {"id": "q2", "question": "Who designed the Analytical Engine?", "answer": "Charles Babbage",
+     "type": "fact", "supporting_passage_ids": ["p2"]},
+    {"id": "q3", "question": "Where did Alan Turing work?", "answer": "Bletchley Park",
+     "type": "place", "supporting_passage_ids": ["p3"]},
+]
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    """A three-passage dataset folder in the shared/data layout."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "corpus.json").write_text(json.dumps(TINY_CORPUS))
+    (folder / "questions.json").write_text(json.dumps(TINY_QUESTIONS))
+    return folder

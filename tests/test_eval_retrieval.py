@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from sleuth.eval.retrieval import fuse, question_keywords
-from tests.test_eval_run import CORPUS, QUESTIONS
 
 
 def test_question_keywords() -> None:
@@ -24,15 +22,6 @@ def test_reciprocal_rank_fusion_by_hand() -> None:
     # a: 1/61 + 1/62 ; b: 1/62 + 1/61 ; c: 1/63 ; d: 1/63
     assert fuse([["a", "b", "c"], ["b", "a", "d"]])[:2] in (["a", "b"], ["b", "a"])
     assert fuse([["a", "b"], ["c", "b"]])[0] == "b"  # 1/62 + 1/62 > 1/61
-
-
-@pytest.fixture()
-def dataset(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "corpus.json").write_text(json.dumps(CORPUS))
-    (folder / "questions.json").write_text(json.dumps(QUESTIONS))
-    return folder
 
 
 def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:

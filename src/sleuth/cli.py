@@ -35,6 +35,17 @@ def _settings(config: str | None, index_dir: str | None, **overrides: Any) -> Se
     return Settings.load(config, index=index_dir, **overrides)
 
 
+def _int_list(text: str, option: str) -> list[int]:
+    """``"2,5,10"`` → ``[2, 5, 10]``, or a usage error naming the option."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{option} expects integers like 2,5 (got {text!r})") from None
+    if not values or min(values) < 1:
+        raise click.BadParameter(f"{option} expects positive integers (got {text!r})")
+    return values
+
+
 def _emit(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -318,10 +329,7 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     unknown = [t for t in tools if t not in TOOL_NAMES]
     if unknown or not tools:
         raise click.BadParameter(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
-    try:
-        k_values = [int(k) for k in ks.split(",") if k.strip()]
-    except ValueError:
-        raise click.BadParameter(f"--k expects integers like 2,5 (got {ks!r})") from None
+    k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir)
     dataset = load_dataset(dataset_path, questions)
     chosen = dataset.questions[:limit] if limit else dataset.questions
@@ -360,10 +368,7 @@ def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: 
     from sleuth.agent.variants import llm_from_settings
     from sleuth.eval.report import score_runs, to_markdown
 
-    try:
-        k_values = [int(k) for k in ks.split(",") if k.strip()]
-    except ValueError:
-        raise click.BadParameter(f"--k expects integers like 2,5 (got {ks!r})") from None
+    k_values = _int_list(ks, "--k")
     judge_llm = llm_from_settings(_settings(config, index_dir)) if judge else None
     scores = score_runs([Path(p) for p in predictions], k_values, judge_llm)
     if as_json:
