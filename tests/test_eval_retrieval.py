@@ -43,3 +43,30 @@ def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:
 def test_eval_retrieval_rejects_unknown_tool(sleuth, dataset: Path) -> None:
     result = sleuth("eval", "retrieval", "--dataset", str(dataset), "--tools", "grep")
     assert result.code != 0 and "unknown tools" in result.err
+
+
+def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
+    """The director's page is never named in the question; the hop finds it via the film."""
+    import json
+
+    from sleuth import Index, Settings
+    from sleuth.eval.datasets import Question
+    from sleuth.eval.retrieval import RetrievalEval
+
+    corpus = [
+        {"id": "film", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
+         "film directed by Marta Velasquez Orozco."},
+        {"id": "director", "title": "Marta Velasquez Orozco", "text": "Marta Velasquez Orozco "
+         "was a film director. Her mother was the painter Lucia Orozco."},
+        {"id": "noise", "title": "Harbour", "text": "A harbour is a sheltered body of water."},
+    ]
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps(corpus))
+    with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
+        index.add([path])
+        q = Question("q", "Who is the mother of the director of film The Quiet Harbour?",
+                     ("Lucia Orozco",), gold_ids=("film", "director"))
+        hop = RetrievalEval(index).second_hop(q.question, [["film#0"]])
+        assert hop[0] == "director#0"
+        result = RetrievalEval(index, ["hybrid"], [2]).run([q])
+        assert result["tools"]["hybrid"]["recall@2"] == 1.0
