@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import click
 
@@ -125,28 +125,37 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
     )
 
 
-class _IndexBar:
-    """A tqdm counter of embedded sentences on stderr (hidden when stderr is no terminal)."""
+class _Bar:
+    """A tqdm bar on stderr (hidden when stderr is no terminal); subclasses map progress."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, desc: str, unit: str) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(desc="embedding", unit=" sent", disable=not enabled or None,
-                        file=sys.stderr)
+        self.bar = tqdm(desc=desc, unit=unit, disable=not enabled or None, file=sys.stderr)
         self.done = 0
 
-    def update(self, progress: Any) -> None:
-        self.bar.update(progress.sentences - self.done)
-        self.done = progress.sentences
-        self.bar.set_postfix(docs=progress.documents_seen, new=progress.documents_indexed,
-                             unchanged=progress.documents_unchanged, chunks=progress.chunks,
-                             refresh=False)
+    def advance(self, done: int, **postfix: Any) -> None:
+        self.bar.update(done - self.done)
+        self.done = done
+        self.bar.set_postfix(refresh=False, **postfix)
 
-    def __enter__(self) -> _IndexBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.bar.close()
+
+
+class _IndexBar(_Bar):
+    """Embedded sentences, with documents and chunks alongside."""
+
+    def __init__(self, enabled: bool) -> None:
+        super().__init__(enabled, "embedding", " sent")
+
+    def update(self, progress: Any) -> None:
+        self.advance(progress.sentences, docs=progress.documents_seen,
+                     new=progress.documents_indexed, unchanged=progress.documents_unchanged,
+                     chunks=progress.chunks)
 
 
 @cli.group()
@@ -377,31 +386,19 @@ def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: 
         click.echo(to_markdown(scores))
 
 
-class _RunBar:
+class _RunBar(_Bar):
     """Questions finished, with running answer rate, contain-accuracy and cost."""
 
     def __init__(self, enabled: bool) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc="questions", unit="q", disable=not enabled or None,
-                        file=sys.stderr)
-        self.done = 0
+        super().__init__(enabled, "questions", "q")
 
     def update(self, stats: Any) -> None:
         if self.bar.total is None:
             self.bar.total = stats.total - stats.skipped
-        self.bar.update(stats.done - self.done)
-        self.done = stats.done
         scored = max(stats.done - stats.errors, 1)
-        self.bar.set_postfix(answered=f"{stats.answered / scored:.0%}",
-                             contain=f"{stats.contain_acc:.1%}", errors=stats.errors,
-                             cost=f"${stats.cost:.4f}", refresh=False)
-
-    def __enter__(self) -> _RunBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.close()
+        self.advance(stats.done, answered=f"{stats.answered / scored:.0%}",
+                     contain=f"{stats.contain_acc:.1%}", errors=stats.errors,
+                     cost=f"${stats.cost:.4f}")
 
 
 @cli.command("status")

@@ -92,8 +92,8 @@ def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any
     """Open (or create) the store at ``location``; the scheme picks the backend."""
     text = str(location)
     scheme = text.split("://", 1)[0] if "://" in text else ""
-    if scheme not in _REGISTRY and scheme == "":
-        from sleuth.store import local  # noqa: F401  (registers itself)
+    if scheme == "" and "" not in _REGISTRY:
+        from sleuth.store import local  # noqa: F401  (the embedded store registers itself)
     factory = _REGISTRY.get(scheme)
     if factory is None:
         known = ", ".join(sorted(s or "<folder>" for s in _REGISTRY)) or "<folder>"
