@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.eval.retrieval import fuse, question_keywords
+from sleuth.retrieval import fuse, question_keywords
 
 
 def test_question_keywords() -> None:
@@ -52,6 +52,7 @@ def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
     from sleuth import Index, Settings
     from sleuth.eval.datasets import Question
     from sleuth.eval.retrieval import RetrievalEval
+    from sleuth.retrieval import HybridRetriever
 
     corpus = [
         {"id": "film", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
@@ -66,7 +67,9 @@ def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
         index.add([path])
         q = Question("q", "Who is the mother of the director of film The Quiet Harbour?",
                      ("Lucia Orozco",), gold_ids=("film", "director"))
-        hop = RetrievalEval(index).second_hop(q.question, [["film#0"]])
-        assert hop[0] == "director#0"
+        retriever = HybridRetriever(index)
+        assert retriever.keyword(q.question)[0] == "film#0"
+        assert retriever.second_hop(q.question)[0] == "director#0"
+        assert set(retriever.hybrid(q.question, top_k=2)) == {"film#0", "director#0"}
         result = RetrievalEval(index, ["hybrid"], [2]).run([q])
         assert result["tools"]["hybrid"]["recall@2"] == 1.0

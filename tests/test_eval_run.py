@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from sleuth.agent import VARIANTS
 from sleuth.eval.datasets import load_dataset
-from sleuth.llm import FakeLLMServer, error, reply
+from sleuth.llm import FakeLLMServer, call, error, reply
 
 
 def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -70,3 +73,74 @@ def test_a_failing_question_is_recorded_and_the_run_goes_on(sleuth, dataset: Pat
     assert records["q1"]["answer"] == "London" and records["q3"]["error"] is None
     summary = result.json()
     assert summary["errors"] == 1 and summary["contain_acc"] == 1.0
+
+
+@pytest.mark.parametrize("agent", sorted(VARIANTS))
+def test_every_variant_runs_a_dataset(sleuth, dataset: Path, tmp_path: Path, monkeypatch,
+                                      agent: str) -> None:
+    answers = ["London [p1#0]", "Charles Babbage [p2#0]"]
+    if agent == "memory":  # one memory update (judged sufficient), then the answer
+        script = [turn for a in answers for turn in (
+            reply(f"<update>{a}</update><sufficient>yes</sufficient>"), reply(a))]
+    elif agent in ("direct", "naive-rag"):
+        script = [reply(a) for a in answers]
+    else:  # one search with the variant's first tool, then the answer
+        tool = VARIANTS[agent].tools[0]
+        args = {"keywords": ["Lovelace"]} if tool == "keyword_search" else {"query": "Lovelace"}
+        script = [turn for a in answers for turn in (call(tool, **args), reply(a))]
+    out = tmp_path / agent
+    with FakeLLMServer(script) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        result = sleuth("eval", "run", "--dataset", str(dataset), "--agent", agent, "--limit",
+                        "2", "--workers", "1", "--output", str(out), "--json")
+    assert result.code == 0, result.err
+    records = _lines(out / "predictions.jsonl")
+    assert [r["question_id"] for r in records] == ["q1", "q2"]
+    for record, expected in zip(records, answers, strict=True):
+        assert record["error"] is None and record["agent"] == agent
+        assert record["answer"] == expected
+        assert record["citations"][0]["chunk_id"] == expected.split("[")[1].rstrip("]")
+        assert ("memory_state" in record) == (agent == "memory")
+        assert (record["trajectory"] == []) == (agent == "direct")
+
+
+def test_sweep_over_reasoning_effort(sleuth, dataset: Path, tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "sweep"
+    script = [reply("London"), reply("Charles Babbage"),  # effort=low
+              reply("Paris"), reply("Charles Babbage")]  # effort=high
+    args = ["eval", "sweep", "--dataset", str(dataset), "--agent", "naive-rag", "--param",
+            "reasoning_effort", "--values", "low,high", "--limit", "2", "--workers", "1",
+            "--output", str(out)]
+    with FakeLLMServer(script) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        result = sleuth(*args, "--json")
+        efforts = [r.get("reasoning_effort") for r in server.requests]
+    assert result.code == 0, result.err
+    assert efforts == ["low", "low", "high", "high"]
+    data = result.json()
+    assert [(p["value"], p["contain"], p["n"]) for p in data["points"]] == [
+        ("low", 1.0, 2), ("high", 0.5, 2)]
+    assert json.loads((out / "sweep.json").read_text())["points"][1]["em"] == 0.5
+    assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(_lines(out / "reasoning_effort=high" / "predictions.jsonl")) == 2
+
+    with FakeLLMServer([]) as server:  # resumed: every question is done, nothing is asked
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        again = sleuth(*args, "--resume")
+        assert server.requests == []
+    assert again.code == 0, again.err
+    assert "| high | 50.0 | 50.0 |" in again.out and "sweep.png" in again.out
+
+
+def test_sweep_rejects_bad_values_before_running(sleuth, dataset: Path, tmp_path: Path,
+                                                 monkeypatch) -> None:
+    monkeypatch.setenv("SLEUTH_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+    base = ["eval", "sweep", "--dataset", str(dataset), "--output", str(tmp_path / "s")]
+    bad = sleuth(*base, "--param", "reasoning_effort", "--values", "low,extreme")
+    assert bad.code != 0 and "invalid reasoning_effort value 'extreme'" in bad.err
+    unknown = sleuth(*base, "--param", "temperature", "--values", "0,1")
+    assert unknown.code != 0 and "cannot sweep 'temperature'" in unknown.err
+    assert not (tmp_path / "s").exists()

@@ -75,3 +75,64 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
 def test_unknown_agent_is_a_clear_error(sample_index: Path) -> None:
     with pytest.raises(sleuth.ConfigError, match="unknown agent 'nope'.*naive-rag"):
         _run(sample_index, "nope", [])
+
+
+def _update(memory: str, sufficient: str = "no") -> dict:  # type: ignore[type-arg]
+    return reply(f"<update>\n{memory}\n</update>\n<sufficient>{sufficient}</sufficient>")
+
+
+def test_memory_reads_one_chunk_at_a_time_and_answers_from_memory(sample_index: Path) -> None:
+    script = [_update("Nothing on levers yet."),
+              _update(f"Greatorex showed that levers trade time for strength [{PEPYS}].", "yes"),
+              reply(f"Levers trade time for strength [{PEPYS}].")]
+    answer, requests = _run(sample_index, "memory", script)
+    assert len(requests) == 3 and all("tools" not in r for r in requests)
+    search, first, second = answer.trajectory
+    assert search.tool_name == "hybrid_search" and PEPYS in search.tool_output
+    assert first.tool_name == second.tool_name == "chunk_read"
+    assert answer.chunks_read_ids == [first.tool_input["chunk_ids"][0],
+                                      second.tool_input["chunk_ids"][0]]
+    assert answer.loops == 2  # stopped when the model said the memory suffices
+
+    prompts = [r["messages"][0]["content"] for r in requests]
+    assert "Your memory so far:\n(empty)" in prompts[0]
+    assert "similar to this one (for linking facts):\n(none)" in prompts[0]
+    assert "Your memory so far:\nNothing on levers yet." in prompts[1]
+    assert f"New passage [{answer.chunks_read_ids[1]}]" in prompts[1]
+    # the answer prompt recalls the chunk read most similar to the question (TF-IDF)
+    assert "Memory:\nGreatorex showed" in prompts[2] and f"[{PEPYS}] " in prompts[2]
+    assert answer.memory_state == {
+        "final_memory": f"Greatorex showed that levers trade time for strength [{PEPYS}].",
+        "history_size": 2,
+    }
+    assert answer.to_record()["memory_state"]["history_size"] == 2
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]
+
+
+def test_memory_stays_under_its_token_budget(sample_index: Path) -> None:
+    long = " ".join(f"fact{i} [{PEPYS}]" for i in range(400))
+    script = [_update(long), _update(long)] + [_update("short", "yes"), reply("Levers.")]
+    settings = sleuth.Settings.load(memory={"memory_size": 100, "candidates": 2},
+                                    agent={"max_steps": 5})
+    with FakeLLMServer(script) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            agent="memory", settings=settings,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        requests = server.requests
+    assert "over the budget of 100" in requests[1]["messages"][0]["content"]  # asked to shrink
+    first_memory = answer.trajectory[1].reasoning
+    assert first_memory.startswith("fact0") and len(first_memory.split()) < 100  # then cut
+    assert f"Your memory so far:\n{first_memory}" in requests[2]["messages"][0]["content"]
+    assert answer.memory_state == {"final_memory": "short", "history_size": 2}
+
+
+def test_memory_prompt_from_settings_and_untagged_replies(sample_index: Path) -> None:
+    settings = sleuth.Settings.load(memory={"update_prompt": "Q={question} C={chunk_id} {x}",
+                                            "candidates": 1})
+    with FakeLLMServer([reply("plain notes"), reply("Levers.")]) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            agent="memory", settings=settings,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        first = server.requests[0]["messages"][0]["content"]
+    assert first.startswith("Q=What did Greatorex") and first.endswith(" {x}")
+    assert answer.memory_state == {"final_memory": "plain notes", "history_size": 1}

@@ -386,11 +386,85 @@ def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: 
         click.echo(to_markdown(scores))
 
 
+@eval_group.command("sweep")
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
+              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
+@click.option("--questions", type=click.Path(dir_okay=False), default=None,
+              help="Question file to use instead of the dataset's own.")
+@click.option("--agent", "agent_name", default="full", show_default=True,
+              help="Agent variant (see `sleuth agents`).")
+@click.option("--param", default="max_steps", show_default=True,
+              help="Setting to sweep: max_steps, reasoning_effort, token_budget, memory_size.")
+@click.option("--values", required=True,
+              help="Comma-separated values, e.g. 1,3,5,10,15 or minimal,low,medium,high.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Questions answered concurrently.")
+@click.option("--resume", is_flag=True, help="Continue a sweep: finished questions are kept.")
+@click.option("--output", type=click.Path(file_okay=False), default="results/sweep",
+              show_default=True, help="Folder for one run per value, sweep.json and sweep.png.")
+@click.option("--judge", is_flag=True, help="Also plot LLM-Acc (judge verdicts are cached).")
+@click.option("--k", "ks", default="2,5", show_default=True,
+              help="Comma-separated k for evidence Recall@k.")
+@common
+def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, param: str,
+                   values: str, limit: int | None, workers: int, resume: bool, output: str,
+                   judge: bool, ks: str, index_dir: str | None, as_json: bool,
+                   config: str | None) -> None:
+    """Test-time scaling: accuracy against max steps or reasoning effort (A-RAG §5).
+
+    Runs the agent once per value into OUTPUT/<param>=<value>/ (each an ordinary, resumable
+    `eval run`), scores the runs side by side, and writes OUTPUT/sweep.json and a PNG plot
+    of accuracy (and retrieved tokens) against the value, OUTPUT/sweep.png.
+    """
+    from pathlib import Path
+
+    from sleuth.agent.variants import llm_from_settings
+    from sleuth.eval.datasets import load_dataset
+    from sleuth.eval.runner import dataset_index
+    from sleuth.eval.sweep import Sweep
+
+    swept = [v.strip() for v in values.split(",") if v.strip()]
+    if not swept:
+        raise click.BadParameter("give at least one value", param_hint="--values")
+    settings = _settings(config, index_dir)
+    dataset = load_dataset(dataset_path, questions)
+    chosen = dataset.questions[:limit] if limit else dataset.questions
+    bars: list[_RunBar] = []
+
+    def progress(label: str) -> Any:
+        if bars:
+            bars[-1].bar.close()
+        bars.append(_RunBar(not as_json, label))
+        return bars[-1].update
+
+    try:
+        with dataset_index(dataset, settings, index_dir) as index:
+            result = Sweep(index, settings, param, swept, agent=agent_name, output=Path(output),
+                           workers=workers, resume=resume,
+                           judge_llm=llm_from_settings(settings) if judge else None,
+                           ks=_int_list(ks, "--k")).run(chosen, progress)
+    finally:
+        for bar in bars:
+            bar.bar.close()
+    if as_json:
+        _emit(result)
+        return
+    keys = [k for k in ("llm_acc", "contain", "em", "f1") if k in result["points"][0]]
+    click.echo(f"| {result['param']} | " + " | ".join(keys) + " | tokens | steps | cost $ |")
+    click.echo("|---" * (len(keys) + 4) + "|")
+    for p in result["points"]:
+        cells = [f"{100 * p[k]:.1f}" for k in keys]
+        click.echo(f"| {p['value']} | " + " | ".join(cells) + f" | {p['retrieved_tokens']:.0f} "
+                   f"| {p['steps']:.1f} | {p['cost_total']:.4f} |")
+    click.echo(f"\nplot: {result['plot']}")
+
+
 class _RunBar(_Bar):
     """Questions finished, with running answer rate, contain-accuracy and cost."""
 
-    def __init__(self, enabled: bool) -> None:
-        super().__init__(enabled, "questions", "q")
+    def __init__(self, enabled: bool, desc: str = "questions") -> None:
+        super().__init__(enabled, desc, "q")
 
     def update(self, stats: Any) -> None:
         if self.bar.total is None:

@@ -73,6 +73,20 @@ class AgentSettings(BaseModel):
     parallel_tool_calls: bool = Field(False, description="Execute every tool call of a turn")
 
 
+class MemorySettings(BaseModel):
+    """The ``memory`` agent: sequential reading into a bounded, LLM-updated memory."""
+
+    memory_size: int = Field(5000, ge=100, description="Memory token budget")
+    recall_examples: int = Field(
+        3, ge=0, description="Earlier passages recalled by TF-IDF similarity per step"
+    )
+    candidates: int = Field(10, ge=1, description="Chunks read, best hybrid-ranked first")
+    update_prompt: str | None = Field(
+        None, description="Replaces the bundled update prompt; placeholders {question}, "
+        "{memory}, {examples}, {chunk_id}, {chunk}, {budget}",
+    )
+
+
 class Settings(BaseSettings):
     """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
 
@@ -85,6 +99,7 @@ class Settings(BaseSettings):
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @classmethod
     def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:

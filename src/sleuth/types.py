@@ -133,6 +133,7 @@ class Answer:
     retrieved_ids: list[str] = field(default_factory=list)  # chunks any search returned
     forced: str | None = None  # "max_steps" or "token_budget" when the answer was forced
     seconds: float = 0.0
+    memory_state: dict[str, Any] | None = None  # the memory agent's final memory
 
     @property
     def total_retrieved_tokens(self) -> int:
@@ -167,4 +168,5 @@ class Answer:
             "completion_tokens": self.completion_tokens,
             "forced": self.forced,
             "seconds": round(self.seconds, 3),
+            **({"memory_state": self.memory_state} if self.memory_state is not None else {}),
         }

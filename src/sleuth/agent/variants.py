@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sleuth.agent.loop import Agent, prompt
+from sleuth.agent.memory import MemoryAgent
 from sleuth.errors import ConfigError
 from sleuth.index import Index
 from sleuth.llm import LLM
@@ -22,6 +24,7 @@ class Variant:
     description: str
     full_chunks: bool = False
     retrieve_first: int = 0  # single-shot retrieval of this many chunks before answering
+    memory: bool = False  # sequential reading into a memory instead of a tool loop
 
 
 VARIANTS: dict[str, Variant] = {}
@@ -47,6 +50,9 @@ for _variant in (
     Variant("naive-rag", (), "naive_rag",
             "baseline: single-shot top-5 semantic retrieval, then one answer",
             retrieve_first=5),
+    Variant("memory", (), "memory_answer",
+            "A-RAG MemoryAgent: reads hybrid-ranked chunks one at a time into an LLM-updated "
+            "memory (TF-IDF recall of earlier chunks), then answers from it", memory=True),
 ):
     register_variant(_variant)
 
@@ -56,12 +62,15 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
     variant = VARIANTS.get(name)
     if variant is None:
         raise ConfigError(f"unknown agent {name!r}; choose one of: {', '.join(sorted(VARIANTS))}")
-    return Agent(
-        index=index, llm=llm, tools=[TOOLS[t] for t in variant.tools],
-        system_prompt=prompt(variant.prompt), settings=settings.agent,
-        prices=settings.llm.prices or None, name=variant.name,
-        full_chunks=variant.full_chunks, retrieve_first=variant.retrieve_first,
-    )
+    common: dict[str, Any] = {
+        "index": index, "llm": llm, "tools": [TOOLS[t] for t in variant.tools],
+        "system_prompt": prompt(variant.prompt), "settings": settings.agent,
+        "prices": settings.llm.prices or None, "name": variant.name,
+    }
+    if variant.memory:
+        return MemoryAgent(**common, memory=settings.memory)
+    return Agent(**common, full_chunks=variant.full_chunks,
+                 retrieve_first=variant.retrieve_first)
 
 
 def llm_from_settings(settings: Settings) -> LLM:

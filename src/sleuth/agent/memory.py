@@ -1,0 +1,174 @@
+"""The memory agent (A-RAG's MemoryAgent): read candidate chunks one at a time into a bounded,
+LLM-maintained memory, then answer from it.
+
+Candidates are the question's LLM-free hybrid ranking (:mod:`sleuth.retrieval`), best first.
+For each chunk the model rewrites the memory from the question, the memory so far, the chunk
+and the ``recall_examples`` earlier chunks most similar to it by TF-IDF (scikit-learn), so a
+fact can be linked to one read several steps before. The memory stays under ``memory_size``
+tokens: an over-long update is asked once to shrink, then cut at the budget. Reading stops
+when the model says the memory suffices, or after ``candidates`` (and ``max_steps``) chunks.
+The answer is written from the memory plus the earlier chunks most similar to the question.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.agent.loop import Agent, StepCallback, prompt
+from sleuth.agent.tracker import Tracker
+from sleuth.errors import MissingDependency
+from sleuth.retrieval import HybridRetriever
+from sleuth.settings import MemorySettings
+from sleuth.tokens import count_tokens, decode, encode
+from sleuth.types import Answer, Chunk, Step
+
+EXCERPT_TOKENS = 300  # of each recalled chunk shown to the model
+_UPDATE = re.compile(r"<update>\s*(.*?)\s*(?:</update>|$)", re.S | re.I)
+_SUFFICIENT = re.compile(r"<sufficient>\s*(\w+)", re.I)
+_SHRINK = (
+    "This memory is {size} tokens, over the budget of {budget}. Rewrite it under {budget} "
+    "tokens, keeping the facts that help answer the question and their [ids].\n\n"
+    "Question: {question}\n\n<update>\n{memory}\n</update>\n\nReply with <update>...</update>."
+)
+
+
+@dataclass
+class MemoryAgent(Agent):
+    """Sequential reading with an accumulated memory and TF-IDF recall of earlier chunks."""
+
+    memory: MemorySettings = field(default_factory=MemorySettings)
+
+    def run(self, question: str, *, question_id: str | None = None,
+            on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Answer:
+        started = time.perf_counter()
+        tracker = tracker or Tracker()
+        answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
+                        model=self.llm.model)
+        history = _History()
+        memory = ""
+        limit = min(self.memory.candidates, self.settings.max_steps)
+        for chunk in self._candidates(question, answer, tracker, on_step)[:limit]:
+            step_started = time.perf_counter()
+            examples = _render(history.recall(chunk.text, self.memory.recall_examples))
+            reply = self._ask(answer, _fill(
+                self.memory.update_prompt or prompt("memory_update"), question=question,
+                memory=memory or "(empty)", examples=examples, chunk_id=chunk.chunk_id,
+                chunk=chunk.text, budget=str(self.memory.memory_size),
+            ))
+            memory, sufficient = _parse_update(reply)
+            memory = self._fit(answer, question, memory)
+            tracker.mark_read(chunk.chunk_id)
+            history.add(chunk)
+            answer.loops += 1
+            self._record(answer, on_step, Step(
+                len(answer.trajectory) + 1, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
+                chunk.text, memory, count_tokens(chunk.text), None,
+                time.perf_counter() - step_started,
+            ))
+            if sufficient:
+                break
+        final = self._ask(answer, _fill(
+            prompt("memory_answer"), question=question, memory=memory or "(empty)",
+            examples=_render(history.recall(question, self.memory.recall_examples)),
+        ))
+        answer.memory_state = {"final_memory": memory, "history_size": len(history)}
+        self._finish(answer, final, tracker, started)
+        return answer
+
+    def _candidates(self, question: str, answer: Answer, tracker: Tracker,
+                    on_step: StepCallback | None) -> list[Chunk]:
+        started = time.perf_counter()
+        ids = HybridRetriever(self.index).hybrid(question, top_k=self.memory.candidates)
+        chunks = self.index.read(ids).chunks
+        titles = {c.doc_id: (d.title if (d := self.index.document(c.doc_id)) else "")
+                  for c in chunks}
+        for rank, chunk in enumerate(chunks, 1):
+            tracker.saw(chunk.chunk_id, 1.0 / rank)
+        listing = "\n".join(f"{rank}. [{c.chunk_id}] {titles[c.doc_id]}"
+                            for rank, c in enumerate(chunks, 1))
+        self._record(answer, on_step, Step(
+            1, "hybrid_search", {"query": question, "top_k": self.memory.candidates},
+            listing or "No matches.", "candidate chunks for sequential reading",
+            count_tokens(listing), None, time.perf_counter() - started,
+        ))
+        return list(chunks)
+
+    def _fit(self, answer: Answer, question: str, memory: str) -> str:
+        """The memory within budget: one request to shrink it, then a cut at the budget."""
+        budget = self.memory.memory_size
+        size = count_tokens(memory)
+        if size <= budget:
+            return memory
+        reply = self._ask(answer, _SHRINK.format(size=size, budget=budget, question=question,
+                                                 memory=memory))
+        memory = _parse_update(reply)[0]
+        tokens = encode(memory)
+        return memory if len(tokens) <= budget else decode(tokens[:budget])
+
+    def _ask(self, answer: Answer, content: str) -> str:
+        return self._chat(answer, [{"role": "user", "content": content}], []).content or ""
+
+    @staticmethod
+    def _record(answer: Answer, on_step: StepCallback | None, step: Step) -> None:
+        answer.trajectory.append(step)
+        if on_step:
+            on_step(step)
+
+
+@dataclass
+class _History:
+    """The chunks read so far; recall ranks them by TF-IDF cosine similarity to a text."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def add(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+
+    def recall(self, text: str, k: int) -> list[Chunk]:
+        if not k or not self.chunks:
+            return []
+        try:
+            from sklearn.feature_extraction.text import TfidfVectorizer
+        except ImportError:
+            raise MissingDependency("scikit-learn", "memory") from None
+        try:
+            matrix: Any = TfidfVectorizer(stop_words="english").fit_transform(
+                [c.text for c in self.chunks] + [text]
+            )
+        except ValueError:  # nothing but stop words
+            return []
+        similarity = (matrix[:-1] @ matrix[-1].T).toarray().ravel()
+        order = sorted(range(len(self.chunks)), key=lambda i: (-similarity[i], i))
+        return [self.chunks[i] for i in order[:k] if similarity[i] > 0]
+
+
+def _parse_update(reply: str) -> tuple[str, bool]:
+    """The new memory and whether the model judged it sufficient (tags optional)."""
+    match = _UPDATE.search(reply)
+    memory = match.group(1) if match else _SUFFICIENT.split(reply)[0]
+    sufficient = _SUFFICIENT.search(reply)
+    return memory.strip(), bool(sufficient and sufficient.group(1).lower() == "yes")
+
+
+def _render(chunks: list[Chunk]) -> str:
+    if not chunks:
+        return "(none)"
+    blocks = []
+    for chunk in chunks:
+        tokens = encode(chunk.text)
+        excerpt = decode(tokens[:EXCERPT_TOKENS]) + (" …" if len(tokens) > EXCERPT_TOKENS else "")
+        blocks.append(f"[{chunk.chunk_id}] {excerpt}")
+    return "\n\n".join(blocks)
+
+
+def _fill(template: str, **values: str) -> str:
+    """Substitute ``{name}`` placeholders, leaving any other braces alone."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template

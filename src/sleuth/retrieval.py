@@ -1,0 +1,130 @@
+"""LLM-free hybrid retrieval over an index: keyword per question entity, semantic, and a
+keyword *second hop*, fused by reciprocal rank.
+
+``keyword`` searches each entity of the question on its own and interleaves the rankings.
+``hybrid`` fuses, with equal reciprocal-rank weights, the keyword ranking, the semantic
+ranking and the second hop: multi-word names found in the top passage of each question
+entity are searched in turn, which reaches the bridge passages of multi-hop questions (a
+film's director, a person's spouse) whose names the question never states.
+
+Used by agents that retrieve without a tool-calling loop (``memory``) and by
+``sleuth eval retrieval``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sleuth.index import Index
+from sleuth.types import Hit
+
+RRF_K = 60
+DEPTH = 20  # candidates per ranking before fusion
+
+_QUESTION_WORDS = {
+    "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "was",
+    "were", "do", "does", "did", "can", "could", "will", "would", "should", "has", "have",
+    "had", "in", "on", "of", "the", "a", "an", "and", "or", "both", "between", "according",
+}
+_STOPWORDS = _QUESTION_WORDS | {
+    "to", "for", "by", "with", "from", "at", "as", "that", "this", "it", "its", "be", "first",
+    "same", "than", "more", "most", "older", "younger", "earlier", "later", "born", "died",
+    "film", "director", "country", "nationality", "name", "person", "place",
+}
+_CAPITALISED = re.compile(
+    r"[A-Z0-9][\w'.:-]*(?:\s+(?:(?:of|the|de|von|van|da|di|la|le|del|du)\s+)*[A-Z0-9][\w'.:-]*)*"
+)
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+
+
+def question_keywords(question: str) -> list[str]:
+    """Entities and noun-phrase-like spans of a question, for keyword search.
+
+    Quoted spans and runs of capitalised words (with linking words such as "of the") are
+    kept whole; a leading question word is dropped. With none found, the content words.
+    """
+    found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    for match in _CAPITALISED.finditer(question):
+        words = match.group(0).strip(" ?.,").split()
+        while words and words[0].lower() in _QUESTION_WORDS:
+            words = words[1:]
+        while words and words[-1].lower() in _QUESTION_WORDS:
+            words = words[:-1]
+        phrase = re.sub(r"['’]s$", "", " ".join(words).strip("():"))
+        if phrase and phrase.lower() not in _STOPWORDS:
+            found.append(phrase)
+    if not found:
+        found = [w for w in re.findall(r"\w+", question) if w.lower() not in _STOPWORDS]
+    return list(dict.fromkeys(found))
+
+
+def interleave(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Round-robin merge: first of each ranking, then second of each, ... (no repeats)."""
+    out: dict[str, None] = {}
+    for depth in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if depth < len(ranking):
+                out.setdefault(ranking[depth])
+    return list(out)
+
+
+def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
+    """Reciprocal-rank fusion: score(d) = sum over rankings of 1 / (k + rank)."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+@dataclass
+class HybridRetriever:
+    """Chunk rankings for a question from one index (chunk ids, best first)."""
+
+    index: Index
+    depth: int = DEPTH
+    _per_entity: dict[str, list[list[str]]] = field(default_factory=dict, repr=False)
+
+    def keyword(self, question: str) -> list[str]:
+        """Each question entity searched alone, the rankings interleaved."""
+        return interleave(self._entity_rankings(question))
+
+    def semantic(self, question: str) -> list[str]:
+        return _ids(self.index.semantic_search(question, top_k=self.depth))
+
+    def hybrid(self, question: str, top_k: int | None = None) -> list[str]:
+        """RRF of keyword, semantic and the second hop."""
+        fused = fuse([self.keyword(question), self.semantic(question),
+                      self.second_hop(question)])
+        return fused[:top_k] if top_k else fused
+
+    def second_hop(self, question: str) -> list[str]:
+        """Chunks about the multi-word names in each question entity's top chunk."""
+        seeds = [ranking[0] for ranking in self._entity_rankings(question) if ranking][:3]
+        asked = question.lower()
+        hops = []
+        for chunk in self.index.read(seeds).chunks:
+            body = chunk.text.split("\n", 1)[-1]
+            names = list(dict.fromkeys(
+                name for m in _CAPITALISED.finditer(body)
+                if len(name := m.group(0).strip(" .,;:()")) > 3 and " " in name
+                and name.lower() not in asked
+            ))[:6]
+            hops.append(interleave([_ids(self.index.keyword_search([n], top_k=2))
+                                    for n in names]))
+        return interleave(hops)
+
+    def _entity_rankings(self, question: str) -> list[list[str]]:
+        """Per-entity keyword rankings, computed once per question."""
+        if question not in self._per_entity:
+            self._per_entity = {question: [
+                _ids(self.index.keyword_search([k], top_k=self.depth))
+                for k in question_keywords(question)
+            ]}
+        return self._per_entity[question]
+
+
+def _ids(hits: Sequence[Hit]) -> list[str]:
+    return [h.chunk_id for h in hits]
