@@ -73,3 +73,19 @@ def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
         assert set(retriever.hybrid(q.question, top_k=2)) == {"film#0", "director#0"}
         result = RetrievalEval(index, ["hybrid"], [2]).run([q])
         assert result["tools"]["hybrid"]["recall@2"] == 1.0
+
+
+def test_eval_retrieval_on_a_separate_question_file(sleuth, dataset: Path, tmp_path: Path) -> None:
+    """A held-out question file is scored against the dataset's own corpus."""
+    import json
+
+    held_out = tmp_path / "held_out.jsonl"
+    held_out.write_text(json.dumps({"id": "h1", "question": "Where did Alan Turing work?",
+                                    "answer": "Bletchley Park",
+                                    "supporting_passage_ids": ["p3"]}) + "\n")
+    result = sleuth("eval", "retrieval", "--dataset", str(dataset), "--questions",
+                    str(held_out), "--tools", "bm25,semantic,hybrid", "--k", "1", "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["questions"] == 1 and set(data["tools"]) == {"bm25", "semantic", "hybrid"}
+    assert data["tools"]["hybrid"]["recall@1"] == 1.0

@@ -144,3 +144,29 @@ def test_sweep_rejects_bad_values_before_running(sleuth, dataset: Path, tmp_path
     unknown = sleuth(*base, "--param", "temperature", "--values", "0,1")
     assert unknown.code != 0 and "cannot sweep 'temperature'" in unknown.err
     assert not (tmp_path / "s").exists()
+
+
+def test_several_agents_in_one_command_scored_with_the_judge(sleuth, dataset: Path,
+                                                             tmp_path: Path, monkeypatch):
+    """A-RAG's Table 1 protocol for one dataset: every agent, then LLM-Acc side by side."""
+    out = tmp_path / "table1"
+    script = [reply("London"), reply("Ada Lovelace"),  # direct
+              reply("London"), reply("Charles Babbage"),  # naive-rag
+              reply("correct"), reply("incorrect"), reply("correct"), reply("correct")]  # judge
+    with FakeLLMServer(script) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        result = sleuth("eval", "run", "--dataset", str(dataset), "--agent", "direct,naive-rag",
+                        "--limit", "2", "--workers", "1", "--judge", "--output", str(out))
+        assert len(server.requests) == 8
+    assert result.code == 0, result.err
+    assert len(_lines(out / "direct" / "predictions.jsonl")) == 2
+    assert len(_lines(out / "naive-rag" / "predictions.jsonl")) == 2
+    scores = json.loads((out / "scores.json").read_text())
+    overall = {r["agent"]: r["overall"] for r in scores["runs"]}
+    assert overall["direct"]["llm_acc"] == 0.5 and overall["naive-rag"]["llm_acc"] == 1.0
+    assert overall["direct"]["contain"] == 0.5
+    assert "LLM-Acc" in result.out and "LLM-Acc" in (out / "scores.md").read_text()
+
+    bad = sleuth("eval", "run", "--dataset", str(dataset), "--agent", "full,nope")
+    assert bad.code != 0 and "unknown agents ['nope']" in bad.err

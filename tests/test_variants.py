@@ -127,7 +127,7 @@ def test_memory_stays_under_its_token_budget(sample_index: Path) -> None:
 
 
 def test_memory_prompt_from_settings_and_untagged_replies(sample_index: Path) -> None:
-    settings = sleuth.Settings.load(memory={"update_prompt": "Q={question} C={chunk_id} {x}",
+    settings = sleuth.Settings.load(memory={"update_prompt": "Q={question} C={chunk} {x}",
                                             "candidates": 1})
     with FakeLLMServer([reply("plain notes"), reply("Levers.")]) as server:
         answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
@@ -136,3 +136,13 @@ def test_memory_prompt_from_settings_and_untagged_replies(sample_index: Path) ->
         first = server.requests[0]["messages"][0]["content"]
     assert first.startswith("Q=What did Greatorex") and first.endswith(" {x}")
     assert answer.memory_state == {"final_memory": "plain notes", "history_size": 1}
+
+    # A-RAG style: an instruction without placeholders gets the inputs appended
+    settings = sleuth.Settings.load(memory={"update_prompt": "<update>...</update>",
+                                            "candidates": 1})
+    with FakeLLMServer([reply("<update>notes</update>"), reply("Levers.")]) as server:
+        sleuth.ask("What did Greatorex show Pepys?", index=sample_index, agent="memory",
+                   settings=settings, llm=OpenAIClient("fake-model", server.base_url))
+        first = server.requests[0]["messages"][0]["content"]
+    assert first.startswith("<update>...</update>\n\nQuestion: What did Greatorex")
+    assert "New passage [" in first and "Memory budget: 5000 tokens." in first

@@ -268,48 +268,84 @@ def eval_group() -> None:
               help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
 @click.option("--questions", type=click.Path(dir_okay=False), default=None,
               help="Question file to use instead of the dataset's own (e.g. a held-out split).")
-@click.option("--agent", "agent_name", default="full", show_default=True,
-              help="Agent variant (see `sleuth agents`).")
+@click.option("--agent", "agent_names", default="full", show_default=True,
+              help="Agent variant, or several comma-separated (see `sleuth agents`).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Questions answered concurrently.")
 @click.option("--resume", is_flag=True, help="Continue a run: skip ids already in the output.")
 @click.option("--output", type=click.Path(file_okay=False), default="results",
-              show_default=True, help="Folder for predictions.jsonl.")
+              show_default=True, help="Folder for predictions.jsonl (one subfolder per agent "
+              "when several are given).")
 @click.option("--max-steps", type=click.IntRange(1, 200), default=None,
               help="Max tool-calling steps [15].")
+@click.option("--score", is_flag=True,
+              help="Score the runs when they finish (implied by --judge and by several agents).")
+@click.option("--judge", is_flag=True,
+              help="Score with LLM-Acc too, judged by the configured endpoint (cached).")
+@click.option("--k", "ks", default="2,5", show_default=True,
+              help="Comma-separated k for evidence Recall@k when scoring.")
 @common
-def eval_run_cmd(dataset_path: str, questions: str | None, agent_name: str, limit: int | None,
-                 workers: int, resume: bool, output: str, max_steps: int | None,
-                 index_dir: str | None, as_json: bool, config: str | None) -> None:
+def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, limit: int | None,
+                 workers: int, resume: bool, output: str, max_steps: int | None, score: bool,
+                 judge: bool, ks: str, index_dir: str | None, as_json: bool,
+                 config: str | None) -> None:
     """Answer every question of a dataset and write predictions.jsonl (resumable).
 
     The dataset's corpus is indexed once into the user cache (or --index) and reused.
     Each finished question is flushed to OUTPUT/predictions.jsonl at once; a failed question
     is recorded with its error and the run goes on; Ctrl-C keeps everything finished.
+
+    With several agents (e.g. --agent direct,naive-rag,naive,full --judge) each runs into
+    OUTPUT/<agent>/ and the runs are scored side by side into OUTPUT/scores.md and
+    scores.json: A-RAG's Table 1 protocol for one dataset in one command.
     """
     from pathlib import Path
 
+    from sleuth.agent.variants import VARIANTS, llm_from_settings
     from sleuth.eval.datasets import load_dataset
+    from sleuth.eval.report import score_runs, to_markdown
     from sleuth.eval.runner import EvalRun, dataset_index
 
+    agents = list(dict.fromkeys(a.strip() for a in agent_names.split(",") if a.strip()))
+    unknown = [a for a in agents if a not in VARIANTS]
+    if unknown or not agents:
+        raise click.BadParameter(f"unknown agents {unknown}; choose from "
+                                 f"{', '.join(sorted(VARIANTS))}", param_hint="--agent")
+    k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir, agent={"max_steps": max_steps})
+    llm = llm_from_settings(settings)
     dataset = load_dataset(dataset_path, questions)
     chosen = dataset.questions[:limit] if limit else dataset.questions
     if not as_json:
         _status(f"{dataset.name}: {len(chosen)} questions; preparing the index ...")
-    with dataset_index(dataset, settings, index_dir) as index, _RunBar(not as_json) as bar:
-        run = EvalRun(index, settings, agent=agent_name, output=Path(output), workers=workers,
-                      resume=resume, on_progress=bar.update)
-        stats = run.run(chosen)
-    summary = {"output": str(Path(output) / "predictions.jsonl"), "questions": stats.total,
-               "skipped_done": stats.skipped, "finished": stats.done, "errors": stats.errors,
-               "answered": stats.answered, "contain_acc": round(stats.contain_acc, 4),
-               "cost": round(stats.cost, 6)}
+    root = Path(output)
+    folders = {a: root / a if len(agents) > 1 else root for a in agents}
+    summaries = []
+    with dataset_index(dataset, settings, index_dir) as index:
+        for agent in agents:
+            with _RunBar(not as_json, agent if len(agents) > 1 else "questions") as bar:
+                stats = EvalRun(index, settings, agent=agent, output=folders[agent],
+                                workers=workers, resume=resume, llm=llm,
+                                on_progress=bar.update).run(chosen)
+            summaries.append({
+                "agent": agent, "output": str(folders[agent] / "predictions.jsonl"),
+                "questions": stats.total, "skipped_done": stats.skipped,
+                "finished": stats.done, "errors": stats.errors, "answered": stats.answered,
+                "contain_acc": round(stats.contain_acc, 4), "cost": round(stats.cost, 6),
+            })
+            if not as_json:
+                click.echo(" | ".join(f"{k} {v}" for k, v in summaries[-1].items()))
+    scores = None
+    if score or judge or len(agents) > 1:
+        scores = score_runs(list(folders.values()), k_values, llm if judge else None)
+        (root / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
+        (root / "scores.md").write_text(to_markdown(scores) + "\n")
+        if not as_json:
+            click.echo("\n" + to_markdown(scores))
     if as_json:
-        _emit(summary)
-    else:
-        click.echo(" | ".join(f"{k} {v}" for k, v in summary.items()))
+        _emit(summaries[0] if len(summaries) == 1 and scores is None
+              else {"runs": summaries, "scores": scores})
 
 
 @eval_group.command("retrieval")

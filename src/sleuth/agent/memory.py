@@ -34,6 +34,9 @@ _SHRINK = (
     "Question: {question}\n\n<update>\n{memory}\n</update>\n\nReply with <update>...</update>."
 )
 
+_INPUTS = ("\n\nQuestion: {question}\n\nMemory so far:\n{memory}\n\nEarlier similar passages:\n"
+           "{examples}\n\nNew passage [{chunk_id}]:\n{chunk}\n\nMemory budget: {budget} tokens.")
+
 
 @dataclass
 class MemoryAgent(Agent):
@@ -54,7 +57,7 @@ class MemoryAgent(Agent):
             step_started = time.perf_counter()
             examples = _render(history.recall(chunk.text, self.memory.recall_examples))
             reply = self._ask(answer, _fill(
-                self.memory.update_prompt or prompt("memory_update"), question=question,
+                self._update_template(), question=question,
                 memory=memory or "(empty)", examples=examples, chunk_id=chunk.chunk_id,
                 chunk=chunk.text, budget=str(self.memory.memory_size),
             ))
@@ -77,6 +80,11 @@ class MemoryAgent(Agent):
         answer.memory_state = {"final_memory": memory, "history_size": len(history)}
         self._finish(answer, final, tracker, started)
         return answer
+
+    def _update_template(self) -> str:
+        """The configured update prompt; one without placeholders gets the inputs appended."""
+        template = self.memory.update_prompt or prompt("memory_update")
+        return template if "{chunk}" in template else template + _INPUTS
 
     def _candidates(self, question: str, answer: Answer, tracker: Tracker,
                     on_step: StepCallback | None) -> list[Chunk]:
