@@ -258,21 +258,45 @@ def _print_step(step: Any) -> None:
             f"{step.retrieved_tokens} tokens{flag}")
 
 
+def _dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--dataset, --questions and --limit, shared by the eval commands."""
+    for option in reversed((
+        click.option("--dataset", "dataset_path", required=True, type=click.Path(),
+                     help="Dataset folder (questions.json + corpus.json/chunks.json) or "
+                     "question file."),
+        click.option("--questions", type=click.Path(dir_okay=False), default=None,
+                     help="Question file to use instead of the dataset's own (e.g. a "
+                     "held-out split)."),
+        click.option("--limit", type=click.IntRange(1), default=None,
+                     help="First N questions only."),
+    )):
+        command = option(command)
+    return command
+
+
+_workers_option = click.option("--workers", type=click.IntRange(1, 64), default=4,
+                               show_default=True, help="Questions answered concurrently.")
+
+
+def _questions(dataset_path: str, questions: str | None,
+               limit: int | None) -> tuple[Any, list[Any]]:
+    """The dataset and its first ``limit`` questions (all without a limit)."""
+    from sleuth.eval.datasets import load_dataset
+
+    dataset = load_dataset(dataset_path, questions)
+    return dataset, dataset.questions[:limit] if limit else dataset.questions
+
+
 @cli.group("eval")
 def eval_group() -> None:
     """Batch evaluation: run an agent over a dataset (scoring commands follow)."""
 
 
 @eval_group.command("run")
-@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
-              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
-@click.option("--questions", type=click.Path(dir_okay=False), default=None,
-              help="Question file to use instead of the dataset's own (e.g. a held-out split).")
+@_dataset_options
 @click.option("--agent", "agent_names", default="full", show_default=True,
               help="Agent variant, or several comma-separated (see `sleuth agents`).")
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
-@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Questions answered concurrently.")
+@_workers_option
 @click.option("--resume", is_flag=True, help="Continue a run: skip ids already in the output.")
 @click.option("--output", type=click.Path(file_okay=False), default="results",
               show_default=True, help="Folder for predictions.jsonl (one subfolder per agent "
@@ -303,7 +327,6 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     from pathlib import Path
 
     from sleuth.agent.variants import VARIANTS, llm_from_settings
-    from sleuth.eval.datasets import load_dataset
     from sleuth.eval.report import score_runs, to_markdown
     from sleuth.eval.runner import EvalRun, dataset_index
 
@@ -315,8 +338,7 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir, agent={"max_steps": max_steps})
     llm = llm_from_settings(settings)
-    dataset = load_dataset(dataset_path, questions)
-    chosen = dataset.questions[:limit] if limit else dataset.questions
+    dataset, chosen = _questions(dataset_path, questions, limit)
     if not as_json:
         _status(f"{dataset.name}: {len(chosen)} questions; preparing the index ...")
     root = Path(output)
@@ -349,14 +371,10 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
 
 
 @eval_group.command("retrieval")
-@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
-              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
-@click.option("--questions", type=click.Path(dir_okay=False), default=None,
-              help="Question file to use instead of the dataset's own (e.g. a held-out split).")
+@_dataset_options
 @click.option("--tools", "tool_names", default="keyword,semantic,hybrid,bm25", show_default=True,
               help="Comma-separated: keyword, semantic, hybrid (fusion of both), bm25.")
 @click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
 @common
 def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str, ks: str,
                        limit: int | None, index_dir: str | None, as_json: bool,
@@ -366,7 +384,6 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     Queries are the questions themselves; keyword search gets the entities and noun phrases
     extracted from each question. bm25 is a standard BM25 (bm25s) over the same chunks.
     """
-    from sleuth.eval.datasets import load_dataset
     from sleuth.eval.retrieval import TOOL_NAMES, RetrievalEval
     from sleuth.eval.runner import dataset_index
 
@@ -376,8 +393,7 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
         raise click.BadParameter(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
     k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir)
-    dataset = load_dataset(dataset_path, questions)
-    chosen = dataset.questions[:limit] if limit else dataset.questions
+    dataset, chosen = _questions(dataset_path, questions, limit)
     with dataset_index(dataset, settings, index_dir) as index:
         result = RetrievalEval(index, tools, k_values).run(chosen)  # type: ignore[arg-type]
     result["dataset"] = dataset.name
@@ -423,19 +439,14 @@ def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: 
 
 
 @eval_group.command("sweep")
-@click.option("--dataset", "dataset_path", required=True, type=click.Path(),
-              help="Dataset folder (questions.json + corpus.json/chunks.json) or question file.")
-@click.option("--questions", type=click.Path(dir_okay=False), default=None,
-              help="Question file to use instead of the dataset's own.")
+@_dataset_options
 @click.option("--agent", "agent_name", default="full", show_default=True,
               help="Agent variant (see `sleuth agents`).")
 @click.option("--param", default="max_steps", show_default=True,
               help="Setting to sweep: max_steps, reasoning_effort, token_budget, memory_size.")
 @click.option("--values", required=True,
               help="Comma-separated values, e.g. 1,3,5,10,15 or minimal,low,medium,high.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N questions only.")
-@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Questions answered concurrently.")
+@_workers_option
 @click.option("--resume", is_flag=True, help="Continue a sweep: finished questions are kept.")
 @click.option("--output", type=click.Path(file_okay=False), default="results/sweep",
               show_default=True, help="Folder for one run per value, sweep.json and sweep.png.")
@@ -456,7 +467,6 @@ def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, pa
     from pathlib import Path
 
     from sleuth.agent.variants import llm_from_settings
-    from sleuth.eval.datasets import load_dataset
     from sleuth.eval.runner import dataset_index
     from sleuth.eval.sweep import Sweep
 
@@ -464,8 +474,7 @@ def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, pa
     if not swept:
         raise click.BadParameter("give at least one value", param_hint="--values")
     settings = _settings(config, index_dir)
-    dataset = load_dataset(dataset_path, questions)
-    chosen = dataset.questions[:limit] if limit else dataset.questions
+    dataset, chosen = _questions(dataset_path, questions, limit)
     bars: list[_RunBar] = []
 
     def progress(label: str) -> Any:
