@@ -118,12 +118,13 @@ def test_public_api_is_declared():
 
 
 def test_quickstart_indexes_sample_and_explains_llm_setup(sleuth, tmp_path: Path):
-    result = sleuth("quickstart")
+    result = sleuth("quickstart", "--no-install")
     assert result.code == 0, result.err
     assert "indexed 3 documents" in result.out
     assert "keyword_search" in result.out and "semantic_search" in result.out
     assert "chunk_read" in result.out and "Greatorex" in result.out
     assert "SLEUTH_BASE_URL" in result.err  # says exactly how to configure an endpoint
+    assert "sleuth llm install-local" in result.err  # or how to get the offline model
     import os
 
     cache_index = Path(os.environ["XDG_CACHE_HOME"]) / "sleuth" / "quickstart-index"

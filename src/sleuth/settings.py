@@ -39,6 +39,14 @@ class LLMSettings(BaseModel):
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="USD per 1M (input, output) tokens, by model name"
     )
+    tool_mode: Literal["native", "json"] = Field(
+        "native", description="'native' OpenAI tool calls, or 'json': tools described in the "
+        "prompt and calls taken from schema-constrained JSON replies (for small models)",
+    )
+    local_model: Literal["1.5b", "0.5b"] = Field(
+        "1.5b", description="The offline model used when no endpoint is configured"
+    )
+    local_context: int = Field(16384, ge=2048, description="Context size of the local model")
 
     @property
     def configured(self) -> bool:

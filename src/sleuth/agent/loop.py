@@ -81,7 +81,7 @@ class Agent:
                                  "content": step.tool_output})
                 if on_step:
                     on_step(step)
-            if self._context_tokens(response, messages) >= self.settings.token_budget:
+            if self._context_tokens(response, messages) >= self._budget():
                 answer.forced = "token_budget"
                 break
         if final is None:
@@ -89,6 +89,13 @@ class Agent:
             final = self._chat(answer, messages, schemas, tool_choice="none").content or ""
         self._finish(answer, final, ctx.tracker, started)
         return answer
+
+    def _budget(self) -> int:
+        """The context budget, kept under the model's window when the client knows it
+        (a local model's context is much smaller than the 128k default)."""
+        window = getattr(self.llm, "context_window", None)
+        return min(self.settings.token_budget, int(0.75 * window)) if window else \
+            self.settings.token_budget
 
     def _preload(self, ctx: ToolContext, answer: Answer, question: str) -> str:
         """Naive RAG: retrieve once, put the chunks in the user message, record the step."""

@@ -74,20 +74,29 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
 
 
 def llm_from_settings(settings: Settings) -> LLM:
-    """The OpenAI-compatible client the settings describe, or a ConfigError saying how."""
-    from sleuth.llm import OpenAIClient
+    """The client the settings describe: the configured OpenAI-compatible endpoint, else the
+    installed offline model (started on first use), else a ConfigError saying how to set one.
+    """
+    from sleuth.llm import JsonToolCalls, OpenAIClient, local
 
     cfg = settings.llm
-    if not cfg.model or not (cfg.base_url or cfg.api_key):
+    if not cfg.configured:
+        if local.installed(cfg.local_model):
+            server = local.shared_server(cfg.local_model, cfg.local_context)
+            client = OpenAIClient(
+                local.spec(cfg.local_model).label, server.base_url,
+                temperature=cfg.temperature, max_tokens=cfg.max_tokens or 1024,
+                timeout=max(cfg.timeout, 900.0), max_retries=cfg.max_retries,
+            )
+            return JsonToolCalls(client, context_window=cfg.local_context)
         raise ConfigError(
             "no LLM endpoint configured: set SLEUTH_BASE_URL (e.g. https://api.openai.com/v1 or "
             "http://localhost:11434/v1), SLEUTH_MODEL (e.g. gpt-4o-mini) and, if the server "
-            "needs one, SLEUTH_API_KEY"
+            "needs one, SLEUTH_API_KEY; or install the offline model: sleuth llm install-local"
         )
-    return OpenAIClient(
-        cfg.model, cfg.base_url, cfg.api_key, temperature=cfg.temperature,
+    client = OpenAIClient(
+        cfg.model or "", cfg.base_url, cfg.api_key, temperature=cfg.temperature,
         max_tokens=cfg.max_tokens, reasoning_effort=cfg.reasoning_effort, timeout=cfg.timeout,
         max_retries=cfg.max_retries,
     )
-
-
+    return JsonToolCalls(client) if cfg.tool_mode == "json" else client

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.llm.base import LLM, ChatResponse, ToolCall, Usage
 from sleuth.llm.client import OpenAIClient, embed_texts
+from sleuth.llm.jsontools import JsonToolCalls
 from sleuth.llm.pricing import DEFAULT_PRICES, cost, price_for
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ __all__ = [
     "LLM",
     "ChatResponse",
     "FakeLLMServer",
+    "JsonToolCalls",
     "OpenAIClient",
     "ToolCall",
     "Turn",

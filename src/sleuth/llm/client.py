@@ -232,9 +232,12 @@ class OpenAIClient:
         tools: Sequence[Mapping[str, Any]] | None,
         tool_choice: str | None,
         parallel_tool_calls: bool | None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create``; unset options are left out."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if response_format is not None:
+            kwargs["response_format"] = dict(response_format)
         if tools:
             kwargs["tools"] = [dict(t) for t in tools]
             if tool_choice is not None:
@@ -258,12 +261,16 @@ class OpenAIClient:
         *,
         tool_choice: str | None = None,
         parallel_tool_calls: bool | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         """Send one chat-completions request; see :meth:`sleuth.llm.base.LLM.chat`.
 
-        ``tool_choice`` and ``parallel_tool_calls`` are sent only together with ``tools``.
+        ``tool_choice`` and ``parallel_tool_calls`` are sent only together with ``tools``;
+        ``response_format`` (e.g. a ``json_schema``) constrains the reply where the server
+        supports it.
         """
-        kwargs = self._request(messages, tools, tool_choice, parallel_tool_calls)
+        kwargs = self._request(messages, tools, tool_choice, parallel_tool_calls,
+                               response_format)
         try:
             completion = self._client.chat.completions.create(**kwargs)
         except openai.OpenAIError as err:

@@ -1,0 +1,233 @@
+"""Tool calling through JSON replies, for models whose native tool calls are unreliable.
+
+Small local models (Qwen2.5-Coder 0.5B/1.5B under llama.cpp) choose sensible tools but wrap
+their calls in Markdown fences instead of the template's tags, so the server never sees a
+tool call. :class:`JsonToolCalls` sits between the agent and such a model:
+
+- the tools are described in the system prompt, and the model is told to reply with one
+  JSON object, ``{"tool": ..., "arguments": {...}}`` or ``{"answer": "..."}``;
+- the reply is constrained to exactly that shape by the server's schema-guided decoding
+  (``response_format`` with a JSON schema: llama.cpp turns it into a grammar), with
+  ``constrain=False`` for servers without it;
+- the reply is parsed (bare JSON, fenced JSON, ``<tool_call>`` tags and ``{"name": ...}``
+  shapes are all accepted) and the arguments are validated against the tool's JSON schema;
+- an unparseable or invalid reply is sent back with the reason, at most ``max_reasks``
+  times; after that the text is returned as a plain answer.
+
+The agent keeps speaking the OpenAI tool-calling format: the history's tool calls and tool
+results are rewritten into the same JSON protocol before each request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from jsonschema import Draft202012Validator
+
+from sleuth.llm.base import ChatResponse, ToolCall, Usage
+
+_FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+_OBJECT = re.compile(r"\{.*\}", re.S)
+
+_PROTOCOL = """
+
+## How to reply
+Reply with exactly one JSON object and nothing else.
+- To call a tool: {{"tool": "<tool name>", "arguments": {{...}}}}
+- To give your final answer: {{"answer": "<your answer, citing chunk ids in square brackets>"}}
+
+Tools and their arguments (JSON schema):
+{tools}"""
+_ANSWER_ONLY = """
+
+## How to reply
+Reply with exactly one JSON object and nothing else: {"answer": "<your final answer, citing
+chunk ids in square brackets>"}. No more tools can be called."""
+
+
+class _ChatClient(Protocol):
+    model: str
+
+    def chat(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None = None, *,
+             tool_choice: str | None = None, parallel_tool_calls: bool | None = None,
+             response_format: Mapping[str, Any] | None = None) -> ChatResponse: ...
+
+
+class JsonToolCalls:
+    """An :class:`~sleuth.llm.LLM` that gets tool calls from a model as JSON replies."""
+
+    def __init__(self, inner: _ChatClient, *, constrain: bool = True, max_reasks: int = 2,
+                 context_window: int | None = None) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.context_window = context_window  # the agent keeps its budget under this
+        self.constrain = constrain
+        self.max_reasks = max_reasks
+        self.reasks = 0  # re-asks sent so far (for measurements)
+
+    def chat(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None = None, *,
+             tool_choice: str | None = None,
+             parallel_tool_calls: bool | None = None) -> ChatResponse:
+        if not tools:
+            return self.inner.chat(messages)
+        functions = {t["function"]["name"]: t["function"] for t in tools}
+        offered = {} if tool_choice == "none" else functions
+        history = _rewrite(messages, offered)
+        response_format = ({"type": "json_schema",
+                            "json_schema": {"name": "reply", "schema": reply_schema(offered)}}
+                           if self.constrain else None)
+        usage = Usage()
+        for attempt in range(self.max_reasks + 1):
+            response = self.inner.chat(history, response_format=response_format)
+            usage += response.usage
+            text = response.content or ""
+            try:
+                answer, calls = parse_reply(text, offered)
+            except ValueError as problem:
+                if attempt == self.max_reasks:
+                    break
+                self.reasks += 1
+                history = [*history, {"role": "assistant", "content": text},
+                           {"role": "user", "content": f"That reply was not valid: {problem}. "
+                            "Reply again with one JSON object as instructed."}]
+                continue
+            return ChatResponse(answer, tuple(calls), usage, response.model,
+                                "tool_calls" if calls else response.finish_reason)
+        return ChatResponse(text, (), usage, response.model, response.finish_reason)
+
+
+def reply_schema(functions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One JSON object: a call of one of ``functions``, or the final answer."""
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}},
+              "required": ["answer"], "additionalProperties": False}
+    calls = [{"type": "object",
+              "properties": {"tool": {"const": name},
+                             "arguments": _plain_schema(f.get("parameters") or {})},
+              "required": ["tool", "arguments"], "additionalProperties": False}
+             for name, f in functions.items()]
+    return {"anyOf": [*calls, answer]} if calls else answer
+
+
+def _plain_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema without descriptions and defaults (they only lengthen the grammar)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("description", "default", "title"):
+            continue
+        if key == "properties":
+            value = {name: _plain_schema(sub) for name, sub in value.items()}
+        elif isinstance(value, Mapping):
+            value = _plain_schema(value)
+        out[key] = value
+    return out
+
+
+def parse_reply(text: str, functions: Mapping[str, Mapping[str, Any]]
+                ) -> tuple[str | None, list[ToolCall]]:
+    """(answer, tool calls) from a reply; ``ValueError`` says what is wrong with it.
+
+    Text with no JSON object in it is taken as a plain answer.
+    """
+    objects = list(_json_objects(text))
+    if not objects:
+        if text.lstrip().startswith(("{", "```", "<tool_call>")) or not text.strip():
+            raise ValueError("it is not one complete JSON object")
+        return text.strip(), []
+    calls: list[ToolCall] = []
+    for obj in objects:
+        if isinstance(obj.get("answer"), str) and not calls:
+            return obj["answer"], []
+        name = obj.get("tool") or obj.get("name")
+        if not isinstance(name, str):
+            continue
+        arguments = obj.get("arguments", obj.get("parameters", {}))
+        if isinstance(arguments, str):  # some models double-encode
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                raise ValueError(f"the arguments of {name} are not a JSON object") from None
+        _check_call(name, arguments, functions)
+        calls.append(ToolCall(f"call_{uuid.uuid4().hex[:12]}", name, json.dumps(arguments)))
+    if not calls:
+        raise ValueError('the JSON object has neither "tool" nor "answer"')
+    return None, calls
+
+
+def _check_call(name: str, arguments: Any, functions: Mapping[str, Mapping[str, Any]]) -> None:
+    if name not in functions:
+        available = ", ".join(functions) or "none (give your answer)"
+        raise ValueError(f"there is no tool {name!r}; available tools: {available}")
+    if not isinstance(arguments, dict):
+        raise ValueError(f"the arguments of {name} must be a JSON object")
+    schema = functions[name].get("parameters") or {}
+    error = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path)
+        raise ValueError(f"invalid arguments for {name}{f' ({where})' if where else ''}: "
+                         f"{error.message}")
+
+
+def _json_objects(text: str) -> Iterable[dict[str, Any]]:
+    """JSON objects in a reply: the whole text, fenced blocks, tagged blocks, or a {...} span."""
+    candidates = [text, *_FENCE.findall(text), *_TAGGED.findall(text)]
+    span = _OBJECT.search(text)
+    if span:
+        candidates.append(span.group(0))
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate.strip())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
+            return
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            yield from value
+            return
+
+
+def _rewrite(messages: Sequence[Mapping[str, Any]],
+             functions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The OpenAI tool-calling history in the JSON protocol: calls as the JSON the model
+    wrote, results as user messages, the protocol appended to the system prompt."""
+    listing = "\n".join(
+        f"- {name}: {f.get('description', '')}\n  arguments: "
+        f"{json.dumps(_plain_schema(f.get('parameters') or {}))}"
+        for name, f in functions.items()
+    )
+    protocol = _PROTOCOL.format(tools=listing) if functions else _ANSWER_ONLY
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [c["function"] for c in message["tool_calls"]]
+            names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
+            content = "\n".join(json.dumps({"tool": c["name"],
+                                            "arguments": _loads(c.get("arguments"))})
+                                for c in calls)
+            out.append({"role": "assistant", "content": content})
+        elif role == "tool":
+            name = names.get(str(message.get("tool_call_id")), "the tool")
+            out.append({"role": "user", "content": f"Result of {name}:\n{message['content']}"})
+        else:
+            out.append({"role": role, "content": message.get("content") or ""})
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": out[0]["content"] + protocol}
+    else:
+        out.insert(0, {"role": "system", "content": protocol.strip()})
+    return out
+
+
+def _loads(arguments: Any) -> Any:
+    try:
+        return json.loads(arguments) if isinstance(arguments, str) else (arguments or {})
+    except json.JSONDecodeError:
+        return arguments

@@ -1,0 +1,117 @@
+"""Tool calls from JSON replies (the small local model's protocol), over the scripted server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sleuth
+from sleuth.llm import FakeLLMServer, JsonToolCalls, OpenAIClient, reply
+from sleuth.llm.jsontools import parse_reply, reply_schema
+from sleuth.tools import TOOLS
+
+PEPYS = "pepys-diary-1660.md#0"
+FUNCTIONS = {name: TOOLS[name].schema()["function"]
+             for name in ("keyword_search", "semantic_search", "chunk_read")}
+
+
+def _ask(sample_index: Path, script: list, **kwargs) -> tuple[sleuth.Answer, list]:  # type: ignore[type-arg]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), **kwargs)
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            llm=llm)
+        return answer, server.requests
+
+
+def test_agent_runs_on_json_replies(sample_index: Path) -> None:
+    fenced = '```json\n{"tool": "keyword_search", "arguments": {"keywords": ["Greatorex"]}}\n```'
+    script = [reply(fenced),
+              reply(json.dumps({"tool": "chunk_read", "arguments": {"chunk_ids": [PEPYS]}})),
+              reply(json.dumps({"answer": f"Levers trade time for strength [{PEPYS}]."}))]
+    answer, requests = _ask(sample_index, script)
+    assert [s.tool_name for s in answer.trajectory] == ["keyword_search", "chunk_read"]
+    assert answer.answer == f"Levers trade time for strength [{PEPYS}]."
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]
+
+    first = requests[0]
+    assert "tools" not in first  # the tools travel in the prompt, not as native tools
+    assert "## How to reply" in first["messages"][0]["content"]
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert [b["properties"]["tool"]["const"] for b in schema["anyOf"][:-1]] == [
+        "keyword_search", "semantic_search", "chunk_read"]
+    history = requests[2]["messages"]
+    assert json.loads(history[2]["content"]) == {"tool": "keyword_search",
+                                                 "arguments": {"keywords": ["Greatorex"]}}
+    assert history[3]["role"] == "user"
+    assert history[3]["content"].startswith("Result of keyword_search:\n")
+    assert PEPYS in history[3]["content"]
+
+
+def test_invalid_calls_are_sent_back_then_given_up(sample_index: Path) -> None:
+    script = [reply('{"tool": "keyword_search", "arguments": {}}'),
+              reply('{"tool": "grep", "arguments": {"pattern": "x"}}'),
+              reply('{"tool": "keyword_search", "arguments": {"keywords": ["Greatorex"]}}'),
+              reply('{"answer": "Levers."}')]
+    answer, requests = _ask(sample_index, script)
+    reasks = [r["messages"][-1]["content"] for r in requests[1:3]]
+    assert "'keywords' is a required property" in reasks[0]
+    assert "there is no tool 'grep'; available tools: keyword_search" in reasks[1]
+    assert [s.tool_name for s in answer.trajectory] == ["keyword_search"]
+    assert answer.answer == "Levers." and answer.llm_calls == 2  # re-asks are inside a call
+
+    # after max_reasks invalid replies the text comes back as the answer, not an exception
+    answer, requests = _ask(sample_index, [reply("{not json"), reply("{still not")],
+                            max_reasks=1)
+    assert len(requests) == 2 and answer.answer == "{still not" and answer.trajectory == []
+
+
+def test_forced_answer_allows_only_the_answer_shape(sample_index: Path) -> None:
+    settings = sleuth.Settings.load(agent={"max_steps": 1})
+    call = '{"tool": "semantic_search", "arguments": {"query": "levers"}}'
+    with FakeLLMServer([reply(call), reply('{"answer": "No idea."}')]) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
+        answer = sleuth.ask("What are levers?", index=sample_index, llm=llm, settings=settings)
+        last = server.requests[-1]
+    assert answer.forced == "max_steps" and answer.answer == "No idea."
+    assert last["response_format"]["json_schema"]["schema"]["required"] == ["answer"]
+    assert "No more tools can be called" in last["messages"][0]["content"]
+
+
+def test_plain_text_and_unconstrained_servers(sample_index: Path) -> None:
+    answer, requests = _ask(sample_index, [reply("Levers trade time for strength.")],
+                            constrain=False)
+    assert "response_format" not in requests[0]
+    assert answer.answer == "Levers trade time for strength."
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>\n{"name": "semantic_search", "arguments": {"query": "levers"}}\n</tool_call>',
+    'I will search.\n```\n{"tool": "semantic_search", "arguments": {"query": "levers"}}\n```',
+    '{"name": "semantic_search", "arguments": "{\\"query\\": \\"levers\\"}"}',
+    '[{"tool": "semantic_search", "arguments": {"query": "levers"}}]',
+])
+def test_parse_reply_accepts_the_shapes_small_models_write(text: str) -> None:
+    answer, calls = parse_reply(text, FUNCTIONS)
+    assert answer is None and [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("semantic_search", {"query": "levers"})]
+
+
+def test_parse_reply_validates_against_the_tool_schema() -> None:
+    with pytest.raises(ValueError, match=r"invalid arguments for keyword_search \(top_k\)"):
+        parse_reply('{"tool": "keyword_search", "arguments": {"keywords": ["a"], "top_k": 99}}',
+                    FUNCTIONS)
+    with pytest.raises(ValueError, match="neither"):
+        parse_reply('{"thought": "hmm"}', FUNCTIONS)
+    assert reply_schema({})["required"] == ["answer"]
+
+
+def test_settings_select_json_tool_mode(monkeypatch) -> None:
+    from sleuth.agent import llm_from_settings
+
+    settings = sleuth.Settings.load(llm={"base_url": "http://127.0.0.1:9/v1", "model": "m",
+                                         "tool_mode": "json"})
+    assert isinstance(llm_from_settings(settings), JsonToolCalls)
+    settings = sleuth.Settings.load(llm={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    assert isinstance(llm_from_settings(settings), OpenAIClient)
