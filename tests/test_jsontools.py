@@ -75,7 +75,7 @@ def test_forced_answer_allows_only_the_answer_shape(sample_index: Path) -> None:
         answer = sleuth.ask("What are levers?", index=sample_index, llm=llm, settings=settings)
         last = server.requests[-1]
     assert answer.forced == "max_steps" and answer.answer == "No idea."
-    assert last["response_format"]["json_schema"]["schema"]["required"] == ["answer"]
+    assert last["response_format"]["json_schema"]["schema"]["required"][0] == "answer"
     assert "No more tools can be called" in last["messages"][0]["content"]
 
 
@@ -115,3 +115,28 @@ def test_settings_select_json_tool_mode(monkeypatch) -> None:
     assert isinstance(llm_from_settings(settings), JsonToolCalls)
     settings = sleuth.Settings.load(llm={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
     assert isinstance(llm_from_settings(settings), OpenAIClient)
+
+
+def test_small_model_policies_tool_first_and_truncated_answers(sample_index: Path) -> None:
+    cut = {**reply('{"answer": "Levers trade time for strength, and time for str'),
+           "finish_reason": "length"}
+    script = [reply('{"tool": "keyword_search", "arguments": {"keywords": ["levers"]}}'), cut]
+    answer, requests = _ask(sample_index, script, require_tool_first=True)
+    first = requests[0]["response_format"]["json_schema"]["schema"]
+    assert all("tool" in branch["properties"] for branch in first["anyOf"])  # no answer yet
+    second = requests[1]["response_format"]["json_schema"]["schema"]
+    assert second["anyOf"][-1]["properties"]["answer"]["maxLength"] == 2000
+    assert answer.answer == "Levers trade time for strength, and time for str …"
+    assert len(requests) == 2  # the cut answer is kept, not re-asked
+
+
+def test_answers_cite_sources_from_the_chunk_ids_the_tools_showed(sample_index: Path) -> None:
+    script = [reply('{"tool": "keyword_search", "arguments": {"keywords": ["Greatorex"]}}'),
+              reply(json.dumps({"answer": "Levers trade time for strength.",
+                                "sources": [PEPYS]}))]
+    answer, requests = _ask(sample_index, script)
+    final = requests[1]["response_format"]["json_schema"]["schema"]["anyOf"][-1]
+    assert final["required"] == ["answer", "sources"]
+    assert final["properties"]["sources"]["items"]["enum"] == [PEPYS]  # only ids seen so far
+    assert answer.answer == f"Levers trade time for strength. [{PEPYS}]"
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]

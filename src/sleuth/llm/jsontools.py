@@ -33,13 +33,17 @@ from sleuth.llm.base import ChatResponse, ToolCall, Usage
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _OBJECT = re.compile(r"\{.*\}", re.S)
+_OPEN_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
+_CHUNK_ID = re.compile(r"(?<![\w#])([\w.\-/]+#\d+)\b")
+ANSWER_CHARS = 2000  # longest final answer the schema allows (small models can loop)
 
 _PROTOCOL = """
 
 ## How to reply
 Reply with exactly one JSON object and nothing else.
 - To call a tool: {{"tool": "<tool name>", "arguments": {{...}}}}
-- To give your final answer: {{"answer": "<your answer, citing chunk ids in square brackets>"}}
+- To give your final answer: {{"answer": "<your answer, citing chunk ids in square brackets>",
+  "sources": ["<id of each chunk the answer relies on>"]}}
 
 Tools and their arguments (JSON schema):
 {tools}"""
@@ -47,7 +51,8 @@ _ANSWER_ONLY = """
 
 ## How to reply
 Reply with exactly one JSON object and nothing else: {"answer": "<your final answer, citing
-chunk ids in square brackets>"}. No more tools can be called."""
+chunk ids in square brackets>", "sources": ["<id of each chunk the answer relies on>"]}.
+No more tools can be called."""
 
 
 class _ChatClient(Protocol):
@@ -63,9 +68,11 @@ class JsonToolCalls:
     """An :class:`~sleuth.llm.LLM` that gets tool calls from a model as JSON replies."""
 
     def __init__(self, inner: _ChatClient, *, constrain: bool = True, max_reasks: int = 2,
-                 context_window: int | None = None) -> None:
+                 context_window: int | None = None, require_tool_first: bool = False) -> None:
         self.inner = inner
         self.model = inner.model
+        # small models tend to answer from memory at once: make the first reply a tool call
+        self.require_tool_first = require_tool_first
         self.context_window = context_window  # the agent keeps its budget under this
         self.constrain = constrain
         self.max_reasks = max_reasks
@@ -79,9 +86,12 @@ class JsonToolCalls:
             return self.inner.chat(messages)
         functions = {t["function"]["name"]: t["function"] for t in tools}
         offered = {} if tool_choice == "none" else functions
+        answer_allowed = not (self.require_tool_first and offered
+                              and not any(m.get("role") == "tool" for m in messages))
         history = _rewrite(messages, offered)
-        response_format = ({"type": "json_schema",
-                            "json_schema": {"name": "reply", "schema": reply_schema(offered)}}
+        schema = reply_schema(offered, answer=answer_allowed, sources=_seen_ids(messages))
+        response_format = ({"type": "json_schema", "json_schema": {"name": "reply",
+                                                                   "schema": schema}}
                            if self.constrain else None)
         usage = Usage()
         for attempt in range(self.max_reasks + 1):
@@ -91,6 +101,9 @@ class JsonToolCalls:
             try:
                 answer, calls = parse_reply(text, offered)
             except ValueError as problem:
+                salvaged = _truncated_answer(text) if response.finish_reason == "length" else None
+                if salvaged:  # cut off by max_tokens mid-answer: keep what was written
+                    return ChatResponse(salvaged, (), usage, response.model, "length")
                 if attempt == self.max_reasks:
                     break
                 self.reasks += 1
@@ -103,16 +116,27 @@ class JsonToolCalls:
         return ChatResponse(text, (), usage, response.model, response.finish_reason)
 
 
-def reply_schema(functions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """One JSON object: a call of one of ``functions``, or the final answer."""
-    answer = {"type": "object", "properties": {"answer": {"type": "string"}},
-              "required": ["answer"], "additionalProperties": False}
+def reply_schema(functions: Mapping[str, Mapping[str, Any]], *, answer: bool = True,
+                 sources: Sequence[str] = ()) -> dict[str, Any]:
+    """One JSON object: a call of one of ``functions``, or (when allowed) the final answer,
+    whose ``sources`` must be chunk ids the tools have shown (when they have shown any)."""
+    final: dict[str, Any] = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": ANSWER_CHARS}},
+        "required": ["answer"], "additionalProperties": False,
+    }
+    if sources:
+        final["properties"]["sources"] = {"type": "array", "items": {"enum": list(sources)},
+                                          "minItems": 1, "maxItems": 5}
+        final["required"] = ["answer", "sources"]
     calls = [{"type": "object",
               "properties": {"tool": {"const": name},
                              "arguments": _plain_schema(f.get("parameters") or {})},
               "required": ["tool", "arguments"], "additionalProperties": False}
              for name, f in functions.items()]
-    return {"anyOf": [*calls, answer]} if calls else answer
+    if not calls:
+        return final
+    return {"anyOf": [*calls, final] if answer else calls}
 
 
 def _plain_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,7 +167,7 @@ def parse_reply(text: str, functions: Mapping[str, Mapping[str, Any]]
     calls: list[ToolCall] = []
     for obj in objects:
         if isinstance(obj.get("answer"), str) and not calls:
-            return obj["answer"], []
+            return _with_sources(obj["answer"], obj.get("sources")), []
         name = obj.get("tool") or obj.get("name")
         if not isinstance(name, str):
             continue
@@ -172,6 +196,35 @@ def _check_call(name: str, arguments: Any, functions: Mapping[str, Mapping[str, 
         where = "/".join(str(p) for p in error.absolute_path)
         raise ValueError(f"invalid arguments for {name}{f' ({where})' if where else ''}: "
                          f"{error.message}")
+
+
+def _with_sources(answer: str, sources: Any) -> str:
+    """The answer with a ``[chunk id]`` citation for each listed source it does not cite."""
+    if not isinstance(sources, list):
+        return answer
+    missing = [s for s in dict.fromkeys(map(str, sources)) if f"[{s}]" not in answer]
+    return answer.rstrip() + (" " + " ".join(f"[{s}]" for s in missing) if missing else "")
+
+
+def _seen_ids(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Chunk ids (``doc#n``) named in tool results so far, first seen first."""
+    found: dict[str, None] = {}
+    for message in messages:
+        if message.get("role") == "tool":
+            found.update(dict.fromkeys(_CHUNK_ID.findall(str(message.get("content") or ""))))
+    return list(found)
+
+
+def _truncated_answer(text: str) -> str | None:
+    """The text of an ``{"answer": "...`` object that was cut off before it closed."""
+    match = _OPEN_ANSWER.match(text)
+    if not match or not match.group(1).strip():
+        return None
+    body = match.group(1).rstrip("\\")
+    try:
+        return str(json.loads(f'"{body}"')).strip() + " …"
+    except json.JSONDecodeError:
+        return body.strip() + " …"
 
 
 def _json_objects(text: str) -> Iterable[dict[str, Any]]:

@@ -45,6 +45,9 @@ _CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DLLAMA_USE_
                 "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
                 "-DBUILD_SHARED_LIBS=OFF")
 
+# llama.cpp sampling for the small models: a mild repetition penalty stops greedy loops
+SAMPLING = {"repeat_penalty": 1.1, "repeat_last_n": 128}
+
 Say = Callable[[str], None]
 
 
