@@ -28,7 +28,7 @@ from _common import OUT_DIR, QUESTIONS_2WIKI, machine_facts
 from sleuth.agent import Tracker, build_agent
 from sleuth.eval.datasets import load_dataset
 from sleuth.eval.runner import dataset_index
-from sleuth.llm import ChatResponse, JsonToolCalls, OpenAIClient, local
+from sleuth.llm import ChatResponse, OpenAIClient, local
 from sleuth.llm.jsontools import parse_reply
 from sleuth.retrieval import question_keywords
 from sleuth.settings import Settings
@@ -77,19 +77,18 @@ def classify(response: ChatResponse, tools: list[dict[str, Any]]) -> str:
 
 def run(size: str, modes: list[str], messages: list[list[dict[str, Any]]],
         tools: list[dict[str, Any]]) -> dict[str, Any]:
-    spec = local.spec(size)
+    settings = Settings.load().llm
     rows: dict[str, Any] = {}
     with local.LocalServer(local.model_path(size)) as server:
         for mode in modes:
-            client = OpenAIClient(spec.label, server.base_url, temperature=0.0, max_tokens=512,
-                                  timeout=900, max_retries=0)
-            shim = JsonToolCalls(client)
+            shim = local.client(server, size, settings)  # exactly what the agent gets
+            client = shim.inner
             outcomes, seconds = [], []
             for prompt in messages:
                 started = time.perf_counter()
                 if mode == "json":
                     response = shim.chat(prompt, tools)
-                else:
+                else:  # the same sampling, llama.cpp's own tool-call parsing
                     response = client.chat(prompt, tools, tool_choice="auto")
                 seconds.append(time.perf_counter() - started)
                 outcomes.append(classify(response, tools))

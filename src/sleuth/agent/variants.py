@@ -83,14 +83,7 @@ def llm_from_settings(settings: Settings) -> LLM:
     if not cfg.configured:
         if local.installed(cfg.local_model):
             server = local.shared_server(cfg.local_model, cfg.local_context)
-            client = OpenAIClient(
-                local.spec(cfg.local_model).label, server.base_url,
-                temperature=cfg.temperature, max_tokens=cfg.max_tokens or 1024,
-                timeout=max(cfg.timeout, 900.0), max_retries=cfg.max_retries,
-                extra_body=local.SAMPLING,
-            )
-            return JsonToolCalls(client, context_window=cfg.local_context,
-                                 require_tool_first=True)
+            return local.client(server, cfg.local_model, cfg)
         raise ConfigError(
             "no LLM endpoint configured: set SLEUTH_BASE_URL (e.g. https://api.openai.com/v1 or "
             "http://localhost:11434/v1), SLEUTH_MODEL (e.g. gpt-4o-mini) and, if the server "

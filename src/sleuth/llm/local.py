@@ -36,6 +36,9 @@ from typing import IO, Any
 import httpx
 
 from sleuth.errors import ConfigError, LLMError, SleuthError
+from sleuth.llm.client import OpenAIClient
+from sleuth.llm.jsontools import JsonToolCalls
+from sleuth.settings import LLMSettings
 
 log = logging.getLogger("sleuth")
 
@@ -334,6 +337,16 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def client(server: LocalServer, size: str, settings: LLMSettings) -> JsonToolCalls:
+    """The agent's client for a running local server: the JSON tool-call protocol, the
+    first reply a tool call, sampling that avoids loops, and the context window known."""
+    inner = OpenAIClient(spec(size).label, server.base_url, temperature=settings.temperature,
+                         max_tokens=settings.max_tokens or 1024,
+                         timeout=max(settings.timeout, 900.0), max_retries=settings.max_retries,
+                         extra_body=SAMPLING)
+    return JsonToolCalls(inner, context_window=server.context, require_tool_first=True)
 
 
 def _free_port() -> int:
