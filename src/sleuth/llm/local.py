@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def install_server(say: Say, jobs: int | None = None) -> Path:
     say(f"configuring llama.cpp (log: {logfile})")
     _run([cmake, "-S", str(source), "-B", str(build), *_CMAKE_FLAGS], logfile, "configure")
     jobs = jobs or os.cpu_count() or 2
-    say(f"compiling llama-server with {jobs} jobs (about 30 minutes on 2 cores; an "
+    say(f"compiling llama-server with {jobs} jobs (15-30 minutes on 2 cores; an "
         "interrupted build resumes)")
     _run([cmake, "--build", str(build), "--target", "llama-server", "-j", str(jobs)], logfile,
          "build", progress=say)
@@ -178,16 +179,21 @@ def _run(command: Sequence[str], logfile: Path, what: str,
         out.write(f"$ {' '.join(command)}\n")
         out.flush()
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace")
+                                text=True, errors="replace", start_new_session=True)
         assert proc.stdout is not None
         last = ""
-        for line in proc.stdout:
-            out.write(line)
-            if progress and line.startswith("[") and "%]" in line[:8]:
-                percent = line[1:line.index("%]")].strip()
-                if percent != last and int(percent) % 10 == 0:
-                    progress(f"  {percent}% compiled")
-                last = percent
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                if progress and line.startswith("[") and "%]" in line[:8]:
+                    percent = line[1:line.index("%]")].strip()
+                    if percent != last and int(percent) % 10 == 0:
+                        progress(f"  {percent}% compiled")
+                    last = percent
+        finally:  # Ctrl-C: stop the compiler too; the next run resumes the build
+            if proc.poll() is None and sys.exc_info()[0] is not None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait()
         if proc.wait() != 0:
             raise LocalModelError(f"llama.cpp {what} failed (exit {proc.returncode}); the "
                                   f"last lines of {logfile} say why")
