@@ -149,3 +149,11 @@ def test_one_call_per_step_by_default(sample_index: Path):
     assert [s.tool_name for s in answer.trajectory] == ["keyword_search"]
     assistant = next(m for m in sent if m["role"] == "assistant")
     assert len(assistant["tool_calls"]) == 1
+
+
+def test_an_answer_written_on_the_relevance_line_is_kept() -> None:
+    from sleuth.agent.citations import split_answer
+
+    assert split_answer("Relevance: Port of Spain [a#0]=0.9") == (
+        "Port of Spain [a#0]=0.9", {"a#0": 0.9})
+    assert split_answer("Paris [a#0].\nRelevance: a#0=0.8") == ("Paris [a#0].", {"a#0": 0.8})

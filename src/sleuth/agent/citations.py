@@ -19,6 +19,8 @@ def split_answer(text: str) -> tuple[str, dict[str, float]]:
         for cid, value in _PAIR.findall(match.group(1)):
             scores[cid.strip("`[] ").replace(" ", "")] = min(1.0, max(0.0, float(value)))
     body = _RELEVANCE_LINE.sub("", text).strip()
+    if not body and text.strip():  # the whole reply sat on the Relevance line: keep it
+        body = re.sub(r"^\s*\**relevance\**\s*:\s*", "", text.strip(), flags=re.IGNORECASE)
     return body, scores
 
 
