@@ -140,3 +140,26 @@ def test_answers_cite_sources_from_the_chunk_ids_the_tools_showed(sample_index: 
     assert final["properties"]["sources"]["items"]["enum"] == [PEPYS]  # only ids seen so far
     assert answer.answer == f"Levers trade time for strength. [{PEPYS}]"
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
+
+
+def test_answer_only_calls_are_structured_free_text_calls_are_not(sample_index: Path) -> None:
+    script = [reply(json.dumps({"answer": "Levers.", "sources": [PEPYS]}))]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, llm=llm,
+                            agent="naive-rag")
+        schema = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert PEPYS in schema["properties"]["sources"]["items"]["enum"]  # the retrieved passages
+    assert answer.answer == f"Levers. [{PEPYS}]"
+
+    script = [reply("<update>notes</update><sufficient>yes</sufficient>"),
+              reply(json.dumps({"answer": "Levers.", "sources": [PEPYS]}))]
+    settings = sleuth.Settings.load(memory={"candidates": 1})
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, llm=llm,
+                            agent="memory", settings=settings)
+        update, final = server.requests
+    assert "response_format" not in update  # the memory update stays free text
+    assert final["response_format"]["json_schema"]["schema"]["required"][0] == "answer"
+    assert answer.memory_state["final_memory"] == "notes" and answer.llm_calls == 2

@@ -111,10 +111,16 @@ class Agent:
 
     def _chat(self, answer: Answer, messages: list[dict[str, Any]],
               schemas: list[dict[str, Any]], tool_choice: str | None = None) -> ChatResponse:
+        if not schemas:  # no tools offered: this call is for the final answer
+            tool_choice = "none"
         response = self.llm.chat(
             messages, schemas or None, tool_choice=tool_choice,
             parallel_tool_calls=self.settings.parallel_tool_calls if schemas else None,
         )
+        return self._account(answer, response)
+
+    def _account(self, answer: Answer, response: ChatResponse) -> ChatResponse:
+        """Add one call's tokens and cost to the run."""
         answer.llm_calls += 1
         answer.prompt_tokens += response.usage.prompt_tokens
         answer.completion_tokens += response.usage.completion_tokens

@@ -76,7 +76,7 @@ class MemoryAgent(Agent):
         final = self._ask(answer, _fill(
             prompt("memory_answer"), question=question, memory=memory or "(empty)",
             examples=_render(history.recall(question, self.memory.recall_examples)),
-        ))
+        ), final=True)
         answer.memory_state = {"final_memory": memory, "history_size": len(history)}
         self._finish(answer, final, tracker, started)
         return answer
@@ -116,8 +116,12 @@ class MemoryAgent(Agent):
         tokens = encode(memory)
         return memory if len(tokens) <= budget else decode(tokens[:budget])
 
-    def _ask(self, answer: Answer, content: str) -> str:
-        return self._chat(answer, [{"role": "user", "content": content}], []).content or ""
+    def _ask(self, answer: Answer, content: str, final: bool = False) -> str:
+        """One user message; memory updates are free text, the final answer is an answer."""
+        messages = [{"role": "user", "content": content}]
+        if final:
+            return self._chat(answer, messages, []).content or ""
+        return self._account(answer, self.llm.chat(messages)).content or ""
 
     @staticmethod
     def _record(answer: Answer, on_step: StepCallback | None, step: Step) -> None:

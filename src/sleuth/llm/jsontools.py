@@ -9,6 +9,8 @@ tool call. :class:`JsonToolCalls` sits between the agent and such a model:
 - the reply is constrained to exactly that shape by the server's schema-guided decoding
   (``response_format`` with a JSON schema: llama.cpp turns it into a grammar), with
   ``constrain=False`` for servers without it;
+- a call that offers no tools with ``tool_choice="none"`` (a final answer: ``direct``,
+  ``naive-rag``) gets the answer shape only; other tool-less calls pass through as free text;
 - the reply is parsed (bare JSON, fenced JSON, ``<tool_call>`` tags and ``{"name": ...}``
   shapes are all accepted) and the arguments are validated against the tool's JSON schema;
 - an unparseable or invalid reply is sent back with the reason, at most ``max_reasks``
@@ -82,9 +84,9 @@ class JsonToolCalls:
              tools: Sequence[Mapping[str, Any]] | None = None, *,
              tool_choice: str | None = None,
              parallel_tool_calls: bool | None = None) -> ChatResponse:
-        if not tools:
+        if not tools and tool_choice != "none":  # free text (memory updates, the judge)
             return self.inner.chat(messages)
-        functions = {t["function"]["name"]: t["function"] for t in tools}
+        functions = {t["function"]["name"]: t["function"] for t in tools or ()}
         offered = {} if tool_choice == "none" else functions
         answer_allowed = not (self.require_tool_first and offered
                               and not any(m.get("role") == "tool" for m in messages))
@@ -207,10 +209,11 @@ def _with_sources(answer: str, sources: Any) -> str:
 
 
 def _seen_ids(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Chunk ids (``doc#n``) named in tool results so far, first seen first."""
+    """Chunk ids (``doc#n``) named in tool results and user messages (retrieved passages),
+    first seen first."""
     found: dict[str, None] = {}
     for message in messages:
-        if message.get("role") == "tool":
+        if message.get("role") in ("tool", "user"):
             found.update(dict.fromkeys(_CHUNK_ID.findall(str(message.get("content") or ""))))
     return list(found)
 
