@@ -76,3 +76,14 @@ def test_llm_judge_verdicts_are_cached(sleuth, run_dir: Path, monkeypatch) -> No
         assert len(server.requests) == 2  # nothing asked again
     for scores in (first, second):
         assert scores["runs"][0]["overall"]["llm_acc"] == pytest.approx(1 / 3)
+
+
+def test_citations_do_not_count_against_em_and_f1() -> None:
+    from sleuth.eval.report import score_record
+
+    record = {"answer": "Paris [d1#0] [d2#3, d1#0]\nRelevance: d1#0=0.9",
+              "gold_answers": ["Paris"]}
+    row = score_record(record, [2])
+    assert (row["em"], row["f1"], row["contain"]) == (1.0, 1.0, 1.0)
+    # brackets that are not chunk ids stay part of the answer
+    assert score_record({"answer": "[citation needed]", "gold_answers": ["x"]}, [2])["em"] == 0

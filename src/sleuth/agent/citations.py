@@ -24,6 +24,15 @@ def split_answer(text: str) -> tuple[str, dict[str, float]]:
     return body, scores
 
 
+_CITATION = re.compile(r"\s*\[[^\[\]\n]*#\d+[^\[\]\n]*\]")
+
+
+def strip_citations(text: str) -> str:
+    """The answer without its ``[chunk id]`` citation brackets and ``Relevance:`` line, for
+    scoring against gold answers (EM/F1 would otherwise count the ids as wrong tokens)."""
+    return _CITATION.sub("", split_answer(text)[0]).strip()
+
+
 def cited_ids(text: str) -> list[str]:
     """Ids inside square brackets, in order of first appearance (``[a, b]`` gives both)."""
     out: list[str] = []

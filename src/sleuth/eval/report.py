@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sleuth.agent.citations import strip_citations
 from sleuth.agent.loop import prompt
 from sleuth.errors import IngestError
 from sleuth.eval.metrics import contain_match, exact_match, f1_score, percentile, recall_at_k
@@ -76,7 +77,7 @@ class Judge:
 def score_record(record: dict[str, Any], ks: Sequence[int],
                  judge: Judge | None = None) -> dict[str, float]:
     """Per-question metrics of one prediction record."""
-    answer = str(record.get("answer") or "")
+    answer = strip_citations(str(record.get("answer") or ""))
     golds = record.get("gold_answers") or ([record["gold_answer"]]
                                            if record.get("gold_answer") else [])
     gold_ids = record.get("gold_ids") or []

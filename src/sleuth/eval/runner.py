@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sleuth.agent.citations import strip_citations
 from sleuth.agent.variants import build_agent, llm_from_settings
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.eval.datasets import Dataset, Question
@@ -141,7 +142,7 @@ class EvalRun:
                 stats.errors += 1
             else:
                 stats.answered += bool(str(record.get("answer") or "").strip())
-                stats.contain += contain_match(record.get("answer") or "",
+                stats.contain += contain_match(strip_citations(record.get("answer") or ""),
                                                record["gold_answers"])
         if self.on_progress:
             self.on_progress(stats)
