@@ -686,7 +686,12 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: the one error handler."""
     import logging
+    import signal
+    import threading
 
+    # SIGTERM exits through SystemExit, so exit handlers run (they stop a local model server)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logger = logging.getLogger("sleuth")
     if not logger.handlers:  # library notices (e.g. "starting the local model") on stderr
         handler = logging.StreamHandler(sys.stderr)

@@ -307,8 +307,9 @@ class LocalServer:
         logfile = home() / "server.log"
         logfile.parent.mkdir(parents=True, exist_ok=True)
         with logfile.open("ab") as out:
+            # same process group: a Ctrl-C in the terminal stops the server with Sleuth
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL)
         self._wait_ready(logfile)
         return self
 
