@@ -11,6 +11,7 @@ import pytest
 
 from sleuth import Index, Settings
 from sleuth.cli import main
+from sleuth.llm import FakeLLMServer
 from sleuth.quickstart import sample_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,6 +61,19 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([sample_path()])
     yield folder
+
+
+@pytest.fixture()
+def endpoint(monkeypatch: pytest.MonkeyPatch):
+    """Start the scripted OpenAI-compatible server and point Sleuth at it."""
+
+    def serve(script: list) -> FakeLLMServer:  # type: ignore[type-arg]
+        server = FakeLLMServer(script)
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        return server
+
+    return serve
 
 
 class CliResult:
@@ -113,3 +127,19 @@ def dataset(tmp_path: Path) -> Path:
     (folder / "corpus.json").write_text(json.dumps(TINY_CORPUS))
     (folder / "questions.json").write_text(json.dumps(TINY_QUESTIONS))
     return folder
+
+
+FILINGS = SHARED / "data" / "financebench" / "pdfs"
+ULTA = "ULTABEAUTY_2023Q4_EARNINGS.pdf"
+FOOTLOCKER = "FOOTLOCKER_2022_8K_dated-2022-05-20.pdf"
+
+
+@pytest.fixture(scope="session")
+def filings_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Two real filings (13 PDF pages) indexed once; tests copy it when they write."""
+    if not (FILINGS / ULTA).is_file():
+        pytest.skip("../shared/data/financebench/pdfs is not present")
+    folder = tmp_path_factory.mktemp("filings-index") / "idx"
+    with Index.open(folder, settings=Settings.load(), create=True) as index:
+        index.add([FILINGS / ULTA, FILINGS / FOOTLOCKER])
+    yield folder

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import sleuth
 from sleuth.llm import FakeLLMServer, OpenAIClient, call, error, raw_call, reply
 
 PEPYS = "pepys-diary-1660.md#0"
-
-
-@pytest.fixture()
-def endpoint(monkeypatch: pytest.MonkeyPatch):
-    def serve(script: list) -> FakeLLMServer:  # type: ignore[type-arg]
-        server = FakeLLMServer(script)
-        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
-        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
-        return server
-
-    return serve
 
 
 def test_ask_runs_tools_records_trajectory_and_recovers(endpoint, sleuth, sample_index: Path):
@@ -53,7 +40,8 @@ def test_ask_runs_tools_records_trajectory_and_recovers(endpoint, sleuth, sample
     assert "Relevance:" not in record["answer"]
     assert record["citations"] == [{"chunk_id": PEPYS, "doc_id": "pepys-diary-1660.md",
                                     "title": "The Diary of Samuel Pepys, 1660 (excerpt)",
-                                    "relevance": 0.9}]
+                                    "relevance": 0.9, "where": "lines 0–10"}]
+    assert record["document_ranking"] == ["pepys-diary-1660.md"]
     assert record["chunks_read_ids"] == [PEPYS] and record["chunks_read_count"] == 1
     assert record["loops"] == 4 and record["llm_calls"] == 5
     assert record["tool_usage_summary"] == {"keyword_search": 1, "chunk_read": 3}

@@ -123,6 +123,8 @@ def test_quickstart_indexes_sample_and_explains_llm_setup(sleuth, tmp_path: Path
     assert "indexed 3 documents" in result.out
     assert "keyword_search" in result.out and "semantic_search" in result.out
     assert "chunk_read" in result.out and "Greatorex" in result.out
+    assert "$ search" in result.out and "[turn1search1] " in result.out  # document tools too
+    assert "$ find" in result.out and "Viewing lines [0–" in result.out
     assert "SLEUTH_BASE_URL" in result.err  # says exactly how to configure an endpoint
     assert "sleuth llm install-local" in result.err  # or how to get the offline model
     import os

@@ -29,7 +29,7 @@ def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:
     assert result.code == 0, result.err
     data = result.json()
     assert data["questions"] == 3 and set(data["tools"]) == {"keyword", "semantic", "hybrid",
-                                                             "bm25"}
+                                                             "search", "bm25"}
     for row in data["tools"].values():
         assert row["recall@3"] == 1.0  # three passages: every ranking holds the gold one
         assert 0.0 <= row["recall@1"] <= 1.0
@@ -89,3 +89,45 @@ def test_eval_retrieval_on_a_separate_question_file(sleuth, dataset: Path, tmp_p
     data = result.json()
     assert data["questions"] == 1 and set(data["tools"]) == {"bm25", "semantic", "hybrid"}
     assert data["tools"]["hybrid"]["recall@1"] == 1.0
+
+
+PAGES = [
+    {"id": "ACME_2020_10K#p0", "title": "ACME_2020_10K", "text": "ACME Corp annual report "
+     "2020. Table of contents."},
+    {"id": "ACME_2020_10K#p1", "title": "ACME_2020_10K", "text": "Purchases of property, "
+     "plant and equipment were $412 million in fiscal 2020."},
+    {"id": "BETA_2021_10K#p0", "title": "BETA_2021_10K", "text": "Beta Industries reported "
+     "revenue of $9.1 billion in 2021."},
+    {"id": "BETA_2021_10K#p1", "title": "BETA_2021_10K", "text": "Beta Industries paid a "
+     "dividend of $0.40 per share."},
+]
+PAGE_QUESTIONS = [
+    {"id": "f1", "question": "What were ACME's 2020 purchases of property, plant and "
+     "equipment?", "answer": "$412 million", "doc_name": "ACME_2020_10K",
+     "doc_available": True, "supporting_passage_ids": ["ACME_2020_10K#p1"]},
+    {"id": "f2", "question": "What dividend per share did Beta Industries pay?",
+     "answer": "$0.40", "doc_name": "BETA_2021_10K", "doc_available": True,
+     "supporting_passage_ids": ["BETA_2021_10K#p1"]},
+    {"id": "f3", "question": "What was Gamma's 2019 revenue?", "answer": "$1 billion",
+     "doc_name": "GAMMA_2019_10K", "doc_available": False,
+     "supporting_passage_ids": ["GAMMA_2019_10K#p3"]},
+]
+
+
+def test_page_and_document_levels_on_a_filings_layout(sleuth, tmp_path: Path) -> None:
+    import json
+
+    folder = tmp_path / "filings"
+    folder.mkdir()
+    (folder / "corpus.json").write_text(json.dumps(PAGES))
+    (folder / "questions.json").write_text(json.dumps(PAGE_QUESTIONS))
+    page = sleuth("eval", "retrieval", "--dataset", str(folder), "--k", "1,2", "--json")
+    assert page.code == 0, page.err
+    assert "1 questions left out" in page.err  # doc_available: false is not scored
+    data = page.json()
+    assert data["level"] == "page" and data["questions"] == 2
+    assert data["tools"]["search"]["recall@2"] == 1.0
+    doc = sleuth("eval", "retrieval", "--dataset", str(folder), "--k", "1", "--level", "doc",
+                 "--tools", "search,bm25", "--json").json()
+    assert doc["level"] == "doc" and doc["tools"]["search"]["recall@1"] == 1.0
+    assert set(doc["tools"]) == {"search", "bm25"}

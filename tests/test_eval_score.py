@@ -87,3 +87,15 @@ def test_citations_do_not_count_against_em_and_f1() -> None:
     assert (row["em"], row["f1"], row["contain"]) == (1.0, 1.0, 1.0)
     # brackets that are not chunk ids stay part of the answer
     assert score_record({"answer": "[citation needed]", "gold_answers": ["x"]}, [2])["em"] == 0
+
+
+def test_document_recall_at_1_comes_from_cited_relevance() -> None:
+    from sleuth.eval.report import score_record
+
+    record = {"answer": "x", "gold_answers": ["x"], "gold_docs": ["ACME_2020_10K"],
+              "document_ranking": ["ACME_2020_10K#p7", "BETA_2021_10K#p1"]}
+    assert score_record(record, [1])["doc_recall@1"] == 1.0
+    record["document_ranking"] = ["BETA_2021_10K.pdf", "ACME_2020_10K.pdf"]
+    assert score_record(record, [1])["doc_recall@1"] == 0.0
+    del record["document_ranking"]  # records of older runs: no document metric
+    assert "doc_recall@1" not in score_record(record, [1])

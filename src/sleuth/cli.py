@@ -65,7 +65,11 @@ def cli() -> None:
       sleuth search keyword "Marie Curie"
       sleuth search semantic "who discovered radium?"
       sleuth read "notes.md#0"
+      sleuth search "radium discovery" "Curie laboratory"   # documents, reference ids
+      sleuth find turn1search1 "radium"                     # inside one document
+      sleuth open turn1search1 --line 120                   # numbered lines
       sleuth ask "Who discovered radium?"  # needs SLEUTH_BASE_URL / SLEUTH_MODEL
+      sleuth chat --agent docs             # several questions, one session
 
     The LLM endpoint is any OpenAI-compatible server: set SLEUTH_BASE_URL, SLEUTH_MODEL
     and SLEUTH_API_KEY (ARAG_* names are accepted too).
@@ -158,9 +162,84 @@ class _IndexBar(_Bar):
                      chunks=progress.chunks)
 
 
-@cli.group()
+class _SearchGroup(click.Group):
+    """``sleuth search QUERY...`` means ``sleuth search docs QUERY...``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["docs", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=_SearchGroup)
 def search() -> None:
-    """Run a retrieval tool by hand (the same tools the agent calls)."""
+    """Run a retrieval tool by hand (the same tools the agent calls).
+
+    `sleuth search QUERY...` searches documents (up to 5 queries, merged, with reference
+    ids for `sleuth find` and `sleuth open`); `search keyword` and `search semantic` are
+    the chunk-level tools.
+    """
+
+
+_session_option = click.option(
+    "--session", "session_id", default="cli", show_default=True,
+    help="Session whose reference ids are used and extended (kept in the index folder).")
+
+
+def _run_session_tool(name: str, arguments: dict[str, Any], session_id: str,
+                      index_dir: str | None, config: str | None, as_json: bool) -> None:
+    from sleuth.index import Index
+    from sleuth.session import Session
+
+    settings = _settings(config, index_dir)
+    with Index.open(settings=settings) as index:
+        session = Session.open(index, session_id, create=True)
+        result = session.run_tool(name, arguments)
+    _print_result(name, arguments, result, as_json)
+
+
+@search.command("docs")
+@click.argument("queries", nargs=-1, required=True)
+@click.option("--top-k", type=click.IntRange(1, 10), default=10, show_default=True,
+              help="Results per query.")
+@_session_option
+@common
+def search_docs(queries: tuple[str, ...], top_k: int, session_id: str, index_dir: str | None,
+                as_json: bool, config: str | None) -> None:
+    """Document search: up to 5 queries, merged and deduplicated by document, each result
+    with a reference id (turnNsearchM), title, file, type, page, lines, snippet and score."""
+    _run_session_tool("search", {"queries": list(queries), "top_k": top_k}, session_id,
+                      index_dir, config, as_json)
+
+
+@cli.command("find")
+@click.argument("ref")
+@click.argument("patterns", nargs=-1, required=True)
+@click.option("--semantic", is_flag=True,
+              help="Rank the document's sentences by meaning instead of exact matches.")
+@_session_option
+@common
+def find_cmd(ref: str, patterns: tuple[str, ...], semantic: bool, session_id: str,
+             index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Find patterns inside one document (a reference id from `sleuth search`, or a
+    document id): up to 2 line-numbered passages per pattern."""
+    _run_session_tool("find", {"ref": ref, "patterns": list(patterns),
+                               "mode": "semantic" if semantic else "lexical"},
+                      session_id, index_dir, config, as_json)
+
+
+@cli.command("open")
+@click.argument("ref")
+@click.option("--line", type=click.IntRange(0, None), default=0, show_default=True,
+              help="First line to show.")
+@_session_option
+@common
+def open_cmd(ref: str, line: int, session_id: str, index_dir: str | None, as_json: bool,
+             config: str | None) -> None:
+    """Show a document (reference id or document id) as numbered lines, a window at a
+    time: `Viewing lines [a–b] of N lines`."""
+    _run_session_tool("open", {"ref": ref, "line": line}, session_id, index_dir, config,
+                      as_json)
 
 
 def _run_tool(name: str, arguments: dict[str, Any], index_dir: str | None,
@@ -172,6 +251,10 @@ def _run_tool(name: str, arguments: dict[str, Any], index_dir: str | None,
     settings = _settings(config, index_dir)
     with Index.open(settings=settings) as index:
         result = TOOLS[name].run(ToolContext(index, Tracker()), arguments)
+    _print_result(name, arguments, result, as_json)
+
+
+def _print_result(name: str, arguments: dict[str, Any], result: Any, as_json: bool) -> None:
     if as_json:
         _emit({"tool": name, "arguments": arguments, **result.data,
                "retrieved_tokens": result.retrieved_tokens})
@@ -240,15 +323,78 @@ def ask_cmd(question: str, agent_name: str, max_steps: int | None,
     if as_json:
         _emit(answer.to_record())
         return
+    _print_answer(answer)
+
+
+def _print_answer(answer: Any) -> None:
     click.echo(answer.answer)
     if answer.citations:
         click.echo("\nSources:")
         for c in answer.citations:
-            click.echo(f"  [{c.chunk_id}] {c.title} (relevance {c.relevance:.2f})")
+            where = f", {c.where}" if c.where else ""
+            click.echo(f"  [{c.ref or c.chunk_id}] {c.title}{where} "
+                       f"(relevance {c.relevance:.2f})")
     forced = f", forced by {answer.forced}" if answer.forced else ""
+    summaries = sum(1 for e in answer.context_events if e.get("event") == "summarize")
+    summarized = f", context summarized {summaries}x" if summaries else ""
     _status(f"({answer.loops} steps, {answer.llm_calls} LLM calls, "
             f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
-            f"{answer.seconds:.1f}s{forced})")
+            f"{answer.seconds:.1f}s{forced}{summarized})")
+
+
+@cli.command("chat")
+@click.option("--agent", "agent_name", default=None,
+              help="Agent variant for a new session [docs] (see `sleuth agents`).")
+@click.option("--session", "session_id", default=None,
+              help="Resume this session, or start one with this id (default: a new id).")
+@click.option("--list", "list_sessions", is_flag=True, help="List saved sessions and exit.")
+@click.option("--model", default=None, help="Model name (overrides SLEUTH_MODEL).")
+@click.option("--base-url", default=None, help="Endpoint (overrides SLEUTH_BASE_URL).")
+@click.option("--show-steps/--no-show-steps", default=True, help="Print each tool call.")
+@common
+def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool,
+             model: str | None, base_url: str | None, show_steps: bool, index_dir: str | None,
+             as_json: bool, config: str | None) -> None:
+    """Talk with the agent over several questions. Follow-ups see what earlier turns
+    retrieved (reference ids stay valid); the session is saved in the index folder after
+    every answer and resumed with --session ID. Type /exit (or Ctrl-D) to leave."""
+    from sleuth.index import Index
+    from sleuth.session import Session
+
+    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url})
+    with Index.open(settings=settings) as index:
+        if list_sessions:
+            rows = Session.saved(index)
+            if as_json:
+                _emit(rows)
+            for row in [] if as_json else rows:
+                click.echo(f"{row['id']}  {row['agent']}  {row['turns']} turns  "
+                           f"{row['updated']}  {row['first_question'][:60]}")
+            return
+        session = (Session.open(index, session_id, agent=agent_name, create=True)
+                   if session_id else Session(index, agent=agent_name or "docs"))
+        state = f"{len(session.turns)} earlier turns" if session.turns else "new session"
+        _status(f"{'session' if session.turns else 'new session'} {session.id} "
+                f"({session.agent_name} agent, {state}); /exit to leave")
+        on_step = _print_step if show_steps and not as_json else None
+        stdin = sys.stdin
+        while True:
+            if stdin.isatty():
+                click.echo("you> ", nl=False)
+            line = stdin.readline()
+            if not line:
+                break
+            question = line.strip()
+            if question in ("/exit", "/quit"):
+                break
+            if not question:
+                continue
+            answer = session.ask(question, on_step=on_step)
+            if as_json:
+                _emit(answer.to_record())
+            else:
+                _print_answer(answer)
+                click.echo()
 
 
 def _print_step(step: Any) -> None:
@@ -288,6 +434,9 @@ def _questions(dataset_path: str, questions: str | None,
     from sleuth.eval.datasets import load_dataset
 
     dataset = load_dataset(dataset_path, questions)
+    if dataset.unanswerable:
+        _status(f"{dataset.unanswerable} questions left out: their document is not in the "
+                "corpus (doc_available: false)")
     return dataset, dataset.questions[:limit] if limit else dataset.questions
 
 
@@ -330,15 +479,16 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     """
     from pathlib import Path
 
+    from sleuth.agent.router import AUTO
     from sleuth.agent.variants import VARIANTS, llm_from_settings
     from sleuth.eval.report import score_runs, to_markdown
     from sleuth.eval.runner import EvalRun, dataset_index
 
     agents = list(dict.fromkeys(a.strip() for a in agent_names.split(",") if a.strip()))
-    unknown = [a for a in agents if a not in VARIANTS]
+    unknown = [a for a in agents if a not in VARIANTS and a != AUTO]
     if unknown or not agents:
         raise click.BadParameter(f"unknown agents {unknown}; choose from "
-                                 f"{', '.join(sorted(VARIANTS))}", param_hint="--agent")
+                                 f"{', '.join(sorted([*VARIANTS, AUTO]))}", param_hint="--agent")
     k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir, agent={"max_steps": max_steps})
     llm = llm_from_settings(settings)
@@ -376,12 +526,17 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
 
 @eval_group.command("retrieval")
 @_dataset_options
-@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,bm25", show_default=True,
-              help="Comma-separated: keyword, semantic, hybrid (fusion of both), bm25.")
+@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,search,bm25",
+              show_default=True,
+              help="Comma-separated: keyword, semantic, hybrid (fusion of both and a second "
+              "hop), search (the document search tool), bm25.")
 @click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
+@click.option("--level", type=click.Choice(["page", "doc"]), default="page", show_default=True,
+              help="page: recall of the gold passages/pages; doc: of the gold document "
+              "(FinanceBench filing, from its pages' ids).")
 @common
 def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str, ks: str,
-                       limit: int | None, index_dir: str | None, as_json: bool,
+                       level: str, limit: int | None, index_dir: str | None, as_json: bool,
                        config: str | None) -> None:
     """LLM-free retrieval recall per tool, by gold document id (no LLM needed).
 
@@ -399,13 +554,15 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     settings = _settings(config, index_dir)
     dataset, chosen = _questions(dataset_path, questions, limit)
     with dataset_index(dataset, settings, index_dir) as index:
-        result = RetrievalEval(index, tools, k_values).run(chosen)  # type: ignore[arg-type]
+        result = RetrievalEval(index, tools, k_values,  # type: ignore[arg-type]
+                               level).run(chosen)  # type: ignore[arg-type]
     result["dataset"] = dataset.name
     if as_json:
         _emit(result)
         return
     heads = [f"R@{k}" for k in k_values]
-    click.echo(f"{dataset.name}: {result['questions']} questions with gold evidence\n")
+    click.echo(f"{dataset.name}: {result['questions']} questions with gold evidence, "
+               f"{level} level\n")
     click.echo("| tool | " + " | ".join(heads) + " | p50 ms |\n|" + "---|" * (len(heads) + 2))
     for tool, row in result["tools"].items():
         cells = [f"{100 * row[f'recall@{k}']:.1f}" for k in k_values]
@@ -562,9 +719,11 @@ def tools_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
 def agents_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
     """List the agent variants."""
     from sleuth.agent import VARIANTS
+    from sleuth.agent.router import AUTO, DESCRIPTION
 
     rows = [{"name": v.name, "tools": list(v.tools), "description": v.description}
             for v in VARIANTS.values()]
+    rows.append({"name": AUTO, "tools": [], "description": DESCRIPTION})
     if as_json:
         _emit(rows)
         return

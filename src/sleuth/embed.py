@@ -1,5 +1,7 @@
-"""Sentence embedders: the bundled MiniLM (default), any sentence-transformers model, or an
-OpenAI-compatible ``/embeddings`` endpoint. All return L2-normalised float32 rows.
+"""Sentence embedders: the bundled MiniLM (default), the ``model2vec`` preset (a static
+model distilled from it: ~100x faster, lower quality, for large corpora), any
+sentence-transformers model, or an OpenAI-compatible ``/embeddings`` endpoint. All return
+L2-normalised float32 rows.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def _quiet_transformers() -> None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
         pass
 
@@ -154,9 +157,67 @@ def minilm_path() -> Path:
     return folder
 
 
+class Model2VecEmbedder:
+    """A model2vec static model: token vectors averaged, no transformer at query time."""
+
+    def __init__(self, name: str, model: Any, batch_size: int = 1024) -> None:
+        self.name = name
+        self.model = model
+        self.batch_size = max(batch_size, 256)
+        self.dim = int(model.dim)
+
+    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out[start : start + len(batch)] = self.model.encode(batch, show_progress_bar=False)
+            if on_batch:
+                on_batch(len(batch))
+        return normalise(out)
+
+
+def model2vec_path() -> Path:
+    """The static model distilled from the bundled MiniLM, made once per machine (about a
+    minute on 2 cores) and kept in the cache."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = cache / "sleuth" / "model2vec-minilm"
+    if (folder / "model.safetensors").is_file():
+        return folder
+    try:
+        from model2vec.distill import distill
+    except ImportError:
+        raise MissingDependency("model2vec[distill]", "fast") from None
+    import logging
+
+    logging.getLogger("sleuth").info(
+        "distilling the model2vec preset from the bundled MiniLM (once, about a minute)")
+    _quiet_transformers()
+    model = distill(model_name=str(minilm_path()), pca_dims=None, device="cpu")
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(str(tmp))
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder
+
+
+@lru_cache(maxsize=2)
+def _load_model2vec(path: str) -> Any:
+    try:
+        from model2vec import StaticModel
+    except ImportError:
+        raise MissingDependency("model2vec", "fast") from None
+    return StaticModel.from_pretrained(path)
+
+
 def load_embedder(settings: EmbedSettings) -> Embedder:
     """The embedder named by ``settings.model``."""
     name = settings.model
+    if name == "model2vec":
+        return Model2VecEmbedder(name, _load_model2vec(str(model2vec_path())),
+                                 settings.batch_size)
     if name.startswith("openai:"):
         return OpenAIEmbedder(
             name.removeprefix("openai:"), settings.base_url, settings.api_key, settings.batch_size

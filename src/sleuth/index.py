@@ -20,6 +20,7 @@ from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, ite
 from sleuth.settings import Settings
 from sleuth.store.base import PreparedDocument, Store, StoreStats, open_store
 from sleuth.store.keyword import KeywordMode
+from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
 
 BATCH_SENTENCES = 2048
@@ -79,6 +80,7 @@ class Index:
         self.store = store
         self.settings = settings
         self._embedder = embedder
+        self._titles: TitleIndex | None = None
 
     # -- opening -----------------------------------------------------------------------
 
@@ -218,6 +220,7 @@ class Index:
             prepared.append(PreparedDocument(doc, digest, chunks, matrix[row : row + len(group)]))
             row += len(group)
         self.store.write(prepared)
+        self._titles = None
         n_chunks = sum(len(c) for _, _, c in pending)
         progress.documents_indexed += len(pending)
         progress.chunks += n_chunks
@@ -236,10 +239,12 @@ class Index:
             if any(source == root or root in source.parents for root in roots):
                 gone.append(doc_id)
         self.store.delete(gone)
+        self._titles = None
         return gone
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         self.store.delete(doc_ids)
+        self._titles = None
         self.store.finish_build()
 
     # -- retrieval ---------------------------------------------------------------------
@@ -251,10 +256,26 @@ class Index:
             keywords = [keywords]
         return self.store.keyword_search(list(keywords), top_k, mode)
 
-    def semantic_search(self, query: str, top_k: int = 5) -> list[Hit]:
-        """Chunks ranked by their best sentence's cosine similarity to ``query``."""
+    def semantic_search(self, query: str, top_k: int = 5,
+                        doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Chunks ranked by their best sentence's cosine similarity to ``query`` (only in
+        ``doc_ids`` when given)."""
         vector = self.embedder.embed([query])[0]
-        return self.store.semantic_search(vector, top_k)
+        return self.store.semantic_search(vector, top_k, doc_ids)
+
+    def bm25_search(self, query: str, top_k: int = 10,
+                    doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Chunks ranked by BM25 over the query's content words (the store's own ranking),
+        only in ``doc_ids`` when given."""
+        from sleuth.retrieval import content_words
+
+        return self.store.bm25_search(content_words(query), top_k, doc_ids)
+
+    def titles(self) -> TitleIndex:
+        """Document titles as search terms (built on first use, rebuilt after changes)."""
+        if self._titles is None:
+            self._titles = TitleIndex(self.store.document_titles())
+        return self._titles
 
     def read(self, chunk_ids: Sequence[str], adjacent: int = 0) -> ReadResult:
         """Full chunks by id. With ``adjacent`` > 0 each requested chunk comes with that many

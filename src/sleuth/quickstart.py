@@ -62,6 +62,18 @@ def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, stat
             if not as_json:
                 echo(f"$ chunk_read {json.dumps({'chunk_ids': [first]})}\n"
                      f"{result.text[:600]}...\n")
+        document_calls: list[tuple[str, dict[str, Any]]] = [
+            ("search", {"queries": ["Greatorex mathematics", "levers strength"], "top_k": 2}),
+            ("find", {"ref": "turn1search1", "patterns": ["levers"]}),
+            ("open", {"ref": "turn1search1", "line": 0}),
+        ]
+        for name, args in document_calls:
+            result = TOOLS[name].run(ctx, args)
+            tools_out.append({"tool": name, "arguments": args,
+                              **{k: v for k, v in result.data.items() if k != "text"}})
+            if not as_json:
+                shown = result.text if len(result.text) < 1200 else result.text[:1200] + "..."
+                echo(f"$ {name} {json.dumps(args)}\n{shown}\n")
         out["tools"] = tools_out
         out["answer"] = _ask(index, settings, question or DEFAULT_QUESTION, echo, status, as_json,
                              install_local)

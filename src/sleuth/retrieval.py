@@ -128,3 +128,79 @@ class HybridRetriever:
 
 def _ids(hits: Sequence[Hit]) -> list[str]:
     return [h.chunk_id for h in hits]
+
+
+_CONTENT_STOPWORDS = _QUESTION_WORDS | {
+    "to", "for", "by", "with", "from", "at", "as", "that", "this", "these", "those", "it",
+    "its", "be", "been", "being", "not", "no", "there", "their", "they", "them", "he", "she",
+    "his", "her", "we", "our", "you", "your", "i", "me", "my", "any", "all", "some", "such",
+    "into", "about", "over", "if", "then", "so", "than", "also", "only", "give", "show",
+    "shown", "using", "use", "based", "response", "question", "details", "relying",
+}
+
+
+def content_words(query: str) -> list[str]:
+    """The query's words without question and function words (BM25 terms)."""
+    words = [w for w in re.findall(r"\w+", query.lower()) if w not in _CONTENT_STOPWORDS]
+    return list(dict.fromkeys(words)) or re.findall(r"\w+", query.lower())
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A document found by :func:`search_documents`: its best chunk and best sentence."""
+
+    doc_id: str
+    title: str
+    chunk_id: str
+    score: float
+    snippet: str  # the best-matching sentence of the best chunk
+    start: int  # the snippet's character span in the document (-1 when not located)
+    end: int
+
+
+SEARCH_DEPTH = 30  # chunks per ranking before fusion
+
+
+def search_documents(index: Index, query: str, top_k: int = 10,
+                     depth: int = SEARCH_DEPTH) -> list[DocumentHit]:
+    """Documents for a query: the store's BM25, the sentence-level semantic ranking and BM25
+    within the documents whose titles the query names (a title field search, see
+    :mod:`sleuth.titles`), fused by reciprocal rank over chunks, then one entry per document
+    (its best chunk). Scores are the fused score over its maximum.
+    """
+    rankings: list[list[Hit]] = [
+        index.bm25_search(query, top_k=depth),
+        index.semantic_search(query, top_k=depth),
+    ]
+    named = index.titles().match(content_words(query))
+    if named:
+        rankings.append(index.bm25_search(query, top_k=depth, doc_ids=named))
+    snippet: dict[str, str] = {}
+    for hits in rankings:  # the first ranking that gives a chunk a sentence supplies it
+        for h in hits:
+            if h.snippets and h.chunk_id not in snippet:
+                snippet[h.chunk_id] = h.snippets[0]
+    doc_of = {h.chunk_id: (h.doc_id, h.title) for hits in rankings for h in hits}
+    ideal = sum(1.0 / (RRF_K + 1) for _ in rankings)
+    scores: dict[str, float] = {}
+    for hits in rankings:
+        for rank, h in enumerate(hits, 1):
+            scores[h.chunk_id] = scores.get(h.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    best: dict[str, str] = {}
+    for chunk_id in sorted(scores, key=lambda c: -scores[c]):
+        best.setdefault(doc_of[chunk_id][0], chunk_id)
+        if len(best) >= top_k:
+            break
+    chunks = {c.chunk_id: c for c in index.read(list(best.values())).chunks}
+    out = []
+    for doc_id, chunk_id in best.items():
+        chunk = chunks.get(chunk_id)
+        text = snippet.get(chunk_id, "")
+        at = chunk.text.find(text) if chunk is not None and text else -1
+        start = chunk.start + at if chunk is not None and at >= 0 else -1
+        if chunk is not None and not text:
+            text = chunk.sentences[0].text if chunk.sentences else chunk.text[:300]
+        out.append(DocumentHit(doc_id, doc_of[chunk_id][1], chunk_id,
+                               round(scores[chunk_id] / ideal, 4), text, start,
+                               start + len(text) if start >= 0 else -1))
+    return out

@@ -58,8 +58,9 @@ class EmbedSettings(BaseModel):
 
     model: str = Field(
         "minilm",
-        description="'minilm' (bundled all-MiniLM-L6-v2), a sentence-transformers path or name, "
-        "or 'openai:<model>' for an OpenAI-compatible /embeddings endpoint",
+        description="'minilm' (bundled all-MiniLM-L6-v2), 'model2vec' (a static model "
+        "distilled from it once: ~100x faster, for large corpora), a sentence-transformers "
+        "path or name, or 'openai:<model>' for an OpenAI-compatible /embeddings endpoint",
     )
     batch_size: int = Field(64, ge=1, description="Sentences per encode batch")
     device: str = Field("cpu", description="Torch device: cpu, cuda, cuda:0, mps")
@@ -79,6 +80,11 @@ class AgentSettings(BaseModel):
     max_steps: int = Field(15, ge=1, description="Max tool-calling iterations")
     token_budget: int = Field(128_000, ge=1000, description="Context token budget")
     parallel_tool_calls: bool = Field(False, description="Execute every tool call of a turn")
+    warn_ratio: float = Field(
+        0.9, gt=0, le=1, description="Share of the token budget at which the model is told to "
+        "summarize (agents with the summarize tool)")
+    open_window: int = Field(1800, ge=10, description="Lines one `open` call shows")
+    find_token_cap: int = Field(11_000, ge=500, description="Token cap of one `find` result")
 
 
 class MemorySettings(BaseModel):
@@ -95,6 +101,19 @@ class MemorySettings(BaseModel):
     )
 
 
+class RouterSettings(BaseModel):
+    """``--agent auto``: which agent answers simple questions and which complex ones."""
+
+    simple_agent: str = Field("naive-rag", description="Agent for simple, single-fact questions")
+    complex_agent: str = Field(
+        "full", description="Agent for multi-hop, comparison, calculation or why/how questions"
+    )
+    use_llm: bool = Field(
+        False, description="Classify with one LLM call (prompt router.md) instead of the "
+        "LLM-free rule; the rule is the fallback"
+    )
+
+
 class Settings(BaseSettings):
     """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
 
@@ -108,6 +127,7 @@ class Settings(BaseSettings):
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    router: RouterSettings = Field(default_factory=RouterSettings)
 
     @classmethod
     def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-DocType = Literal["markdown", "text", "html", "json", "jsonl", "corpus", "chunks", "pdf"]
+DocType = Literal["markdown", "text", "html", "json", "jsonl", "corpus", "chunks", "pdf", "docx"]
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,34 @@ class Citation:
     doc_id: str
     title: str
     relevance: float
+    ref: str | None = None  # the reference id cited, when the answer cited one
+    where: str | None = None  # "page 3, lines 120–131"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "title": self.title,
             "relevance": self.relevance,
         }
+        if self.ref:
+            out["ref"] = self.ref
+        if self.where:
+            out["where"] = self.where
+        return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a reference id points at: a document, its best chunk and snippet span."""
+
+    ref: str
+    doc_id: str
+    title: str
+    chunk_id: str | None = None
+    start: int = -1  # character span of the snippet in the document (-1: none)
+    end: int = -1
+    score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -134,6 +154,18 @@ class Answer:
     forced: str | None = None  # "max_steps" or "token_budget" when the answer was forced
     seconds: float = 0.0
     memory_state: dict[str, Any] | None = None  # the memory agent's final memory
+    context_events: list[dict[str, Any]] = field(default_factory=list)  # warnings, summaries
+    messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the dialogue
+
+    @property
+    def document_ranking(self) -> list[str]:
+        """Cited documents, most relevant first (by the best relevance of their citations;
+        ties keep citation order): the ranking Recall@1 is measured on."""
+        best: dict[str, float] = {}
+        for c in self.citations:
+            best[c.doc_id] = max(c.relevance, best.get(c.doc_id, 0.0))
+        return sorted(best, key=lambda doc_id: -best[doc_id])
+    route: dict[str, Any] | None = None  # --agent auto: decision, reason, by, agent, features
 
     @property
     def total_retrieved_tokens(self) -> int:
@@ -161,6 +193,8 @@ class Answer:
             "chunks_read_ids": list(self.chunks_read_ids),
             "retrieved_ids": list(self.retrieved_ids),
             "citations": [c.to_dict() for c in self.citations],
+            "document_ranking": self.document_ranking,
+            "context_events": list(self.context_events),
             "agent": self.agent,
             "model": self.model,
             "llm_calls": self.llm_calls,
@@ -169,4 +203,5 @@ class Answer:
             "forced": self.forced,
             "seconds": round(self.seconds, 3),
             **({"memory_state": self.memory_state} if self.memory_state is not None else {}),
+            **({"route": self.route} if self.route is not None else {}),
         }

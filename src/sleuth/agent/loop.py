@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from sleuth.agent.citations import parse_citations
+from sleuth.agent.citations import parse_citations, resolve_sources
+from sleuth.agent.context import _ContextManager
 from sleuth.agent.tracker import Tracker
 from sleuth.errors import ToolError
 from sleuth.index import Index
@@ -50,16 +51,22 @@ class Agent:
         self.system_prompt = self.system_prompt.replace("{tools}", listing)
 
     def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Answer:
+            on_step: StepCallback | None = None, tracker: Tracker | None = None,
+            history: Sequence[dict[str, Any]] = ()) -> Answer:
+        """Answer ``question``. A session passes its ``tracker`` and the ``history`` of
+        earlier turns (the messages of :attr:`Answer.messages`), so follow-ups see what was
+        already retrieved."""
         started = time.perf_counter()
-        ctx = ToolContext(self.index, tracker or Tracker(), full_chunks=self.full_chunks)
+        ctx = ToolContext(self.index, tracker or Tracker(), full_chunks=self.full_chunks,
+                          token_budget=self._budget())
         answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
                         model=self.llm.model)
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": self._preload(ctx, answer, question)},
-        ]
+        messages: list[dict[str, Any]] = list(history) or [
+            {"role": "system", "content": self.system_prompt}]
+        messages.append({"role": "user", "content": self._preload(ctx, answer, question)})
+        answer.messages = messages
         schemas = [t.schema() for t in self.tools]
+        context = _ContextManager(self, answer, ctx)
         final: str | None = None
         while final is None:
             if answer.loops >= self.settings.max_steps:
@@ -81,12 +88,15 @@ class Agent:
                                  "content": step.tool_output})
                 if on_step:
                     on_step(step)
-            if self._context_tokens(response, messages) >= self._budget():
+                if step.tool_name == "summarize" and step.error is None:
+                    context.compact(messages, step)
+            if not context.check(messages, self._context_tokens(response, messages), on_step):
                 answer.forced = "token_budget"
                 break
         if final is None:
             messages.append({"role": "user", "content": prompt("force_answer")})
             final = self._chat(answer, messages, schemas, tool_choice="none").content or ""
+        messages.append({"role": "assistant", "content": final})
         self._finish(answer, final, ctx.tracker, started)
         return answer
 
@@ -154,17 +164,8 @@ class Agent:
         return sum(count_tokens(str(m.get("content") or "")) for m in messages)
 
     def _finish(self, answer: Answer, final: str, tracker: Tracker, started: float) -> None:
-        titles: dict[str, str] = {}
-
-        def lookup(ids: Any) -> dict[str, Any]:
-            found = {c.chunk_id: c for c in self.index.read(list(ids)).chunks}
-            for c in found.values():
-                if c.doc_id not in titles:
-                    doc = self.index.document(c.doc_id)
-                    titles[c.doc_id] = doc.title if doc else ""
-            return found
-
-        answer.answer, answer.citations = parse_citations(final, lookup, titles)
+        answer.answer, answer.citations = parse_citations(
+            final, lambda ids: resolve_sources(self.index, tracker, ids))
         answer.chunks_read_ids = list(tracker.read)
         answer.retrieved_ids = list(tracker.retrieved)
         answer.seconds = time.perf_counter() - started

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,17 +46,20 @@ class MemoryAgent(Agent):
     memory: MemorySettings = field(default_factory=MemorySettings)
 
     def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Answer:
+            on_step: StepCallback | None = None, tracker: Tracker | None = None,
+            history: Sequence[dict[str, Any]] = ()) -> Answer:
+        """Read and answer; ``history`` is accepted for sessions but unused (the memory
+        agent keeps no dialogue, only the session's tracker)."""
         started = time.perf_counter()
         tracker = tracker or Tracker()
         answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
                         model=self.llm.model)
-        history = _History()
+        recalled = _History()
         memory = ""
         limit = min(self.memory.candidates, self.settings.max_steps)
         for chunk in self._candidates(question, answer, tracker, on_step)[:limit]:
             step_started = time.perf_counter()
-            examples = _render(history.recall(chunk.text, self.memory.recall_examples))
+            examples = _render(recalled.recall(chunk.text, self.memory.recall_examples))
             reply = self._ask(answer, _fill(
                 self._update_template(), question=question,
                 memory=memory or "(empty)", examples=examples, chunk_id=chunk.chunk_id,
@@ -64,7 +68,7 @@ class MemoryAgent(Agent):
             memory, sufficient = _parse_update(reply)
             memory = self._fit(answer, question, memory)
             tracker.mark_read(chunk.chunk_id)
-            history.add(chunk)
+            recalled.add(chunk)
             answer.loops += 1
             self._record(answer, on_step, Step(
                 len(answer.trajectory) + 1, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
@@ -75,9 +79,9 @@ class MemoryAgent(Agent):
                 break
         final = self._ask(answer, _fill(
             prompt("memory_answer"), question=question, memory=memory or "(empty)",
-            examples=_render(history.recall(question, self.memory.recall_examples)),
+            examples=_render(recalled.recall(question, self.memory.recall_examples)),
         ), final=True)
-        answer.memory_state = {"final_memory": memory, "history_size": len(history)}
+        answer.memory_state = {"final_memory": memory, "history_size": len(recalled)}
         self._finish(answer, final, tracker, started)
         return answer
 

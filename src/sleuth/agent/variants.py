@@ -7,6 +7,7 @@ from typing import Any
 
 from sleuth.agent.loop import Agent, prompt
 from sleuth.agent.memory import MemoryAgent
+from sleuth.agent.router import AUTO, Router
 from sleuth.errors import ConfigError
 from sleuth.index import Index
 from sleuth.llm import LLM
@@ -50,6 +51,12 @@ for _variant in (
     Variant("naive-rag", (), "naive_rag",
             "baseline: single-shot top-5 semantic retrieval, then one answer",
             retrieve_first=5),
+    Variant("docs", ("search", "find", "open", "summarize"), "docs",
+            "AgenticRAG: document search (5 queries a call, reference ids), find and open "
+            "inside long documents, summarize to manage the context"),
+    Variant("all", ("keyword_search", "semantic_search", "chunk_read", "search", "find",
+                    "open", "summarize"), "all",
+            "every retrieval tool: the A-RAG chunk tools plus the AgenticRAG document tools"),
     Variant("memory", (), "memory_answer",
             "A-RAG MemoryAgent: reads hybrid-ranked chunks one at a time into an LLM-updated "
             "memory (TF-IDF recall of earlier chunks), then answers from it", memory=True),
@@ -59,9 +66,12 @@ for _variant in (
 
 def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
     """The agent called ``name`` over ``index``."""
+    if name == AUTO:
+        return _router(index, llm, settings)
     variant = VARIANTS.get(name)
     if variant is None:
-        raise ConfigError(f"unknown agent {name!r}; choose one of: {', '.join(sorted(VARIANTS))}")
+        raise ConfigError(f"unknown agent {name!r}; choose one of: "
+                          f"{', '.join(sorted([*VARIANTS, AUTO]))}")
     common: dict[str, Any] = {
         "index": index, "llm": llm, "tools": [TOOLS[t] for t in variant.tools],
         "system_prompt": prompt(variant.prompt), "settings": settings.agent,
@@ -71,6 +81,19 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
         return MemoryAgent(**common, memory=settings.memory)
     return Agent(**common, full_chunks=variant.full_chunks,
                  retrieve_first=variant.retrieve_first)
+
+
+def _router(index: Index, llm: LLM, settings: Settings) -> Router:
+    """``auto``: the router over the two agents named in ``settings.router``."""
+    cfg = settings.router
+    if AUTO in (cfg.simple_agent, cfg.complex_agent):
+        raise ConfigError("router.simple_agent and router.complex_agent must name agents other "
+                          "than 'auto'")
+    return Router(index=index, llm=llm, tools=[], system_prompt=prompt("router"),
+                  settings=settings.agent, prices=settings.llm.prices or None, name=AUTO,
+                  simple_agent=build_agent(cfg.simple_agent, index, llm, settings),
+                  complex_agent=build_agent(cfg.complex_agent, index, llm, settings),
+                  use_llm=cfg.use_llm)
 
 
 def llm_from_settings(settings: Settings) -> LLM:

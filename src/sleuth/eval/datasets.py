@@ -1,9 +1,14 @@
 """Question sets: the ``../shared/data/<name>/`` layout, A-RAG's ``questions.json`` +
-``chunks.json``, and custom JSON / JSONL question files."""
+``chunks.json``, and custom JSON / JSONL question files.
+
+Questions marked ``"doc_available": false`` (FinanceBench: their filing is not in the
+corpus) are left out of runs and scores; :attr:`Dataset.unanswerable` counts them.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +37,33 @@ class Question:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+    @property
+    def gold_docs(self) -> tuple[str, ...]:
+        """Gold evidence at document level: the question's ``doc_name`` when it names one
+        (FinanceBench), else its gold ids as documents (see :func:`doc_key`)."""
+        name = self.metadata.get("doc_name")
+        if name:
+            return (doc_key(str(name)),)
+        return tuple(dict.fromkeys(doc_key(g) for g in self.gold_ids))
+
+
+_PAGE_SUFFIX = re.compile(r"#p\d+$")
+_FILE_SUFFIX = re.compile(r"\.(?:pdf|docx|md|markdown|txt|text|rst|html?|json|jsonl)$",
+                          re.IGNORECASE)
+
+
+def doc_key(identifier: str) -> str:
+    """The document an id belongs to: a page id ``<DOC>#p<N>`` (FinanceBench) or a file
+    name ``<DOC>.pdf`` both give ``<DOC>``."""
+    return _FILE_SUFFIX.sub("", _PAGE_SUFFIX.sub("", identifier))
+
+
 @dataclass(frozen=True)
 class Dataset:
     name: str
     questions: list[Question]
     corpus: Path | None  # the file to index, when the dataset ships one
+    unanswerable: int = 0  # questions left out because their document is not in the corpus
 
 
 def load_dataset(path: str | Path, questions: str | Path | None = None) -> Dataset:
@@ -54,7 +81,9 @@ def load_dataset(path: str | Path, questions: str | Path | None = None) -> Datas
         qfile, corpus, name = Path(questions) if questions else root, None, root.stem
     if qfile is None or not qfile.is_file():
         raise IngestError(f"no questions file in {root} (expected questions.json or .jsonl)")
-    return Dataset(name, load_questions(qfile), corpus)
+    everything = load_questions(qfile)
+    kept = [q for q in everything if q.metadata.get("doc_available") is not False]
+    return Dataset(name, kept, corpus, len(everything) - len(kept))
 
 
 def _first(root: Path, names: tuple[str, ...], required: bool = True) -> Path | None:

@@ -15,6 +15,7 @@ from typing import Any
 from sleuth.agent.citations import strip_citations
 from sleuth.agent.loop import prompt
 from sleuth.errors import IngestError
+from sleuth.eval.datasets import doc_key
 from sleuth.eval.metrics import contain_match, exact_match, f1_score, percentile, recall_at_k
 from sleuth.llm import LLM
 
@@ -97,6 +98,10 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
             row[f"recall@{k}"] = recall_at_k(retrieved, gold_ids, k)
         read = record.get("read_doc_ids") or []
         row["read_recall"] = recall_at_k(read, gold_ids, len(read) or 1)
+    gold_docs = record.get("gold_docs") or []
+    if gold_docs and "document_ranking" in record:
+        ranking = [doc_key(d) for d in record.get("document_ranking") or []]
+        row["doc_recall@1"] = recall_at_k(ranking, gold_docs, 1)
     if judge is not None:
         row["llm_acc"] = float(judge(str(record.get("question", "")), golds, answer))
     return row
@@ -139,7 +144,8 @@ def score_runs(paths: Sequence[Path], ks: Sequence[int] = (2, 5),
 
 _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
             ("contain", "Contain", "{:.1%}"), ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}")]
-_TAIL = [("read_recall", "Read R", "{:.1%}"), ("retrieved_tokens", "tokens", "{:.0f}"),
+_TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%}"),
+         ("retrieved_tokens", "tokens", "{:.0f}"),
          ("steps", "steps", "{:.1f}"), ("llm_calls", "calls", "{:.1f}"),
          ("cost_total", "cost $", "{:.4f}"), ("latency", "lat s", "{:.2f}"),
          ("latency_p95", "p95 s", "{:.2f}"), ("errors", "errors", "{:.0f}")]

@@ -1,6 +1,11 @@
 """LLM-free retrieval recall per tool: ``keyword``, ``semantic``, ``hybrid`` (see
-:mod:`sleuth.retrieval`) and ``bm25`` (the ``bm25s`` library over the same chunks, a baseline
-measured in the same run). Recall is counted on documents: a chunk retrieves its document.
+:mod:`sleuth.retrieval`), ``search`` (the document search tool's ranking) and ``bm25`` (the
+``bm25s`` library over the same chunks, a baseline measured in the same run).
+
+Recall is counted on the indexed documents (a chunk retrieves its document): at level
+``page`` (the default; for corpora of pages or passages these are the gold ids) or at level
+``doc``, where ids are grouped by :func:`~sleuth.eval.datasets.doc_key` (FinanceBench pages
+``<DOC>#p<N>`` → ``<DOC>``) and the gold is the question's document.
 """
 
 from __future__ import annotations
@@ -12,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sleuth.errors import MissingDependency
-from sleuth.eval.datasets import Question
+from sleuth.eval.datasets import Question, doc_key
 from sleuth.eval.metrics import recall_at_k
 from sleuth.index import Index
-from sleuth.retrieval import HybridRetriever, fuse
+from sleuth.retrieval import HybridRetriever, fuse, search_documents
 
-RetrievalTool = Literal["keyword", "semantic", "hybrid", "bm25"]
-TOOL_NAMES: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "bm25")
+RetrievalTool = Literal["keyword", "semantic", "hybrid", "search", "bm25"]
+TOOL_NAMES: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25")
+Level = Literal["page", "doc"]
 DEPTH = 50  # bm25 candidates before the cut-off
 
 @dataclass
@@ -58,6 +64,7 @@ class RetrievalEval:
     index: Index
     tools: Sequence[RetrievalTool] = TOOL_NAMES
     ks: Sequence[int] = (2, 5, 10)
+    level: Level = "page"
 
     def run(self, questions: Sequence[Question],
             on_question: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -66,17 +73,21 @@ class RetrievalEval:
         seconds: dict[str, list[float]] = {t: [] for t in self.tools}
         doc_of: dict[str, str] = {}
         for number, q in enumerate(questions, 1):
-            if not q.gold_ids:
+            gold = q.gold_docs if self.level == "doc" else q.gold_ids
+            if not gold:
                 continue
             rankings = self._rankings(q.question, bm25, seconds)
             for tool in self.tools:
                 docs = self._docs(rankings[tool], doc_of)
-                rows[tool].append({f"recall@{k}": recall_at_k(docs, q.gold_ids, k)
+                if self.level == "doc":
+                    docs = list(dict.fromkeys(doc_key(d) for d in docs))
+                rows[tool].append({f"recall@{k}": recall_at_k(docs, gold, k)
                                    for k in self.ks})
             if on_question:
                 on_question(number)
         return {
             "questions": len(next(iter(rows.values()), [])),
+            "level": self.level,
             "ks": list(self.ks),
             "tools": {t: {**{key: statistics.fmean(r[key] for r in rows[t]) if rows[t] else 0.0
                              for key in (f"recall@{k}" for k in self.ks)},
@@ -99,6 +110,11 @@ class RetrievalEval:
                 started = time.perf_counter()
                 out[tool] = timed[tool]()
                 seconds.setdefault(tool, []).append(time.perf_counter() - started)
+        if "search" in self.tools:  # chunk ids of each document's best chunk, in order
+            started = time.perf_counter()
+            out["search"] = [h.chunk_id for h in search_documents(self.index, question,
+                                                                  top_k=max(self.ks))]
+            seconds["search"].append(time.perf_counter() - started)
         if "hybrid" in self.tools:
             started = time.perf_counter()
             out["hybrid"] = fuse([out["keyword"], out["semantic"], retriever.second_hop(question)])

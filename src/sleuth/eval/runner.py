@@ -120,6 +120,7 @@ class EvalRun:
             "gold_answer": q.answers[0] if q.answers else None,
             "gold_answers": list(q.answers),
             "gold_ids": list(q.gold_ids),
+            "gold_docs": list(q.gold_docs),
             "question_type": q.type,
             "retrieved_doc_ids": self._doc_ids(record.get("retrieved_ids", [])),
             "read_doc_ids": self._doc_ids(record.get("chunks_read_ids", [])),

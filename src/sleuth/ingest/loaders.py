@@ -2,8 +2,9 @@
 
 Formats are chosen by extension: markdown (``.md``, ``.markdown``), plain text (``.txt``,
 ``.text``, ``.rst``), HTML (``.html``, ``.htm``), JSON (``.json``: a corpus
-``[{"id", "title", "text"}]`` or A-RAG ``chunks.json``, told apart by content) and JSONL
-(``.jsonl``, ``.ndjson``). Every document's text starts with its title on the first line.
+``[{"id", "title", "text"}]`` or A-RAG ``chunks.json``, told apart by content), JSONL
+(``.jsonl``, ``.ndjson``), and with the ``pdf`` extra PDF (``.pdf``, one paged document) and
+Word (``.docx``). Every document's text starts with its title on the first line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from sleuth.errors import IngestError
 from sleuth.ingest.html import parse_html
+from sleuth.ingest.pdf import DOCX_SUFFIXES, PDF_SUFFIXES, docx_document, pdf_document
 from sleuth.ingest.reading import BadStructure, SkipSource, read_text
 from sleuth.ingest.records import JsonFields, RecordItem, RecordSkip, json_records, jsonl_records
 from sleuth.ingest.textfiles import markdown_title, plain_title, with_title
@@ -29,7 +31,13 @@ HTML_SUFFIXES = frozenset({".html", ".htm"})
 JSON_SUFFIXES = frozenset({".json"})
 JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 SUPPORTED_SUFFIXES = (
-    MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES
+    MARKDOWN_SUFFIXES
+    | TEXT_SUFFIXES
+    | HTML_SUFFIXES
+    | JSON_SUFFIXES
+    | JSONL_SUFFIXES
+    | PDF_SUFFIXES
+    | DOCX_SUFFIXES
 )
 DEFAULT_FIELDS = JsonFields()
 
@@ -203,6 +211,10 @@ def _parse(source: _Source, fields: JsonFields) -> Iterator[RecordItem]:
     if suffix not in SUPPORTED_SUFFIXES:
         supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
         raise SkipSource(f"unsupported file type {suffix or '(none)'!r} (supported: {supported})")
+    if suffix in PDF_SUFFIXES:
+        return iter([pdf_document(path, source.doc_id)])
+    if suffix in DOCX_SUFFIXES:
+        return iter([docx_document(path, source.doc_id)])
     text = read_text(path)
     if suffix in JSON_SUFFIXES:
         return json_records(path, text, fields)

@@ -22,7 +22,7 @@ def read_text(path: Path) -> str:
 
     Raises :class:`SkipSource` for unreadable, empty, whitespace-only, binary or non-UTF-8 files.
     """
-    data = _read_bytes(path)
+    data = read_bytes(path)
     if not data:
         raise SkipSource("empty file (0 bytes)")
     text = decode_utf8(data)
@@ -31,7 +31,7 @@ def read_text(path: Path) -> str:
     return normalise_newlines(text)
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except PermissionError:

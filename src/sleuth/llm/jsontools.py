@@ -36,7 +36,7 @@ _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _OBJECT = re.compile(r"\{.*\}", re.S)
 _OPEN_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
-_CHUNK_ID = re.compile(r"(?<![\w#])([\w.\-/]+#\d+)\b")
+_CHUNK_ID = re.compile(r"(?<![\w#])([\w.\-/]+(?:#[\w.\-/]+)*#\d+)\b")
 ANSWER_CHARS = 2000  # longest final answer the schema allows (small models can loop)
 
 _PROTOCOL = """
@@ -88,8 +88,9 @@ class JsonToolCalls:
             return self.inner.chat(messages)
         functions = {t["function"]["name"]: t["function"] for t in tools or ()}
         offered = {} if tool_choice == "none" else functions
-        answer_allowed = not (self.require_tool_first and offered
-                              and not any(m.get("role") == "tool" for m in messages))
+        answer_allowed = tool_choice != "required" and not (
+            self.require_tool_first and offered
+            and not any(m.get("role") == "tool" for m in messages))
         history = _rewrite(messages, offered)
         schema = reply_schema(offered, answer=answer_allowed, sources=_seen_ids(messages))
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply",
@@ -208,13 +209,18 @@ def _with_sources(answer: str, sources: Any) -> str:
     return answer.rstrip() + (" " + " ".join(f"[{s}]" for s in missing) if missing else "")
 
 
+_REF_ID = re.compile(r"\bturn\d+search\d+\b")  # reference ids handed out by `search`
+
+
 def _seen_ids(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Chunk ids (``doc#n``) named in tool results and user messages (retrieved passages),
-    first seen first."""
+    """Chunk ids (``doc#n``) and reference ids named in tool results and user messages
+    (retrieved passages), first seen first."""
     found: dict[str, None] = {}
     for message in messages:
         if message.get("role") in ("tool", "user"):
-            found.update(dict.fromkeys(_CHUNK_ID.findall(str(message.get("content") or ""))))
+            content = str(message.get("content") or "")
+            found.update(dict.fromkeys(_CHUNK_ID.findall(content)))
+            found.update(dict.fromkeys(_REF_ID.findall(content)))
     return list(found)
 
 

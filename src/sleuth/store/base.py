@@ -67,7 +67,17 @@ class Store(Protocol):
         self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word"
     ) -> list[Hit]: ...
 
-    def semantic_search(self, query: np.ndarray, top_k: int) -> list[Hit]: ...
+    def semantic_search(self, query: np.ndarray, top_k: int,
+                        doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Chunks by best-sentence cosine; ``doc_ids`` restricts the search to documents."""
+
+    def bm25_search(self, terms: Sequence[str], top_k: int,
+                    doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Chunks ranked by the engine's own BM25 over ``terms`` (any term may match), only
+        in ``doc_ids`` when given; the snippets are the chunk's sentences holding a term."""
+
+    def document_titles(self) -> dict[str, str]:
+        """``doc_id`` → title, for every document."""
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
 

@@ -24,8 +24,10 @@ exactly in the chunk text. Either way the result equals :func:`keyword.brute_for
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +54,7 @@ MANIFEST = "manifest.json"
 DB = "sleuth.db"
 MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
 MAX_EXPANSION = 5000  # substring terms per keyword token before falling back to a scan
+MAX_BM25_WITHIN = 5000  # chunks scored by a document-restricted BM25
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
@@ -330,11 +333,20 @@ class LocalStore:
         self._vectors = _Vectors(matrices, chunk_of, ids)
         return self._vectors
 
-    def semantic_search(self, query: np.ndarray, top_k: int) -> list[Hit]:
+    def semantic_search(self, query: np.ndarray, top_k: int,
+                        doc_ids: Sequence[str] | None = None) -> list[Hit]:
         vectors = self._load_vectors()
         if not len(vectors.chunk_of):
             return []
         scores = vectors.scores(np.asarray(query, dtype=np.float32))
+        if doc_ids is not None:
+            marks = ",".join("?" * len(doc_ids))
+            doc_rows = np.fromiter((r[0] for r in self.db.execute(
+                f"SELECT id FROM chunks WHERE doc_id IN ({marks})", list(doc_ids))),
+                dtype=np.int64)
+            scores[~np.isin(vectors.chunk_of, doc_rows)] = -np.inf
+            if not np.isfinite(scores).any():
+                return []
         ranked = top_chunks_by_best_sentence(scores, vectors.chunk_of, top_k)
         sentence_rows = {int(vectors.sentence_of[r]) for _, _, rows in ranked for r in rows}
         spans = self._sentence_spans(sentence_rows)
@@ -377,6 +389,36 @@ class LocalStore:
             snippets = kw.matching_sentences([s.text for s in chunk.sentences], parsed)
             hits.append(Hit(chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""), score,
                             tuple(snippets)))
+        return hits
+
+    def bm25_search(self, terms: Sequence[str], top_k: int,
+                    doc_ids: Sequence[str] | None = None) -> list[Hit]:
+        """FTS5's BM25 over the chunk tokens (the terms joined by OR)."""
+        tokens = list(dict.fromkeys(
+            t[:MAX_TOKEN_CHARS] for term in terms for t in kw.tokenize(term.lower())))
+        if not tokens or (doc_ids is not None and not doc_ids):
+            return []
+        if doc_ids is not None:
+            ranked = self._bm25_within(tokens, doc_ids, top_k)
+        else:
+            query = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+            ranked = self.db.execute(
+                "SELECT rowid, -bm25(keyword) FROM keyword WHERE keyword MATCH ? "
+                "ORDER BY bm25(keyword) LIMIT ?", (query, top_k)).fetchall()
+        ids = self._chunk_ids([r for r, _ in ranked])
+        chunks = self.get_chunks(list(ids.values()))
+        titles = self._titles({c.doc_id for c in chunks.values()})
+        parsed = kw.parse_keywords(tokens)
+        hits = []
+        for rowid, score in ranked:
+            chunk = chunks.get(ids.get(rowid, ""))
+            if chunk is None:
+                continue
+            snippets = sorted(  # the sentences matching the most distinct terms first
+                kw.matching_sentences([s.text for s in chunk.sentences], parsed),
+                key=lambda text: -sum(1 for k in parsed if k.count(text.lower())))
+            hits.append(Hit(chunk.chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""),
+                            round(float(score), 6), tuple(snippets)))
         return hits
 
     def _top(self, scores: dict[int, float], top_k: int) -> list[tuple[str, float]]:
@@ -468,6 +510,44 @@ class LocalStore:
         return dict(self.db.execute(
             f"SELECT doc_id, title FROM documents WHERE doc_id IN ({marks})", ids
         ).fetchall())
+
+    def _bm25_within(self, tokens: list[str], doc_ids: Sequence[str],
+                     top_k: int) -> list[tuple[int, float]]:
+        """BM25 (k1 1.2, b 0.75, FTS5's idf over the whole index) scored directly on the
+        chunks of ``doc_ids``; an FTS5 query restricted to rowids costs ~100x more."""
+        total = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0] or 1
+        marks = ",".join("?" * len(tokens))
+        df = dict(self.db.execute(
+            f"SELECT term, doc FROM keyword_terms WHERE term IN ({marks})", tokens).fetchall())
+        idf = {t: math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in tokens
+               if df.get(t)}
+        if not idf:
+            return []
+        rows: list[tuple[int, str]] = []
+        ids = list(dict.fromkeys(doc_ids))
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            rows += self.db.execute(
+                f"SELECT id, text FROM chunks WHERE doc_id IN ({','.join('?' * len(part))})",
+                part).fetchall()
+            if len(rows) >= MAX_BM25_WITHIN:
+                break
+        counted = [(rowid, Counter(kw.tokenize(text.lower()))) for rowid, text in
+                   rows[:MAX_BM25_WITHIN]]
+        lengths = [sum(c.values()) for _, c in counted]
+        avg = (sum(lengths) / len(lengths)) if lengths else 1.0
+        scored = []
+        for (rowid, counts), length in zip(counted, lengths, strict=True):
+            norm = 1.2 * (0.25 + 0.75 * length / avg)
+            score = sum(w * counts[t] * 2.2 / (counts[t] + norm) for t, w in idf.items()
+                        if counts[t])
+            if score > 0:
+                scored.append((rowid, score))
+        scored.sort(key=lambda item: -item[1])
+        return scored[:top_k]
+
+    def document_titles(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT doc_id, title FROM documents").fetchall())
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         ids = list(dict.fromkeys(chunk_ids))

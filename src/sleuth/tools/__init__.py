@@ -8,8 +8,10 @@ from sleuth.tools.corpus import (
     naive_embedding_search,
     semantic_search,
 )
+from sleuth.tools.documents import DOCUMENT_TOOLS, find, search, summarize
+from sleuth.tools.documents import open as open_document
 
-TOOLS: dict[str, Tool] = {t.name: t for t in CORPUS_TOOLS}
+TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, *DOCUMENT_TOOLS)}
 
 
 def register_tool(t: Tool) -> Tool:
@@ -19,7 +21,7 @@ def register_tool(t: Tool) -> Tool:
 
 
 __all__ = [
-    "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "keyword_search",
-    "naive_embedding_search",
-    "register_tool", "semantic_search", "tool",
+    "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "find", "keyword_search",
+    "naive_embedding_search", "open_document", "register_tool", "search", "semantic_search",
+    "summarize", "tool",
 ]

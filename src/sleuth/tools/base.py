@@ -32,6 +32,11 @@ class ToolContext:
     index: Index
     tracker: Tracker
     full_chunks: bool = False  # searches return whole chunks (the no-read ablation)
+    token_budget: int | None = None  # the caller's context budget; big outputs stay under it
+
+    def output_cap(self, cap: int) -> int:
+        """``cap`` tokens, or a quarter of the caller's context budget when that is less."""
+        return min(cap, self.token_budget // 4) if self.token_budget else cap
 
 
 @dataclass(frozen=True)
