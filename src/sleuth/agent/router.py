@@ -160,12 +160,8 @@ class Router(Agent):
         started = time.perf_counter()
         route, response = self.route(question)
         agent = self.complex_agent if route.decision == "complex" else self.simple_agent
-        if history:  # a session's follow-up: the chosen agent sees the earlier turns
-            answer = agent.run(question, question_id=question_id, on_step=on_step,
-                               tracker=tracker, history=history)
-        else:
-            answer = agent.run(question, question_id=question_id, on_step=on_step,
-                               tracker=tracker)
+        answer = agent.run(question, question_id=question_id, on_step=on_step,
+                           tracker=tracker, history=history)
         if response is not None:
             self._account(answer, response)
         answer.route = {"decision": route.decision, "reason": route.reason, "by": route.by,
