@@ -428,6 +428,15 @@ _workers_option = click.option("--workers", type=click.IntRange(1, 64), default=
                                show_default=True, help="Questions answered concurrently.")
 
 
+def _dataset_index(dataset: Any, settings: Settings, index_dir: str | None,
+                   as_json: bool) -> Any:
+    """The dataset's index, with the embedding progress bar while it is (re)built."""
+    from sleuth.eval.runner import dataset_index
+
+    with _IndexBar(not as_json) as bar:
+        return dataset_index(dataset, settings, index_dir, on_progress=bar.update)
+
+
 def _questions(dataset_path: str, questions: str | None,
                limit: int | None) -> tuple[Any, list[Any]]:
     """The dataset and its first ``limit`` questions (all without a limit)."""
@@ -482,7 +491,7 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     from sleuth.agent.router import AUTO
     from sleuth.agent.variants import VARIANTS, llm_from_settings
     from sleuth.eval.report import score_runs, to_markdown
-    from sleuth.eval.runner import EvalRun, dataset_index
+    from sleuth.eval.runner import EvalRun
 
     agents = list(dict.fromkeys(a.strip() for a in agent_names.split(",") if a.strip()))
     unknown = [a for a in agents if a not in VARIANTS and a != AUTO]
@@ -498,7 +507,7 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     root = Path(output)
     folders = {a: root / a if len(agents) > 1 else root for a in agents}
     summaries = []
-    with dataset_index(dataset, settings, index_dir) as index:
+    with _dataset_index(dataset, settings, index_dir, as_json) as index:
         for agent in agents:
             with _RunBar(not as_json, agent if len(agents) > 1 else "questions") as bar:
                 stats = EvalRun(index, settings, agent=agent, output=folders[agent],
@@ -544,7 +553,6 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     extracted from each question. bm25 is a standard BM25 (bm25s) over the same chunks.
     """
     from sleuth.eval.retrieval import TOOL_NAMES, RetrievalEval
-    from sleuth.eval.runner import dataset_index
 
     tools = [t.strip() for t in tool_names.split(",") if t.strip()]
     unknown = [t for t in tools if t not in TOOL_NAMES]
@@ -553,7 +561,7 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     k_values = _int_list(ks, "--k")
     settings = _settings(config, index_dir)
     dataset, chosen = _questions(dataset_path, questions, limit)
-    with dataset_index(dataset, settings, index_dir) as index:
+    with _dataset_index(dataset, settings, index_dir, as_json) as index:
         result = RetrievalEval(index, tools, k_values,  # type: ignore[arg-type]
                                level).run(chosen)  # type: ignore[arg-type]
     result["dataset"] = dataset.name
@@ -628,7 +636,6 @@ def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, pa
     from pathlib import Path
 
     from sleuth.agent.variants import llm_from_settings
-    from sleuth.eval.runner import dataset_index
     from sleuth.eval.sweep import Sweep
 
     swept = [v.strip() for v in values.split(",") if v.strip()]
@@ -645,7 +652,7 @@ def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, pa
         return bars[-1].update
 
     try:
-        with dataset_index(dataset, settings, index_dir) as index:
+        with _dataset_index(dataset, settings, index_dir, as_json) as index:
             result = Sweep(index, settings, param, swept, agent=agent_name, output=Path(output),
                            workers=workers, resume=resume,
                            judge_llm=llm_from_settings(settings) if judge else None,

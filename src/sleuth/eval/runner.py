@@ -25,7 +25,7 @@ from sleuth.agent.variants import build_agent, llm_from_settings
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.eval.datasets import Dataset, Question
 from sleuth.eval.metrics import contain_match
-from sleuth.index import Index
+from sleuth.index import Index, IndexProgress
 from sleuth.llm import LLM
 from sleuth.settings import Settings
 
@@ -164,8 +164,10 @@ def _failed(q: Question, agent: str, error: str) -> dict[str, Any]:
             "retrieved_ids": [], "citations": [], "agent": agent, "error": error}
 
 
-def dataset_index(dataset: Dataset, settings: Settings, location: str | Path | None) -> Index:
-    """The index of a dataset's corpus, built once and reused (incremental afterwards)."""
+def dataset_index(dataset: Dataset, settings: Settings, location: str | Path | None,
+                  on_progress: Callable[[IndexProgress], None] | None = None) -> Index:
+    """The index of a dataset's corpus, built once and reused (incremental afterwards);
+    ``on_progress`` follows the build (see :meth:`Index.add`)."""
     if dataset.corpus is None:
         if location is None:
             raise ConfigError(f"dataset {dataset.name!r} has no corpus file; pass --index")
@@ -175,5 +177,5 @@ def dataset_index(dataset: Dataset, settings: Settings, location: str | Path | N
         cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         location = Path(cache) / "sleuth" / "datasets" / f"{dataset.name}-{digest}"
     index = Index.open(location, settings=settings, create=True)
-    index.add([dataset.corpus])
+    index.add([dataset.corpus], on_progress=on_progress)
     return index
