@@ -163,3 +163,28 @@ def test_answer_only_calls_are_structured_free_text_calls_are_not(sample_index: 
     assert "response_format" not in update  # the memory update stays free text
     assert final["response_format"]["json_schema"]["schema"]["required"][0] == "answer"
     assert answer.memory_state["final_memory"] == "notes" and answer.llm_calls == 2
+
+
+def test_docs_agent_in_json_mode_cites_reference_ids_and_can_be_made_to_summarize(
+        sample_index: Path) -> None:
+    script = [reply('{"tool": "search", "arguments": {"queries": ["Greatorex levers"]}}'),
+              reply(json.dumps({"tool": "summarize", "arguments": {
+                  "notes": "Greatorex: levers", "keep_refs": ["turn1search1"]}})),
+              reply(json.dumps({"answer": "Levers trade time for strength.",
+                                "sources": ["turn1search1"]})),
+              reply(json.dumps({"tool": "summarize", "arguments": {"notes": "n"}}))]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, llm=llm,
+                            agent="docs")
+        forced = llm.chat([{"role": "user", "content": "x"}],
+                          [TOOLS["summarize"].schema()], tool_choice="required")
+        third, fourth = server.requests[2:]
+    sources = third["response_format"]["json_schema"]["schema"]["anyOf"][-1]
+    assert "turn1search1" in sources["properties"]["sources"]["items"]["enum"]
+    assert answer.citations[0].ref == "turn1search1"
+    assert answer.citations[0].doc_id == "pepys-diary-1660.md"
+    assert answer.context_events[0]["event"] == "summarize"
+    # a forced call (tool_choice="required") offers no answer branch: a summarize call only
+    schema = fourth["response_format"]["json_schema"]["schema"]
+    assert "answer" not in json.dumps(schema) and forced.tool_calls[0].name == "summarize"
