@@ -80,6 +80,7 @@ def test_open_shows_a_numbered_window_with_its_header(sleuth, filings: str, monk
     whole = sleuth("open", "turn1search1", "--index", filings, "--json").json()
     total = whole["lines"]
     assert whole["first"] == 0 and whole["last"] == total - 1  # shorter than 1,800 lines
+    assert whole["chunks"] and all(c.startswith(ULTA + "#") for c in whole["chunks"])
     monkeypatch.setenv("SLEUTH_AGENT__OPEN_WINDOW", "20")
     text = sleuth("open", "turn1search1", "--line", "40", "--index", filings).out
     assert text.splitlines()[1] == (f"Viewing lines [40–59] of {total} lines; open line 60 "

@@ -73,6 +73,7 @@ def test_context_manager_warns_at_90_and_summarizes_at_100_percent(
     assert any("Ulta net sales were $3.2 billion" in str(m.get("tool_calls"))
                for m in server.requests[4]["messages"] if m["role"] == "assistant")
     assert record["answer"].startswith("Net sales were $3.2 billion")
+    assert record["chunks_read_ids"]  # the opened window counts as read
 
 
 def test_a_summary_written_as_text_still_frees_the_context(endpoint, filings: str):

@@ -79,6 +79,9 @@ class Store(Protocol):
     def document_titles(self) -> dict[str, str]:
         """``doc_id`` → title, for every document."""
 
+    def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
+        """``(chunk_id, start, end)`` of a document's chunks, in document order."""
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
 
     def get_document(self, doc_id: str) -> Document | None: ...

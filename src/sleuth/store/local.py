@@ -549,6 +549,11 @@ class LocalStore:
     def document_titles(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT doc_id, title FROM documents").fetchall())
 
+    def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
+        return [(r[0], r[1], r[2]) for r in self.db.execute(
+            "SELECT chunk_id, start, end FROM chunks WHERE doc_id=? ORDER BY position",
+            (doc_id,))]
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         ids = list(dict.fromkeys(chunk_ids))
         out: dict[str, Chunk] = {}
