@@ -538,7 +538,8 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
 @click.option("--tools", "tool_names", default="keyword,semantic,hybrid,search,bm25",
               show_default=True,
               help="Comma-separated: keyword, semantic, hybrid (fusion of both and a second "
-              "hop), search (the document search tool), bm25.")
+              "hop), search (the document search tool), bm25, graph (PPR over the knowledge "
+              "graph, mapped back to chunks; builds the graph if needed), hybrid+graph.")
 @click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
 @click.option("--level", type=click.Choice(["page", "doc"]), default="page", show_default=True,
               help="page: recall of the gold passages/pages; doc: of the gold document "
@@ -759,6 +760,83 @@ def quickstart_cmd(question: str | None, size: str | None, no_install: bool,
                          llm={"local_model": size})
     run_quickstart(settings, question=question, echo=click.echo, status=_status,
                    as_json=as_json, install_local=not no_install)
+
+
+@cli.group("graph")
+def graph_group() -> None:
+    """The knowledge graph of an index (A2RAG): build it, then walk it by hand.
+
+    `sleuth graph build` extracts entities and relations from every chunk (offline, spaCy;
+    incremental: only new or changed chunks are processed). The other commands are the
+    graph tools the agents can call.
+    """
+
+
+@graph_group.command("build")
+@common
+def graph_build_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Extract entities and relations from the chunks not processed yet (resumable)."""
+    from sleuth.graph import Graph
+    from sleuth.index import Index
+
+    settings = _settings(config, index_dir)
+    with Index.open(settings=settings) as index, Graph.open(index) as graph, \
+            _Bar(not as_json, "graph", " chunks") as bar:
+        report = graph.build(on_progress=lambda done, total: bar.advance(done, of=total))
+    data = {"processed": report.processed, "unchanged": report.unchanged,
+            "removed": report.removed, **report.counts}
+    if as_json:
+        _emit(data)
+    else:
+        click.echo(f"processed {report.processed} chunks ({report.unchanged} unchanged, "
+                   f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
+                   f"{report.counts['relations']} relations, {report.counts['mentions']} "
+                   "mentions")
+
+
+@graph_group.command("entity")
+@click.argument("name")
+@click.option("--limit", type=click.IntRange(1, 20), default=5, show_default=True)
+@common
+def graph_entity_cmd(name: str, limit: int, index_dir: str | None, as_json: bool,
+                     config: str | None) -> None:
+    """Entities matching NAME (spelling variants and acronyms included)."""
+    _run_tool("graph_entity", {"name": name, "limit": limit}, index_dir, config, as_json)
+
+
+@graph_group.command("neighbors")
+@click.argument("entity")
+@click.option("--relation", default=None, help="Only relations whose label contains this.")
+@click.option("--limit", type=click.IntRange(1, 50), default=20, show_default=True)
+@common
+def graph_neighbors_cmd(entity: str, relation: str | None, limit: int, index_dir: str | None,
+                        as_json: bool, config: str | None) -> None:
+    """An entity's relations, each with the chunk and sentence it was read from."""
+    _run_tool("graph_neighbors", {"entity": entity, "relation": relation, "limit": limit},
+              index_dir, config, as_json)
+
+
+@graph_group.command("path")
+@click.argument("source")
+@click.argument("target")
+@click.option("--max-hops", type=click.IntRange(1, 6), default=4, show_default=True)
+@common
+def graph_path_cmd(source: str, target: str, max_hops: int, index_dir: str | None,
+                   as_json: bool, config: str | None) -> None:
+    """The shortest chain of relations between two entities."""
+    _run_tool("graph_path", {"source": source, "target": target, "max_hops": max_hops},
+              index_dir, config, as_json)
+
+
+@graph_group.command("ppr")
+@click.argument("entities", nargs=-1, required=True)
+@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
+@common
+def graph_ppr_cmd(entities: tuple[str, ...], top_k: int, index_dir: str | None,
+                  as_json: bool, config: str | None) -> None:
+    """Personalized PageRank from seed entities, mapped back to source chunks."""
+    _run_tool("graph_ppr", {"entities": list(entities), "top_k": top_k}, index_dir, config,
+              as_json)
 
 
 @cli.group("llm")

@@ -22,8 +22,11 @@ from sleuth.eval.metrics import recall_at_k
 from sleuth.index import Index
 from sleuth.retrieval import HybridRetriever, fuse, search_documents
 
-RetrievalTool = Literal["keyword", "semantic", "hybrid", "search", "bm25"]
-TOOL_NAMES: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25")
+RetrievalTool = Literal["keyword", "semantic", "hybrid", "search", "bm25", "graph",
+                        "hybrid+graph"]
+TOOL_NAMES: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25",
+                                         "graph", "hybrid+graph")
+DEFAULT_TOOLS: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25")
 Level = Literal["page", "doc"]
 DEPTH = 50  # bm25 candidates before the cut-off
 
@@ -62,9 +65,10 @@ class RetrievalEval:
     """Recall@k of each tool over ``questions`` (by document id)."""
 
     index: Index
-    tools: Sequence[RetrievalTool] = TOOL_NAMES
+    tools: Sequence[RetrievalTool] = DEFAULT_TOOLS
     ks: Sequence[int] = (2, 5, 10)
     level: Level = "page"
+    _graph: Any = field(default=None, repr=False)
 
     def run(self, questions: Sequence[Question],
             on_question: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -103,7 +107,8 @@ class RetrievalEval:
             "semantic": lambda: retriever.semantic(question),
             "bm25": lambda: bm25.search(question, DEPTH),
         }
-        needed = set(self.tools) | ({"keyword", "semantic"} if "hybrid" in self.tools else set())
+        fused = {"hybrid", "hybrid+graph"} & set(self.tools)
+        needed = set(self.tools) | ({"keyword", "semantic"} if fused else set())
         out: dict[str, list[str]] = {}
         for tool in ("keyword", "semantic", "bm25"):
             if tool in needed:
@@ -115,12 +120,30 @@ class RetrievalEval:
             out["search"] = [h.chunk_id for h in search_documents(self.index, question,
                                                                   top_k=max(self.ks))]
             seconds["search"].append(time.perf_counter() - started)
-        if "hybrid" in self.tools:
+        hop: list[str] = []
+        if "hybrid" in self.tools or "hybrid+graph" in self.tools:
             started = time.perf_counter()
-            out["hybrid"] = fuse([out["keyword"], out["semantic"], retriever.second_hop(question)])
-            seconds["hybrid"].append(time.perf_counter() - started + seconds["keyword"][-1]
-                                     + seconds["semantic"][-1])
+            hop = retriever.second_hop(question)
+            out["hybrid"] = fuse([out["keyword"], out["semantic"], hop])
+            seconds.setdefault("hybrid", []).append(
+                time.perf_counter() - started + seconds["keyword"][-1] + seconds["semantic"][-1])
+        if "graph" in self.tools or "hybrid+graph" in self.tools:
+            started = time.perf_counter()
+            out["graph"] = self.graph().rank(question, top_k=DEPTH)
+            seconds.setdefault("graph", []).append(time.perf_counter() - started)
+        if "hybrid+graph" in self.tools:
+            out["hybrid+graph"] = fuse([out["keyword"], out["semantic"], hop, out["graph"]])
+            seconds["hybrid+graph"].append(seconds["hybrid"][-1] + seconds["graph"][-1])
         return out
+
+    def graph(self) -> Any:
+        """The index's knowledge graph, brought up to date (offline extractor) on first use."""
+        if self._graph is None:
+            from sleuth.graph import Graph
+
+            self._graph = Graph.open(self.index)
+            self._graph.build()
+        return self._graph
 
     def _docs(self, chunk_ids: list[str], doc_of: dict[str, str]) -> list[str]:
         missing = [c for c in chunk_ids if c not in doc_of]

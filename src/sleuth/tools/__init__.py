@@ -10,8 +10,9 @@ from sleuth.tools.corpus import (
 )
 from sleuth.tools.documents import DOCUMENT_TOOLS, find, search, summarize
 from sleuth.tools.documents import open as open_document
+from sleuth.tools.graph import GRAPH_TOOLS, graph_entity, graph_neighbors, graph_path, graph_ppr
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, *DOCUMENT_TOOLS)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, *DOCUMENT_TOOLS, *GRAPH_TOOLS)}
 
 
 def register_tool(t: Tool) -> Tool:
@@ -21,7 +22,8 @@ def register_tool(t: Tool) -> Tool:
 
 
 __all__ = [
-    "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "find", "keyword_search",
+    "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "find", "graph_entity",
+    "graph_neighbors", "graph_path", "graph_ppr", "keyword_search",
     "naive_embedding_search", "open_document", "register_tool", "search", "semantic_search",
     "summarize", "tool",
 ]
