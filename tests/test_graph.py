@@ -102,3 +102,29 @@ def test_eval_retrieval_builds_the_graph_and_fuses_it(sleuth, dataset: Path):
     assert set(tools) == {"graph", "hybrid+graph"}
     assert tools["hybrid+graph"]["recall@3"] == 1.0
     assert tools["graph"]["recall@3"] > 0  # seeds such as "Ada Lovelace" reach their page
+
+
+def test_extraction_loss_hides_nodes_and_plots_the_curve(sleuth, dataset: Path,
+                                                         tmp_path: Path):
+    out = tmp_path / "loss"
+    result = sleuth("eval", "graph-loss", "--dataset", str(dataset), "--fractions",
+                    "0,0.5", "--k", "1,3", "--output", str(out), "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert [r["fraction"] for r in data["rows"]] == [0.0, 0.5]
+    assert data["rows"][0]["hidden"] == 0 and data["rows"][1]["hidden"] > 0
+    assert data["rows"][1]["graph@3"] <= data["rows"][0]["graph@3"]
+    assert data["hybrid"]["hybrid@3"] == 1.0
+    assert (out / "extraction_loss.png").read_bytes()[:4] == b"\x89PNG"
+    bad = sleuth("eval", "graph-loss", "--dataset", str(dataset), "--fractions", "1.5")
+    assert bad.code != 0 and "fractions must be in [0, 1)" in bad.err
+
+
+def test_hidden_entities_disappear_from_lookup_and_ppr(copy: str):
+    with Index.open(copy) as index, Graph.open(index) as graph:
+        lothair = graph.lookup("Lothair II", limit=1)[0]
+        graph.removed = frozenset({lothair.id})
+        graph._adjacency = None
+        assert all(e.id != lothair.id for e in graph.lookup("Lothair II"))
+        assert lothair.id not in graph.ppr(graph.lookup("Teutberga", limit=1))
+        assert graph.simulate_loss(0.0) == 0 and graph.lookup("Lothair II", limit=1)

@@ -578,6 +578,52 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
         click.echo(f"| {tool} | " + " | ".join(cells) + f" | {row['ms_p50']:.1f} |")
 
 
+@eval_group.command("graph-loss")
+@_dataset_options
+@click.option("--fractions", default="0,0.1,0.2,0.3,0.4", show_default=True,
+              help="Comma-separated shares of the graph's entities to delete.")
+@click.option("--k", "ks", default="2,5", show_default=True, help="Comma-separated k values.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--output", type=click.Path(file_okay=False), default="results/graph-loss",
+              show_default=True, help="Folder for extraction_loss.json and .png.")
+@common
+def eval_graph_loss_cmd(dataset_path: str, questions: str | None, fractions: str, ks: str,
+                        seed: int, output: str, limit: int | None, index_dir: str | None,
+                        as_json: bool, config: str | None) -> None:
+    """A2RAG's extraction-loss stress test (no LLM): delete a growing share of the knowledge
+    graph's entities and plot Recall@k of graph and hybrid+graph retrieval against the
+    hybrid retriever, which uses no graph. Builds the graph first if needed."""
+    from pathlib import Path
+
+    from sleuth.eval.graphloss import extraction_loss, write
+    from sleuth.graph import Graph
+
+    shares = [float(f) for f in fractions.split(",") if f.strip()]
+    if not shares or any(not 0 <= f < 1 for f in shares):
+        raise click.BadParameter("fractions must be in [0, 1)", param_hint="--fractions")
+    k_values = _int_list(ks, "--k")
+    settings = _settings(config, index_dir)
+    dataset, chosen = _questions(dataset_path, questions, limit)
+    with _dataset_index(dataset, settings, index_dir, as_json) as index, \
+            Graph.open(index) as graph:
+        with _Bar(not as_json, "graph", " chunks") as bar:
+            graph.build(on_progress=lambda done, total: bar.advance(done, of=total))
+        result = extraction_loss(index, graph, chosen, shares, k_values, seed,
+                                 on_step=None if as_json else _status)
+    data, png = write(result, Path(output))
+    if as_json:
+        _emit({**result, "json": str(data), "png": str(png)})
+        return
+    heads = [f"{name}@{k}" for name in ("graph", "hybrid+graph") for k in k_values]
+    click.echo("| deleted | " + " | ".join(heads) + " |\n|" + "---|" * (len(heads) + 1))
+    for row in result["rows"]:
+        cells = [f"{100 * row[h]:.1f}" for h in heads]
+        click.echo(f"| {100 * row['fraction']:.0f}% | " + " | ".join(cells) + " |")
+    baseline = ", ".join(f"R@{k} {100 * v:.1f}" for k, v in
+                         zip(k_values, result["hybrid"].values(), strict=True))
+    click.echo(f"\nhybrid (no graph): {baseline}\nwrote {data} and {png}")
+
+
 @eval_group.command("score")
 @click.argument("predictions", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--k", "ks", default="2,5", show_default=True,

@@ -57,6 +57,22 @@ class Graph:
         self.store = store
         self._adjacency: _Adjacency | None = None
         self._names: list[tuple[int, str, str, str]] | None = None
+        self.removed: frozenset[int] = frozenset()  # nodes hidden by simulate_loss
+
+    def simulate_loss(self, fraction: float, seed: int = 0) -> int:
+        """Hide a random ``fraction`` of the entities (with their edges and mentions), as
+        extraction loss would; 0 restores the whole graph. Returns how many are hidden."""
+        ids = np.array(sorted(e[0] for e in self.entity_names()), dtype=np.int64)
+        count = int(round(fraction * len(ids)))
+        chosen = np.random.default_rng(seed).choice(ids, size=count, replace=False)
+        self.removed = frozenset(int(i) for i in chosen)
+        self._adjacency = None
+        return count
+
+    def entity_names(self) -> list[tuple[int, str, str, str]]:
+        if self._names is None:
+            self._names = self.store.entities()
+        return self._names
 
     @classmethod
     def open(cls, index: Index) -> Graph:
@@ -113,11 +129,10 @@ class Graph:
         string similarity above ``cutoff``."""
         key = norm(name)
         exact = self.store.by_key(key)
-        if self._names is None:
-            self._names = self.store.entities()
-        keys = {n: (i, display, t) for i, n, display, t in self._names}
+        keys = {n: (i, display, t) for i, n, display, t in self.entity_names()
+                if i not in self.removed}
         close = difflib.get_close_matches(key, list(keys), n=limit + 1, cutoff=cutoff)
-        out = [exact] if exact else []
+        out = [exact] if exact and exact.id not in self.removed else []
         for match in close:
             entity_id, display, kind = keys[match]
             if not any(e.id == entity_id for e in out):
@@ -204,7 +219,8 @@ class Graph:
                  top_k: int = 10) -> list[tuple[str, float]]:
         """Chunks mentioning the top-scored entities, scored by the sum of their entities'
         scores (each spread over the chunks that mention it)."""
-        best = sorted(scores, key=lambda e: -scores[e])[:top_nodes]
+        best = sorted((e for e in scores if e not in self.removed),
+                      key=lambda e: -scores[e])[:top_nodes]
         mentions = self._mentions(best)
         chunk_scores: dict[str, float] = {}
         for entity in best:
@@ -247,10 +263,10 @@ class Graph:
         if self._adjacency is None:
             from scipy import sparse
 
-            ids = np.array(sorted({e for edge in self.store.edges() for e in edge}),
-                           dtype=np.int64)
+            edges = [(a, b) for a, b in self.store.edges()
+                     if a not in self.removed and b not in self.removed]
+            ids = np.array(sorted({e for edge in edges for e in edge}), dtype=np.int64)
             row_of = {int(e): i for i, e in enumerate(ids)}
-            edges = self.store.edges()
             rows = np.array([row_of[a] for a, b in edges] + [row_of[b] for a, b in edges],
                             dtype=np.int64)
             cols = np.array([row_of[b] for a, b in edges] + [row_of[a] for a, b in edges],
