@@ -128,3 +128,17 @@ def test_hidden_entities_disappear_from_lookup_and_ppr(copy: str):
         assert all(e.id != lothair.id for e in graph.lookup("Lothair II"))
         assert lothair.id not in graph.ppr(graph.lookup("Teutberga", limit=1))
         assert graph.simulate_loss(0.0) == 0 and graph.lookup("Lothair II", limit=1)
+
+
+def test_progressive_retrieval_records_the_stage_reached(sleuth, copy: str, dataset: Path):
+    with Index.open(copy) as index, Graph.open(index) as graph:
+        chunks, stage = graph.progressive("Which king of Lotharingia married Teutberga?")
+        assert stage == "local" and "2wiki-00004#0" in chunks  # Lothair II's own page
+        never = graph.progressive("Which king of Lotharingia married Teutberga?",
+                                  sufficient=lambda q, c: False)
+        assert never[1] == "failed" and never[0]  # evidence is still returned
+        assert graph.progressive("what is it?") == ([], "none")
+    result = sleuth("eval", "retrieval", "--dataset", str(dataset), "--tools", "progressive",
+                    "--k", "1,3")
+    assert result.code == 0, result.err
+    assert "progressive: questions ending at each stage:" in result.out

@@ -539,7 +539,8 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
               show_default=True,
               help="Comma-separated: keyword, semantic, hybrid (fusion of both and a second "
               "hop), search (the document search tool), bm25, graph (PPR over the knowledge "
-              "graph, mapped back to chunks; builds the graph if needed), hybrid+graph.")
+              "graph, mapped back to chunks; builds the graph if needed), hybrid+graph, "
+              "progressive (A2RAG's local → bridge → PPR stages; prints the stage breakdown).")
 @click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
 @click.option("--level", type=click.Choice(["page", "doc"]), default="page", show_default=True,
               help="page: recall of the gold passages/pages; doc: of the gold document "
@@ -576,6 +577,11 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
     for tool, row in result["tools"].items():
         cells = [f"{100 * row[f'recall@{k}']:.1f}" for k in k_values]
         click.echo(f"| {tool} | " + " | ".join(cells) + f" | {row['ms_p50']:.1f} |")
+    if result.get("stages"):
+        total = sum(result["stages"].values())
+        shares = ", ".join(f"{stage} {100 * n / total:.0f}%" for stage, n in
+                           sorted(result["stages"].items(), key=lambda item: -item[1]))
+        click.echo(f"\nprogressive: questions ending at each stage: {shares}")
 
 
 @eval_group.command("graph-loss")

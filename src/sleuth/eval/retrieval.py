@@ -23,9 +23,9 @@ from sleuth.index import Index
 from sleuth.retrieval import HybridRetriever, fuse, search_documents
 
 RetrievalTool = Literal["keyword", "semantic", "hybrid", "search", "bm25", "graph",
-                        "hybrid+graph"]
+                        "hybrid+graph", "progressive"]
 TOOL_NAMES: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25",
-                                         "graph", "hybrid+graph")
+                                         "graph", "hybrid+graph", "progressive")
 DEFAULT_TOOLS: tuple[RetrievalTool, ...] = ("keyword", "semantic", "hybrid", "search", "bm25")
 Level = Literal["page", "doc"]
 DEPTH = 50  # bm25 candidates before the cut-off
@@ -69,6 +69,7 @@ class RetrievalEval:
     ks: Sequence[int] = (2, 5, 10)
     level: Level = "page"
     _graph: Any = field(default=None, repr=False)
+    stages: dict[str, int] = field(default_factory=dict)  # progressive: questions per stage
 
     def run(self, questions: Sequence[Question],
             on_question: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -90,6 +91,7 @@ class RetrievalEval:
             if on_question:
                 on_question(number)
         return {
+            **({"stages": dict(self.stages)} if self.stages else {}),
             "questions": len(next(iter(rows.values()), [])),
             "level": self.level,
             "ks": list(self.ks),
@@ -134,6 +136,11 @@ class RetrievalEval:
         if "hybrid+graph" in self.tools:
             out["hybrid+graph"] = fuse([out["keyword"], out["semantic"], hop, out["graph"]])
             seconds["hybrid+graph"].append(seconds["hybrid"][-1] + seconds["graph"][-1])
+        if "progressive" in self.tools:  # A2RAG's staged retrieval; the stage is counted
+            started = time.perf_counter()
+            out["progressive"], stage = self.graph().progressive(question, top_k=max(self.ks))
+            self.stages[stage] = self.stages.get(stage, 0) + 1
+            seconds["progressive"].append(time.perf_counter() - started)
         return out
 
     def graph(self) -> Any:

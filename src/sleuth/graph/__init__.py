@@ -31,6 +31,9 @@ BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
 SEED_CUTOFF = 0.85  # string similarity a question entity needs to seed on a node
 MAP_BACK_NODES = 30  # top PPR entities whose chunks are ranked
+BRIDGE_HOPS = 2  # bridge entities lie within this many hops of two seeds
+LOCAL_RELATIONS = 30  # one-hop relations per seed gathered at the local stage
+COVERAGE = 0.8  # share of the question's content words the evidence must contain
 
 
 @dataclass
@@ -247,6 +250,68 @@ class Graph:
             return []
         return [c for c, _ in self.map_back(self.ppr(seeds), top_nodes=MAP_BACK_NODES,
                                               top_k=top_k)]
+
+    def progressive(self, question: str, top_k: int = 10, max_hops: int = BRIDGE_HOPS,
+                    sufficient: Callable[[str, list[str]], bool] | None = None
+                    ) -> tuple[list[str], str]:
+        """A2RAG's progressive retrieval: (chunk ids, stage reached).
+
+        Stage ``local``: the seeds' own chunks and those of their one-hop relations. Stage
+        ``bridge``: entities within ``max_hops`` of at least two seeds and the relations on
+        the short paths to them. Stage ``ppr``: degree-normalised PPR mapped back to chunks.
+        After each stage ``sufficient(question, chunk_ids)`` decides whether to stop (the
+        offline coverage test by default); ``failed`` means no stage satisfied it (the
+        evidence gathered is still returned). ``none`` means no seed was found.
+        """
+        check = sufficient or self.covers
+        seeds = self.seeds(question)
+        if not seeds:
+            return [], "none"
+        evidence: dict[str, None] = {}
+        for seed in seeds:
+            evidence.update(dict.fromkeys(self._mentions([seed.id]).get(seed.id, [])[:3]))
+            for relation in self.neighbors(seed, limit=LOCAL_RELATIONS):
+                evidence.setdefault(relation["chunk_id"])
+        if check(question, list(evidence)[:top_k]):
+            return list(evidence)[:top_k], "local"
+        if len(seeds) >= 2:
+            for chunk_id in self._bridge_chunks(seeds, max_hops):
+                evidence.setdefault(chunk_id)
+            ranked = list(evidence)
+            if check(question, ranked[:top_k]):
+                return ranked[:top_k], "bridge"
+        mapped = [c for c, _ in self.map_back(self.ppr(seeds), top_nodes=MAP_BACK_NODES,
+                                               top_k=top_k)]
+        merged = list(dict.fromkeys([*mapped, *evidence]))[:top_k]
+        return merged, "ppr" if check(question, merged) else "failed"
+
+    def _bridge_chunks(self, seeds: Sequence[Entity], max_hops: int) -> list[str]:
+        """Chunks of the relations on the shortest paths between pairs of seeds."""
+        out: dict[str, None] = {}
+        for i, a in enumerate(seeds):
+            for b in seeds[i + 1:]:
+                ids = self.path(a, b, max_hops * 2)
+                if not ids:
+                    continue
+                for left, right in zip(ids, ids[1:], strict=False):
+                    relation = self.relation_between(left, right)
+                    if relation:
+                        out.setdefault(relation["chunk_id"])
+        return list(out)
+
+    def covers(self, question: str, chunk_ids: list[str]) -> bool:
+        """The offline sufficiency test: every named entity of the question and at least
+        ``COVERAGE`` of its content words occur in the evidence."""
+        from sleuth.retrieval import content_words, question_keywords
+
+        if not chunk_ids:
+            return False
+        text = " ".join(c.text for c in self.index.read(chunk_ids).chunks).lower()
+        names = [k for k in question_keywords(question) if k[:1].isupper()]
+        if any(name.lower() not in text for name in names):
+            return False
+        words = [w for w in content_words(question) if len(w) > 2]
+        return not words or sum(w in text for w in words) / len(words) >= COVERAGE
 
     def _mentions(self, entity_ids: Sequence[int]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
