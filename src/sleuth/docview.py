@@ -42,6 +42,9 @@ class DocumentView:
         if text.endswith("\n"):
             self._starts.pop()
         self._pages = [(int(s), int(e)) for s, e in self.document.metadata.get("pages") or []]
+        self._page_offsets = [s for s, _ in self._pages]
+        self._page_first_lines = {self.line_of(s): i + 1 for i, s in
+                                  enumerate(self._page_offsets)}
 
     @property
     def line_count(self) -> int:
@@ -63,9 +66,7 @@ class DocumentView:
         """The 1-based page holding character ``offset`` (``None`` for unpaged documents)."""
         if not self._pages:
             return None
-        starts = [s for s, _ in self._pages]
-        index = bisect.bisect_right(starts, offset) - 1
-        return max(0, index) + 1
+        return max(0, bisect.bisect_right(self._page_offsets, offset) - 1) + 1
 
     def pages_between(self, start: int, end: int) -> list[int]:
         """The pages a character span ``[start, end)`` touches, in order."""
@@ -90,17 +91,20 @@ class DocumentView:
 
     def render(self, first: int, last: int, *, max_chars: int = MAX_LINE_CHARS) -> str:
         """Lines as ``N: text``, with a ``--- page P ---`` marker where a page starts."""
+        return "\n".join(self.rendered_lines(first, last, max_chars=max_chars))
+
+    def rendered_lines(self, first: int, last: int, *,
+                       max_chars: int = MAX_LINE_CHARS) -> list[str]:
+        """:meth:`render` one line at a time (a page marker joins the line it precedes)."""
         out: list[str] = []
-        page_starts = {self.line_of(s): i + 1 for i, (s, _) in enumerate(self._pages)}
         for line in self.lines(first, last):
-            page = page_starts.get(line.number)
-            if page is not None:
-                out.append(f"--- page {page} ---")
             text = line.text
             if len(text) > max_chars:
                 text = text[:max_chars] + f" …[{len(line.text) - max_chars} more chars]"
-            out.append(f"{line.number}: {text}")
-        return "\n".join(out)
+            page = self._page_first_lines.get(line.number)
+            marker = f"--- page {page} ---\n" if page is not None else ""
+            out.append(f"{marker}{line.number}: {text}")
+        return out
 
     def where(self, start: int, end: int) -> str:
         """``page 3, lines 120–131`` (or ``lines 120–131`` for unpaged documents)."""

@@ -50,6 +50,7 @@ class _Adjacency:
     row_of: dict[int, int]
     matrix: Any  # scipy.sparse CSR, symmetric edge counts
     degree: np.ndarray
+    transition: Any  # row-stochastic: matrix rows divided by degree
 
 
 class Graph:
@@ -60,7 +61,19 @@ class Graph:
         self.store = store
         self._adjacency: _Adjacency | None = None
         self._names: list[tuple[int, str, str, str]] | None = None
-        self.removed: frozenset[int] = frozenset()  # nodes hidden by simulate_loss
+        self._keys: dict[str, tuple[int, str, str]] | None = None  # norm → live entity
+        self._removed: frozenset[int] = frozenset()
+
+    @property
+    def removed(self) -> frozenset[int]:
+        """Entity ids hidden from every query (the extraction-loss simulation)."""
+        return self._removed
+
+    @removed.setter
+    def removed(self, ids: frozenset[int]) -> None:
+        self._removed = frozenset(ids)
+        self._adjacency = None
+        self._keys = None
 
     def simulate_loss(self, fraction: float, seed: int = 0) -> int:
         """Hide a random ``fraction`` of the entities (with their edges and mentions), as
@@ -69,7 +82,6 @@ class Graph:
         count = int(round(fraction * len(ids)))
         chosen = np.random.default_rng(seed).choice(ids, size=count, replace=False)
         self.removed = frozenset(int(i) for i in chosen)
-        self._adjacency = None
         return count
 
     def entity_names(self) -> list[tuple[int, str, str, str]]:
@@ -122,6 +134,7 @@ class Graph:
                 on_progress(report.processed, len(todo))
         self._adjacency = None
         self._names = None
+        self._keys = None
         report.counts = self.store.counts()
         return report
 
@@ -132,9 +145,11 @@ class Graph:
         string similarity above ``cutoff``."""
         key = norm(name)
         exact = self.store.by_key(key)
-        keys = {n: (i, display, t) for i, n, display, t in self.entity_names()
-                if i not in self.removed}
-        close = difflib.get_close_matches(key, list(keys), n=limit + 1, cutoff=cutoff)
+        if self._keys is None:
+            self._keys = {n: (i, display, t) for i, n, display, t in self.entity_names()
+                          if i not in self.removed}
+        keys = self._keys
+        close = difflib.get_close_matches(key, keys, n=limit + 1, cutoff=cutoff)
         out = [exact] if exact and exact.id not in self.removed else []
         for match in close:
             entity_id, display, kind = keys[match]
@@ -210,12 +225,10 @@ class Graph:
         for row in rows:
             personal[row] += 1.0 / max(1.0, float(adjacency.degree[row]))
         personal /= personal.sum()
-        inverse = np.divide(1.0, adjacency.degree, out=np.zeros_like(adjacency.degree),
-                            where=adjacency.degree > 0)
-        transition = adjacency.matrix.multiply(inverse[:, None]).tocsr()  # row-stochastic
+        backward = adjacency.transition.T.tocsr()
         scores = personal.copy()
         for _ in range(iterations):
-            scores = (1 - damping) * personal + damping * (transition.T @ scores)
+            scores = (1 - damping) * personal + damping * (backward @ scores)
         return {int(adjacency.ids[i]): float(scores[i]) for i in np.flatnonzero(scores > 0)}
 
     def map_back(self, scores: dict[int, float], top_nodes: int = 20,
@@ -339,5 +352,7 @@ class Graph:
             data = np.ones(len(rows))
             matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(ids), len(ids)))
             degree = np.asarray(matrix.sum(axis=1)).ravel()
-            self._adjacency = _Adjacency(ids, row_of, matrix, degree)
+            inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+            transition = matrix.multiply(inverse[:, None]).tocsr()
+            self._adjacency = _Adjacency(ids, row_of, matrix, degree, transition)
         return self._adjacency

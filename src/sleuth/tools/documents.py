@@ -269,17 +269,15 @@ def open(  # noqa: A001  (the tool's name in the AgenticRAG paper)
     window = ctx.index.settings.agent.open_window
     cap = ctx.output_cap(ctx.index.settings.agent.token_budget // 4)
     last = min(total - 1, line + window - 1)
-    rendered: list[str] = []
-    tokens = 0
+    rendered = view.rendered_lines(line, last)
     cut = False
-    for number in range(line, last + 1):
-        text = view.render(number, number)
-        cost = count_tokens(text)
-        if rendered and tokens + cost > cap:
-            last, cut = number - 1, True
-            break
-        rendered.append(text)
-        tokens += cost
+    if count_tokens("\n".join(rendered)) > cap:  # rare: very long lines, small contexts
+        tokens = 0
+        for i, text in enumerate(rendered):
+            tokens += count_tokens(text)
+            if i and tokens > cap:
+                rendered, last, cut = rendered[:i], line + i - 1, True
+                break
     name, kind = file_label(doc)
     pages = view.pages_between(view.line_start(line), view.line_start(last) + 1)
     where = f", pages {pages[0]}–{pages[-1]}" if len(pages) > 1 else \
