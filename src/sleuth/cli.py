@@ -308,16 +308,20 @@ def read_cmd(chunk_ids: tuple[str, ...], adjacent: int, index_dir: str | None, a
 @click.option("--model", default=None, help="Model name (overrides SLEUTH_MODEL).")
 @click.option("--base-url", default=None, help="Endpoint (overrides SLEUTH_BASE_URL).")
 @click.option("--show-steps/--no-show-steps", default=True, help="Print each tool call.")
+@click.option("--verify", is_flag=True, default=None,
+              help="Triple-Check the answer (relevance, grounding, adequacy); on failure rewrite "
+              "the question and retry (a2rag.retries, 2), then abstain.")
 @common
 def ask_cmd(question: str, agent_name: str, max_steps: int | None,
             parallel_tools: bool | None, model: str | None, base_url: str | None,
-            show_steps: bool, index_dir: str | None, as_json: bool,
+            show_steps: bool, verify: bool | None, index_dir: str | None, as_json: bool,
             config: str | None) -> None:
     """Answer a question with the agent, citing the chunks it used."""
     from sleuth.api import ask
 
     settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url},
-                         agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools})
+                         agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools},
+                         a2rag={"verify": verify})
     on_step = _print_step if show_steps and not as_json else None
     answer = ask(question, settings=settings, agent=agent_name, on_step=on_step)
     if as_json:
@@ -334,12 +338,30 @@ def _print_answer(answer: Any) -> None:
             where = f", {c.where}" if c.where else ""
             click.echo(f"  [{c.ref or c.chunk_id}] {c.title}{where} "
                        f"(relevance {c.relevance:.2f})")
+    if answer.control is not None:
+        _status(_control_line(answer.control))
     forced = f", forced by {answer.forced}" if answer.forced else ""
     summaries = sum(1 for e in answer.context_events if e.get("event") == "summarize")
     summarized = f", context summarized {summaries}x" if summaries else ""
     _status(f"({answer.loops} steps, {answer.llm_calls} LLM calls, "
             f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
             f"{answer.seconds:.1f}s{forced}{summarized})")
+
+
+def _control_line(control: dict[str, Any]) -> str:
+    """``verified at attempt 2 (stage ppr); gate 0.61 >= 0.25`` for a2rag / --verify runs."""
+    attempts = control.get("attempts") or []
+    stages = [a["stage"] for a in attempts if a.get("stage")]
+    stage = f" (stage {stages[-1]})" if stages else ""
+    parts = [f"{control.get('outcome') or 'no outcome'} after {len(attempts)} attempt"
+             f"{'' if len(attempts) == 1 else 's'}{stage}"]
+    gate = control.get("gate")
+    if gate:
+        parts.append(f"gate {gate['score']:.2f} {'>=' if gate['passed'] else '<'} "
+                     f"{gate['threshold']:.2f}")
+    if control.get("proposed"):
+        parts.append(f"{control['proposed']} triple(s) proposed for `sleuth graph review`")
+    return "; ".join(parts)
 
 
 @cli.command("chat")
@@ -471,11 +493,14 @@ def eval_group() -> None:
               help="Score with LLM-Acc too, judged by the configured endpoint (cached).")
 @click.option("--k", "ks", default="2,5", show_default=True,
               help="Comma-separated k for evidence Recall@k when scoring.")
+@click.option("--verify", is_flag=True, default=None,
+              help="Triple-Check the answer (relevance, grounding, adequacy); on failure rewrite "
+              "the question and retry (a2rag.retries, 2), then abstain.")
 @common
 def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, limit: int | None,
                  workers: int, resume: bool, output: str, max_steps: int | None, score: bool,
-                 judge: bool, ks: str, index_dir: str | None, as_json: bool,
-                 config: str | None) -> None:
+                 judge: bool, ks: str, verify: bool | None, index_dir: str | None,
+                 as_json: bool, config: str | None) -> None:
     """Answer every question of a dataset and write predictions.jsonl (resumable).
 
     The dataset's corpus is indexed once into the user cache (or --index) and reused.
@@ -499,7 +524,8 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
         raise click.BadParameter(f"unknown agents {unknown}; choose from "
                                  f"{', '.join(sorted([*VARIANTS, AUTO]))}", param_hint="--agent")
     k_values = _int_list(ks, "--k")
-    settings = _settings(config, index_dir, agent={"max_steps": max_steps})
+    settings = _settings(config, index_dir, agent={"max_steps": max_steps},
+                         a2rag={"verify": verify})
     llm = llm_from_settings(settings)
     dataset, chosen = _questions(dataset_path, questions, limit)
     if not as_json:
@@ -825,18 +851,45 @@ def graph_group() -> None:
 
 
 @graph_group.command("build")
+@click.option("--extractor", type=click.Choice(["offline", "llm"]), default=None,
+              help="offline: spaCy NER and dependency patterns; llm: the configured model "
+              "(cached per chunk) [settings: graph.extractor].")
+@click.option("--rebuild", is_flag=True,
+              help="Delete the graph and build it again (LLM extractions come from the cache).")
 @common
-def graph_build_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
+def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None, as_json: bool,
+                    config: str | None) -> None:
     """Extract entities and relations from the chunks not processed yet (resumable)."""
+    from pathlib import Path
+
     from sleuth.graph import Graph
+    from sleuth.graph.extract import OfflineExtractor
+    from sleuth.graph.llm_extract import CACHE_FILE, LLMExtractor
+    from sleuth.graph.store import GRAPH_DB
     from sleuth.index import Index
 
     settings = _settings(config, index_dir)
-    with Index.open(settings=settings) as index, Graph.open(index) as graph, \
-            _Bar(not as_json, "graph", " chunks") as bar:
-        report = graph.build(on_progress=lambda done, total: bar.advance(done, of=total))
+    llm_extractor: LLMExtractor | None = None
+    with Index.open(settings=settings) as index:
+        root = getattr(index.store, "root", None)
+        if rebuild and root is not None:
+            for suffix in ("", "-wal", "-shm"):
+                (Path(root) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
+        with Graph.open(index) as graph, _Bar(not as_json, "graph", " chunks") as bar:
+            if (extractor or settings.graph.extractor) == "llm":
+                from sleuth.agent.variants import llm_from_settings
+
+                llm_extractor = LLMExtractor(llm_from_settings(settings),
+                                             graph.store.path.parent / CACHE_FILE,
+                                             workers=settings.graph.llm_workers)
+            report = graph.build(on_progress=lambda done, total: bar.advance(done, of=total),
+                                 extractor=llm_extractor or OfflineExtractor())
+    failures = llm_extractor.failures if llm_extractor else []
     data = {"processed": report.processed, "unchanged": report.unchanged,
-            "removed": report.removed, **report.counts}
+            "removed": report.removed, **report.counts,
+            "calls": llm_extractor.calls if llm_extractor else 0,
+            "cached": llm_extractor.cached if llm_extractor else 0,
+            "failures": [{"chunk_id": c, "reason": r} for c, r in failures]}
     if as_json:
         _emit(data)
     else:
@@ -844,6 +897,10 @@ def graph_build_cmd(index_dir: str | None, as_json: bool, config: str | None) ->
                    f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
                    f"{report.counts['relations']} relations, {report.counts['mentions']} "
                    "mentions")
+        if failures:
+            click.echo(f"{len(failures)} chunks failed (retried on the next build):")
+        for chunk_id, reason in failures:
+            click.echo(f"  {chunk_id}: {reason}")
 
 
 @graph_group.command("entity")
@@ -889,6 +946,61 @@ def graph_ppr_cmd(entities: tuple[str, ...], top_k: int, index_dir: str | None,
     """Personalized PageRank from seed entities, mapped back to source chunks."""
     _run_tool("graph_ppr", {"entities": list(entities), "top_k": top_k}, index_dir, config,
               as_json)
+
+
+@graph_group.command("review")
+@click.option("--approve", "approve", multiple=True, metavar="ID",
+              help="Approve proposals (repeatable, or comma-separated ids).")
+@click.option("--reject", "reject", multiple=True, metavar="ID",
+              help="Reject proposals (repeatable, or comma-separated ids).")
+@click.option("--all-approve", "approve_all", is_flag=True,
+              help="Approve every pending proposal (after any --reject).")
+@common
+def graph_review_cmd(approve: tuple[str, ...], reject: tuple[str, ...], approve_all: bool,
+                     index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Review triples proposed from verified answers before they enter the graph.
+
+    With no decision, lists the pending proposals (interactively, on a terminal: a/r/s to
+    approve, reject or skip each). Approved triples become relations with source
+    "reviewed"; rejected ones are never proposed again.
+    """
+    from sleuth.graph import Graph
+    from sleuth.graph.review import apply_decisions, decide, pending
+    from sleuth.index import Index
+
+    approve_ids = [i for v in approve for i in _int_list(v, "--approve")]
+    reject_ids = [i for v in reject for i in _int_list(v, "--reject")]
+    decided = bool(approve_ids or reject_ids or approve_all)
+    interactive = not decided and not as_json and sys.stdin.isatty()
+    with Index.open(settings=_settings(config, index_dir)) as index, \
+            Graph.open(index) as graph:
+        if decided:
+            changed = apply_decisions(graph, approve_ids, reject_ids, approve_all)
+        else:
+            proposals = pending(graph)
+            if interactive:
+                changed = []
+                for p in proposals:
+                    click.echo(p.describe())
+                    choice = click.prompt("  [a]pprove, [r]eject or [s]kip",
+                                          type=click.Choice(["a", "r", "s"]), default="s",
+                                          show_choices=False)
+                    if choice != "s":
+                        changed += decide(graph, [p.id], approve=choice == "a")
+    if as_json:
+        _emit({"decided": [p.to_dict() for p in changed]} if decided
+              else {"pending": [p.to_dict() for p in proposals]})
+    elif decided or interactive:
+        for p in changed:
+            click.echo(f"{p.status} #{p.id}: {p.subject} --{p.relation}--> {p.object}")
+        if not changed:
+            click.echo("Nothing changed.")
+    elif not proposals:
+        click.echo("No pending proposals.")
+    else:
+        click.echo(f"{len(proposals)} pending proposal{'s' if len(proposals) != 1 else ''}:")
+        for p in proposals:
+            click.echo(p.describe())
 
 
 @cli.group("llm")

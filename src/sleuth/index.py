@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
@@ -24,6 +26,9 @@ from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
 
 BATCH_SENTENCES = 2048
+SUMMARY_SENTENCES = 3  # central sentences in a document's extractive summary
+SUMMARY_CHARS = 600
+SUMMARY_MIN_WORDS = 6
 
 
 @dataclass
@@ -81,6 +86,7 @@ class Index:
         self.settings = settings
         self._embedder = embedder
         self._titles: TitleIndex | None = None
+        self._summaries: tuple[list[str], np.ndarray] | None = None
 
     # -- opening -----------------------------------------------------------------------
 
@@ -215,12 +221,20 @@ class Index:
                 on_progress(progress)
 
         matrix = self.embedder.embed(flat, on_batch=embedded)
-        prepared, row = [], 0
-        for (doc, digest, chunks), group in zip(pending, inputs, strict=True):
-            prepared.append(PreparedDocument(doc, digest, chunks, matrix[row : row + len(group)]))
+        groups, row = [], 0
+        for group in inputs:
+            groups.append(matrix[row : row + len(group)])
             row += len(group)
+        summaries = [summarize(doc, chunks, vectors)
+                     for (doc, _, chunks), vectors in zip(pending, groups, strict=True)]
+        summary_vectors = [_blend(text, vectors) for text, vectors in zip(
+            self.embedder.embed(summaries), groups, strict=True)]
+        prepared = [PreparedDocument(doc, digest, chunks, vectors, summary, summary_vector)
+                    for (doc, digest, chunks), vectors, summary, summary_vector
+                    in zip(pending, groups, summaries, summary_vectors, strict=True)]
         self.store.write(prepared)
         self._titles = None
+        self._summaries = None
         n_chunks = sum(len(c) for _, _, c in pending)
         progress.documents_indexed += len(pending)
         progress.chunks += n_chunks
@@ -240,11 +254,13 @@ class Index:
                 gone.append(doc_id)
         self.store.delete(gone)
         self._titles = None
+        self._summaries = None
         return gone
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         self.store.delete(doc_ids)
         self._titles = None
+        self._summaries = None
         self.store.finish_build()
 
     # -- retrieval ---------------------------------------------------------------------
@@ -276,6 +292,44 @@ class Index:
         if self._titles is None:
             self._titles = TitleIndex(self.store.document_titles())
         return self._titles
+
+    def summaries(self) -> tuple[list[str], np.ndarray]:
+        """Every document's summary vector: ``(doc_ids, matrix)``. Summaries are built at
+        index time; documents indexed by a version without them are summarised now, once
+        (the migration of older indexes)."""
+        if self._summaries is None:
+            doc_ids, _, matrix = self.store.summaries()
+            missing = sorted(set(self.store.document_titles()) - set(doc_ids))
+            if missing:
+                self._backfill_summaries(missing)
+                doc_ids, _, matrix = self.store.summaries()
+            self._summaries = (doc_ids, matrix)
+        return self._summaries
+
+    def _backfill_summaries(self, doc_ids: Sequence[str]) -> None:
+        for start in range(0, len(doc_ids), 256):
+            rows = []
+            for doc_id in doc_ids[start : start + 256]:
+                doc = self.store.get_document(doc_id)
+                if doc is None:
+                    continue
+                first = self.store.chunk_spans(doc_id)[:1]
+                chunks = list(self.store.get_chunks([c for c, _, _ in first]).values())
+                rows.append((doc_id, summarize(doc, chunks)))  # the lead: no vectors needed
+            if rows:
+                embedded = self.embedder.embed([text for _, text in rows])
+                self.store.write_summaries([(doc_id, text, vector) for (doc_id, text), vector
+                                            in zip(rows, embedded, strict=True)])
+
+    def scope(self, question: str) -> tuple[float, str | None]:
+        """The A2RAG gate's score: the question's best cosine similarity to a document
+        summary, and that document (``(-1.0, None)`` for an empty index)."""
+        doc_ids, matrix = self.summaries()
+        if not doc_ids:
+            return -1.0, None
+        scores = matrix @ self.embedder.embed([question])[0]
+        best = int(np.argmax(scores))
+        return float(scores[best]), doc_ids[best]
 
     def read(self, chunk_ids: Sequence[str], adjacent: int = 0) -> ReadResult:
         """Full chunks by id. With ``adjacent`` > 0 each requested chunk comes with that many
@@ -312,6 +366,36 @@ class Index:
 
     def document(self, doc_id: str) -> Document | None:
         return self.store.get_document(doc_id)
+
+
+def summarize(doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> str:
+    """A short extractive summary: the title and the document's most central sentences
+    (closest to the mean of its sentence ``vectors``), in document order; without vectors,
+    its first sentences."""
+    sentences = [s.text for c in chunks for s in c.sentences]
+    title = doc.title.strip()
+    if not sentences:
+        return (title + "\n" + " ".join(doc.text[:SUMMARY_CHARS].split())).strip()
+    if vectors is None or len(vectors) != len(sentences):
+        central = list(range(min(SUMMARY_SENTENCES, len(sentences))))
+    else:  # central among sentences of some length (not headings or list numbers)
+        centroid = vectors.mean(axis=0)
+        scores = vectors @ centroid
+        scores[[len(s.split()) < SUMMARY_MIN_WORDS for s in sentences]] -= 2.0
+        central = sorted(int(i) for i in np.argsort(-scores)[:SUMMARY_SENTENCES])
+    body = " ".join(" ".join(sentences[i].split()) for i in central)[:SUMMARY_CHARS]
+    return f"{title}\n{body}".strip() if title else body
+
+
+def _blend(summary: np.ndarray, sentences: np.ndarray) -> np.ndarray:
+    """A document's summary vector: its summary's embedding averaged with the centroid of
+    its sentence vectors (the centroid keeps topics of long documents that three sentences
+    miss), unit length."""
+    if not len(sentences):
+        return summary
+    centroid = sentences.mean(axis=0)
+    vector: np.ndarray = summary + centroid / max(1e-9, float(np.linalg.norm(centroid)))
+    return (vector / max(1e-9, float(np.linalg.norm(vector)))).astype(np.float32)
 
 
 def _identity(embedder: Embedder) -> dict[str, Any]:

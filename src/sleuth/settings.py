@@ -114,6 +114,41 @@ class RouterSettings(BaseModel):
     )
 
 
+class GraphSettings(BaseModel):
+    """The knowledge graph (``sleuth graph build``) and its seed matching."""
+
+    extractor: Literal["offline", "llm"] = Field(
+        "offline", description="'offline' (spaCy NER and dependency patterns, no LLM) or "
+        "'llm' (the configured endpoint extracts JSON entities and relations; cached per chunk)")
+    llm_workers: int = Field(4, ge=1, le=64, description="Concurrent LLM extraction requests")
+    merge_aliases: bool = Field(
+        True, description="Merge entity name variants by lexical and embedding similarity")
+    alias_similarity: float = Field(
+        0.9, gt=0, le=1, description="Embedding cosine two lexically close names need to merge")
+    seed_similarity: float = Field(
+        0.8, gt=0, le=1, description="Hybrid lexical-embedding score a question entity needs "
+        "to seed on a graph node")
+
+
+class A2RAGSettings(BaseModel):
+    """The A2RAG controller (``--agent a2rag``) and the ``--verify`` wrapper."""
+
+    gate_threshold: float = Field(
+        0.25, ge=-1, le=1, description="Abstain before retrieval when the question's best "
+        "cosine similarity to a document summary is below this (-1 disables the gate)")
+    retries: int = Field(2, ge=0, le=10, description="Rewrite-and-retry rounds after a failed "
+                         "Triple-Check, before abstaining")
+    sufficiency: Literal["auto", "llm", "offline"] = Field(
+        "auto", description="Evidence-sufficiency check after each retrieval stage: 'llm' "
+        "judge, 'offline' coverage test, 'auto' (the LLM judge)")
+    top_k: int = Field(5, ge=1, le=50, description="Evidence chunks given to the answer step")
+    propose_triples: bool = Field(
+        True, description="Verified answers propose triples for `sleuth graph review`")
+    verify: bool = Field(
+        False, description="Wrap every agent with Triple-Check, rewrite and bounded retries "
+        "(the --verify flag)")
+
+
 class Settings(BaseSettings):
     """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
 
@@ -128,6 +163,8 @@ class Settings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     router: RouterSettings = Field(default_factory=RouterSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+    a2rag: A2RAGSettings = Field(default_factory=A2RAGSettings)
 
     @classmethod
     def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:

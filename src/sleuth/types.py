@@ -156,6 +156,9 @@ class Answer:
     memory_state: dict[str, Any] | None = None  # the memory agent's final memory
     context_events: list[dict[str, Any]] = field(default_factory=list)  # warnings, summaries
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the dialogue
+    route: dict[str, Any] | None = None  # --agent auto: decision, reason, by, agent, features
+    abstained: bool = False  # the controller declined to answer (out of scope, unverified)
+    control: dict[str, Any] | None = None  # a2rag / --verify: gate, attempts, outcome
 
     @property
     def document_ranking(self) -> list[str]:
@@ -165,7 +168,6 @@ class Answer:
         for c in self.citations:
             best[c.doc_id] = max(c.relevance, best.get(c.doc_id, 0.0))
         return sorted(best, key=lambda doc_id: -best[doc_id])
-    route: dict[str, Any] | None = None  # --agent auto: decision, reason, by, agent, features
 
     @property
     def total_retrieved_tokens(self) -> int:
@@ -204,4 +206,6 @@ class Answer:
             "seconds": round(self.seconds, 3),
             **({"memory_state": self.memory_state} if self.memory_state is not None else {}),
             **({"route": self.route} if self.route is not None else {}),
+            **({"abstained": self.abstained, "control": self.control}
+               if self.control is not None else {}),
         }

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth.agent.a2rag import A2RAGAgent, VerifiedAgent
+from sleuth.agent.ircot import IRCoTAgent
 from sleuth.agent.loop import Agent, prompt
 from sleuth.agent.memory import MemoryAgent
 from sleuth.agent.router import AUTO, Router
@@ -26,6 +28,8 @@ class Variant:
     full_chunks: bool = False
     retrieve_first: int = 0  # single-shot retrieval of this many chunks before answering
     memory: bool = False  # sequential reading into a memory instead of a tool loop
+    ircot: bool = False  # interleaved retrieval and chain-of-thought instead of a tool loop
+    a2rag: bool = False  # the A2RAG controller: gate, progressive graph retrieval, Triple-Check
 
 
 VARIANTS: dict[str, Variant] = {}
@@ -60,12 +64,33 @@ for _variant in (
     Variant("memory", (), "memory_answer",
             "A-RAG MemoryAgent: reads hybrid-ranked chunks one at a time into an LLM-updated "
             "memory (TF-IDF recall of earlier chunks), then answers from it", memory=True),
+    Variant("ircot", (), "ircot",
+            "baseline: IRCoT — interleaved retrieval and chain-of-thought, one reasoning "
+            "sentence per step, each used as the next query", ircot=True),
+    Variant("a2rag", (), "a2rag_answer",
+            "A2RAG: summary gate, progressive graph retrieval (local, bridge, PPR map-back) "
+            "with sufficiency checks, Triple-Check, failure-aware rewrite, bounded retries, "
+            "abstention", a2rag=True),
+    Variant("graph", ("keyword_search", "semantic_search", "chunk_read", "graph_entity",
+                      "graph_neighbors", "graph_path", "graph_ppr"), "graph",
+            "A-RAG with the knowledge-graph tools: entity lookup, neighbours, paths and PPR "
+            "(needs `sleuth graph build`)"),
 ):
     register_variant(_variant)
 
 
 def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
-    """The agent called ``name`` over ``index``."""
+    """The agent called ``name`` over ``index``; wrapped with Triple-Check and bounded
+    retries when ``settings.a2rag.verify`` (``--verify``)."""
+    agent = _build(name, index, llm, settings)
+    if settings.a2rag.verify and not isinstance(agent, A2RAGAgent):  # a2rag verifies itself
+        return VerifiedAgent(index=index, llm=llm, tools=[], settings=settings.agent,
+                             prices=settings.llm.prices or None, name=f"{agent.name}+verify",
+                             inner=agent, a2rag=settings.a2rag)
+    return agent
+
+
+def _build(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
     if name == AUTO:
         return _router(index, llm, settings)
     variant = VARIANTS.get(name)
@@ -79,6 +104,10 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
     }
     if variant.memory:
         return MemoryAgent(**common, memory=settings.memory)
+    if variant.ircot:
+        return IRCoTAgent(**common)
+    if variant.a2rag:
+        return A2RAGAgent(**common, a2rag=settings.a2rag)
     return Agent(**common, full_chunks=variant.full_chunks,
                  retrieve_first=variant.retrieve_first)
 
@@ -91,8 +120,8 @@ def _router(index: Index, llm: LLM, settings: Settings) -> Router:
                           "than 'auto'")
     return Router(index=index, llm=llm, tools=[], system_prompt=prompt("router"),
                   settings=settings.agent, prices=settings.llm.prices or None, name=AUTO,
-                  simple_agent=build_agent(cfg.simple_agent, index, llm, settings),
-                  complex_agent=build_agent(cfg.complex_agent, index, llm, settings),
+                  simple_agent=_build(cfg.simple_agent, index, llm, settings),
+                  complex_agent=_build(cfg.complex_agent, index, llm, settings),
                   use_llm=cfg.use_llm)
 
 

@@ -88,10 +88,14 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
         "retrieved_tokens": float(record.get("total_retrieved_tokens") or 0),
         "steps": float(record.get("loops") or 0),
         "llm_calls": float(record.get("llm_calls") or 0),
+        "llm_tokens": float((record.get("prompt_tokens") or 0)
+                            + (record.get("completion_tokens") or 0)),
         "cost": float(record.get("total_cost") or 0.0),
         "latency": float(record.get("latency") or record.get("seconds") or 0.0),
         "error": float(bool(record.get("error"))),
     }
+    if "abstained" in record:
+        row["abstained"] = float(bool(record.get("abstained")))
     if gold_ids:
         retrieved = record.get("retrieved_doc_ids") or []
         for k in ks:
@@ -118,6 +122,10 @@ def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
         out[key] = statistics.fmean(values)
     latencies = [r["latency"] for r in rows]
     out["latency_p95"] = percentile(latencies, 95)
+    for key in ("llm_tokens", "llm_calls"):
+        values = [r[key] for r in rows if key in r]
+        if values:
+            out[f"{key}_p95"] = percentile(values, 95)
     out["cost_total"] = sum(r["cost"] for r in rows)
     out["errors"] = sum(r["error"] for r in rows)
     return out
@@ -147,8 +155,10 @@ _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
 _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%}"),
          ("retrieved_tokens", "tokens", "{:.0f}"),
          ("steps", "steps", "{:.1f}"), ("llm_calls", "calls", "{:.1f}"),
+         ("llm_tokens", "LLM tok", "{:.0f}"),
          ("cost_total", "cost $", "{:.4f}"), ("latency", "lat s", "{:.2f}"),
-         ("latency_p95", "p95 s", "{:.2f}"), ("errors", "errors", "{:.0f}")]
+         ("latency_p95", "p95 s", "{:.2f}"), ("abstained", "abstain", "{:.1%}"),
+         ("errors", "errors", "{:.0f}")]
 
 
 def to_markdown(scores: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from sleuth.errors import MissingDependency
 from sleuth.types import Chunk
@@ -56,6 +56,16 @@ class Extraction:
 
     mentions: list[Mention] = field(default_factory=list)
     triples: list[Triple] = field(default_factory=list)
+
+
+class Extractor(Protocol):
+    """What ``Graph.build`` needs from an extractor: a stable ``name`` (part of each chunk's
+    digest, so switching extractors re-extracts) and per-chunk extractions in input order."""
+
+    name: str
+
+    def extract(self, chunks: Sequence[Chunk], titles: dict[str, str]
+                ) -> Iterator[tuple[Chunk, Extraction]]: ...
 
 
 @lru_cache(maxsize=1)

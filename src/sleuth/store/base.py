@@ -30,6 +30,8 @@ class PreparedDocument:
     content_hash: str
     chunks: Sequence[Chunk]
     vectors: np.ndarray
+    summary: str = ""  # a short summary of the document (the A2RAG gate compares to it)
+    summary_vector: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,13 @@ class Store(Protocol):
         """``(chunk_id, start, end)`` of a document's chunks, in document order."""
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    def summaries(self) -> tuple[list[str], list[str], np.ndarray]:
+        """Document summaries: ``(doc_ids, texts, unit vectors)``; documents written before
+        summaries existed have none (the index fills them in)."""
+
+    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """Insert or replace ``(doc_id, text, vector)`` summaries of stored documents."""
 
     def get_document(self, doc_id: str) -> Document | None: ...
 

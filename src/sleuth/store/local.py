@@ -74,6 +74,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5 (
     tokens, content='', tokenize="ascii tokenchars '_'", detail=full);
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword_postings USING fts5vocab (keyword, instance);
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword_terms USING fts5vocab (keyword, row);
+CREATE TABLE IF NOT EXISTS summaries (
+    doc_id TEXT PRIMARY KEY, text TEXT NOT NULL, vector BLOB NOT NULL);
 """
 
 
@@ -244,6 +246,8 @@ class LocalStore:
                     "INSERT INTO keyword (rowid, tokens) VALUES (?, ?)",
                     [(rowid, _tokens(text)) for rowid, _, text in rows["chunk_text"]],
                 )
+                self._insert_summaries([(d.document.doc_id, d.summary, d.summary_vector)
+                                        for d in docs if d.summary_vector is not None])
                 if seg is not None:
                     self.db.execute("INSERT INTO segments VALUES (?, ?)",
                                     (seg, len(rows["sentences"])))
@@ -266,6 +270,7 @@ class LocalStore:
             )
             self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             self.db.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            self.db.execute("DELETE FROM summaries WHERE doc_id=?", (doc_id,))
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         if not doc_ids:
@@ -567,6 +572,31 @@ class LocalStore:
             for row in rows:
                 out[row[1]] = self._chunk(row)
         return out
+
+    def summaries(self) -> tuple[list[str], list[str], np.ndarray]:
+        rows = self.db.execute(
+            "SELECT s.doc_id, s.text, s.vector FROM summaries s JOIN documents d "
+            "ON d.doc_id = s.doc_id ORDER BY s.doc_id").fetchall()
+        dim = int((self.manifest.get("embedder") or {}).get("dim") or 0)
+        matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows \
+            else np.zeros((0, dim), dtype=np.float32)
+        return [r[0] for r in rows], [r[1] for r in rows], matrix
+
+    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self._insert_summaries(rows)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _insert_summaries(self, rows: Sequence[tuple[str, str, np.ndarray | None]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
+            [(doc_id, text, np.asarray(vector, dtype=np.float32).tobytes())
+             for doc_id, text, vector in rows if vector is not None])
 
     def _chunk(self, row: tuple[Any, ...]) -> Chunk:
         rowid, chunk_id, doc_id, position, start, end, n_tokens, text = row
