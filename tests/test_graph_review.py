@@ -140,6 +140,13 @@ def test_cli_lists_approves_and_rejects(sleuth, folder: str) -> None:
     again = sleuth("graph", "review", "--reject", str(father), "--index", folder)
     assert again.code == 1 and f"proposal {father} is already approved" in again.err
 
+    rebuilt = sleuth("graph", "build", "--rebuild", "--index", folder, "--json")
+    assert rebuilt.code == 0, rebuilt.err
+    assert rebuilt.json()["reviewed_restored"] == 1  # a rebuild keeps what was approved
+    relations = sleuth("graph", "neighbors", "Jan Svěrák", "--index", folder,
+                       "--json").json()["relations"]
+    assert any(r["relation"] == "father" and r["entity"] == "Zdeněk Svěrák" for r in relations)
+
 
 def test_approve_all_after_rejections(sleuth, folder: str) -> None:
     with Index.open(folder) as index, Graph.open(index) as graph:

@@ -13,7 +13,7 @@ from typing import Any, Self, TypeVar
 
 import click
 
-from sleuth.errors import SleuthError
+from sleuth.errors import SleuthError, StoreError
 from sleuth.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -373,17 +373,20 @@ def _control_line(control: dict[str, Any]) -> str:
 @click.option("--model", default=None, help="Model name (overrides SLEUTH_MODEL).")
 @click.option("--base-url", default=None, help="Endpoint (overrides SLEUTH_BASE_URL).")
 @click.option("--show-steps/--no-show-steps", default=True, help="Print each tool call.")
+@click.option("--verify", is_flag=True, default=None,
+              help="Triple-Check every answer, rewrite and retry on failure, then abstain.")
 @common
 def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool,
-             model: str | None, base_url: str | None, show_steps: bool, index_dir: str | None,
-             as_json: bool, config: str | None) -> None:
+             model: str | None, base_url: str | None, show_steps: bool, verify: bool | None,
+             index_dir: str | None, as_json: bool, config: str | None) -> None:
     """Talk with the agent over several questions. Follow-ups see what earlier turns
     retrieved (reference ids stay valid); the session is saved in the index folder after
     every answer and resumed with --session ID. Type /exit (or Ctrl-D) to leave."""
     from sleuth.index import Index
     from sleuth.session import Session
 
-    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url})
+    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url},
+                         a2rag={"verify": verify})
     with Index.open(settings=settings) as index:
         if list_sessions:
             rows = Session.saved(index)
@@ -873,8 +876,12 @@ def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None,
     with Index.open(settings=settings) as index:
         root = getattr(index.store, "root", None)
         if rebuild and root is not None:
-            for suffix in ("", "-wal", "-shm"):
-                (Path(root) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
+            try:  # keep reviewed triples: they are re-applied after the build
+                with Graph.open(index) as old:
+                    old.store.reset()
+            except StoreError:  # unreadable (e.g. an older format): start from nothing
+                for suffix in ("", "-wal", "-shm"):
+                    (Path(root) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
         with Graph.open(index) as graph, _Bar(not as_json, "graph", " chunks") as bar:
             if (extractor or settings.graph.extractor) == "llm":
                 from sleuth.agent.variants import llm_from_settings
@@ -889,14 +896,18 @@ def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None,
             "removed": report.removed, **report.counts,
             "calls": llm_extractor.calls if llm_extractor else 0,
             "cached": llm_extractor.cached if llm_extractor else 0,
-            "failures": [{"chunk_id": c, "reason": r} for c, r in failures]}
+            "failures": [{"chunk_id": c, "reason": r} for c, r in failures],
+            "aliases_merged": report.aliases.merged if report.aliases else 0,
+            "reviewed_restored": report.restored}
     if as_json:
         _emit(data)
     else:
+        merged = f", {report.aliases.merged} aliases merged" if report.aliases else ""
+        restored = f", {report.restored} reviewed triples restored" if report.restored else ""
         click.echo(f"processed {report.processed} chunks ({report.unchanged} unchanged, "
                    f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
                    f"{report.counts['relations']} relations, {report.counts['mentions']} "
-                   "mentions")
+                   f"mentions{merged}{restored}")
         if failures:
             click.echo(f"{len(failures)} chunks failed (retried on the next build):")
         for chunk_id, reason in failures:

@@ -134,7 +134,7 @@ class A2RAGSettings(BaseModel):
     """The A2RAG controller (``--agent a2rag``) and the ``--verify`` wrapper."""
 
     gate_threshold: float = Field(
-        0.25, ge=-1, le=1, description="Abstain before retrieval when the question's best "
+        0.2, ge=-1, le=1, description="Abstain before retrieval when the question's best "
         "cosine similarity to a document summary is below this (-1 disables the gate)")
     retries: int = Field(2, ge=0, le=10, description="Rewrite-and-retry rounds after a failed "
                          "Triple-Check, before abstaining")

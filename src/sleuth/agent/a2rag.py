@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.loop import Agent, StepCallback, prompt
 from sleuth.agent.tracker import Tracker
-from sleuth.llm.jsontools import _json_objects
+from sleuth.llm.jsontools import JsonToolCalls, _json_objects
 from sleuth.retrieval import HybridRetriever, fuse
 from sleuth.settings import A2RAGSettings
 from sleuth.tokens import count_tokens
@@ -90,7 +90,7 @@ class Verifier:
                     {"role": "user", "content": f"Question: {question}\n\nEvidence:\n{evidence}"
                                                 f"\n\nCandidate answer: {candidate}"}]
         for _ in range(2):
-            reply = self.agent._chat(answer, messages, []).content or ""
+            reply = complete(self.agent, answer, messages, CHECK_SCHEMA)
             verdict = _parse_check(reply)
             if verdict is not None:
                 return verdict
@@ -110,10 +110,33 @@ class Verifier:
                     {"role": "user", "content": f"Question: {question}\nFailed query: {query}\n"
                                                 f"Candidate answer: {candidate}\n"
                                                 f"Verifier: {check.reason}"}]
-        text = (self.agent._chat(answer, messages, []).content or "").strip()
+        text = complete(self.agent, answer, messages).strip()
         line = next((ln.strip(" \"'`") for ln in text.splitlines() if ln.strip()), "")
         line = re.sub(r"^(?:new |rewritten )?query\s*:\s*", "", line, flags=re.I)
         return line[:500] or query
+
+
+CHECK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"relevance": {"type": "boolean"}, "grounding": {"type": "boolean"},
+                   "adequacy": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["relevance", "grounding", "adequacy", "reason"],
+}
+
+
+def complete(agent: Agent, answer: Answer, messages: list[dict[str, Any]],
+             schema: dict[str, Any] | None = None) -> str:
+    """One tool-less call on ``answer``'s account. A reply ``schema`` is enforced as a
+    grammar where the client is known to support it (the local model's JSON mode); other
+    endpoints get the prompt's instructions only."""
+    llm = agent.llm
+    if schema is not None and isinstance(llm, JsonToolCalls) and llm.constrain:
+        response = llm.inner.chat(messages, response_format={
+            "type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}})
+    else:
+        response = llm.chat(messages)
+    agent._account(answer, response)
+    return response.content or ""
 
 
 def _parse_check(text: str) -> Check | None:
@@ -235,7 +258,11 @@ class A2RAGAgent(Agent):
             return hybrid.hybrid(query, top_k), "hybrid", {"graph": False}
         chunk_ids, stage = graph.progressive(query, top_k=top_k,
                                              sufficient=self._sufficiency(answer, graph))
-        trace: dict[str, Any] = {"graph": True}
+        last = graph.last_trace
+        trace: dict[str, Any] = {"graph": True, "seeds": [name for _, name, _ in
+                                                          last.get("seeds", [])],
+                                 "relation_seeds": last.get("relation_seeds", []),
+                                 "evidence_per_stage": last.get("evidence", {})}
         if stage in ("none", "failed"):  # no seed, or no stage sufficed: add text retrieval
             chunk_ids = fuse([chunk_ids, hybrid.hybrid(query)])[:top_k] if chunk_ids else \
                 hybrid.hybrid(query, top_k)
@@ -255,8 +282,7 @@ class A2RAGAgent(Agent):
             messages = [{"role": "system", "content": prompt("sufficiency")},
                         {"role": "user", "content": f"Question: {question}\n\nEvidence:\n"
                                                     f"{evidence}"}]
-            reply = self._chat(answer, messages, []).content or ""
-            match = _YES.match(reply)
+            match = _YES.match(complete(self, answer, messages))
             if match is None:  # not understood: the offline test decides
                 return graph.covers(question, chunk_ids)
             return match.group(1).lower() == "yes"
@@ -268,7 +294,7 @@ class A2RAGAgent(Agent):
         messages = [{"role": "system", "content": self.system_prompt},
                     {"role": "user", "content": f"Question: {question}{focus}\n\nEvidence:\n"
                                                 f"{evidence or '(no passages found)'}"}]
-        return (self._chat(answer, messages, []).content or "").strip()
+        return complete(self, answer, messages).strip()
 
 
 @dataclass

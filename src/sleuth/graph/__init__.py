@@ -2,17 +2,21 @@
 
 ``Graph.open(index)`` opens ``graph.db`` in the index folder. ``build()`` extracts entities
 and relations from every chunk not yet processed (incremental with the index; interrupted
-builds keep finished batches). The queries: ``lookup`` (lexical match of a name against
+builds keep finished batches) and then merges entity name variants
+(:mod:`sleuth.graph.aliases`). The queries: ``lookup`` (lexical match of a name against
 entity names and aliases), ``neighbors`` (relations of an entity with their source
 chunks), ``path`` (shortest connection between two entities, breadth-first) and ``ppr``
 (degree-normalised Personalized PageRank from seed entities, mapped back to the chunks
-that mention the top entities).
+that mention the top entities). A2RAG's retriever adds ``seed_matches`` (question entities
+aligned to nodes by a hybrid lexical-embedding score), ``relation_seeds`` (the question's
+relational intent aligned to relation labels) and ``progressive``.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sleuth.errors import StoreError
-from sleuth.graph.extract import OfflineExtractor, iter_batches
+from sleuth.graph.aliases import MergeReport, merge_aliases, parse
+from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
 from sleuth.graph.store import Entity, GraphStore, norm
 
 if TYPE_CHECKING:
@@ -29,11 +34,53 @@ if TYPE_CHECKING:
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
-SEED_CUTOFF = 0.85  # string similarity a question entity needs to seed on a node
+SEED_CUTOFF = 0.85  # string similarity of a confident lexical match (no embedding needed)
+SEED_CANDIDATES = 8  # lexically closest names scored by the hybrid seed matcher
+SEED_MIN_RATIO = 0.6  # below this string similarity the hybrid score cannot reach 0.8
+LEXICAL_WEIGHT = 0.5  # hybrid seed score: this share string similarity, the rest cosine
+TRIGRAM_SHORTLIST = 100  # names by trigram overlap that get a full string comparison
 MAP_BACK_NODES = 30  # top PPR entities whose chunks are ranked
 BRIDGE_HOPS = 2  # bridge entities lie within this many hops of two seeds
 LOCAL_RELATIONS = 30  # one-hop relations per seed gathered at the local stage
+LOCAL_NEIGHBORS = 5  # one-hop neighbours whose own page joins the local evidence
 COVERAGE = 0.8  # share of the question's content words the evidence must contain
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Relational intents: a question word from a group selects relation labels with any word
+# of the group (compared by crude stems), so "father" selects "son of" and "daughter of".
+RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(_wordset(g) for g in (
+    "father mother parent parents son sons daughter daughters child children grandfather "
+    "grandmother grandson granddaughter grandparent paternal maternal heir",
+    "spouse wife husband married marry marriage wed widow widower",
+    "sibling brother sister",
+    "director directed direct directing filmmaker",
+    "born birth birthplace native",
+    "died die dies death dead killed murdered executed",
+    "buried burial grave interred",
+    "award awards awarded won win wins prize received receive nominated nomination honour",
+    "educated education studied study graduated graduate alumnus attended school college "
+    "university",
+    "founded founder established founding",
+    "composed composer composition music",
+    "produced producer production",
+    "wrote written writer author screenplay screenwriter",
+    "performed performer sung singer sang recorded",
+    "released release premiered published publication came",
+    "nationality citizen citizenship country national",
+    "starring stars starred star actor actress cast appeared",
+    "employer employed worked work works",
+    "occupation profession job career",
+    "located location situated lies",
+    "member members joined",
+    "publisher publishing",
+))
+_GENERIC = _wordset("film movie song album book novel place date year time first last later "
+                    "earlier older younger same name which many much one two out cause reason")
+_LABEL_STOP = _wordset("of in on at by to for from with as the a an and or is was be")
 
 
 @dataclass
@@ -42,6 +89,81 @@ class BuildReport:
     unchanged: int = 0
     removed: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    aliases: MergeReport | None = None  # alias merging (None when switched off)
+    restored: int = 0  # approved review triples put back after their chunk was re-extracted
+
+
+@dataclass(frozen=True)
+class SeedMatch:
+    """A question entity aligned to a graph node, with its hybrid score (1.0: exact name
+    or alias)."""
+
+    mention: str
+    entity: Entity
+    score: float
+
+
+@dataclass
+class _NameIndex:
+    """Live entity names and aliases with a character-trigram index for candidates."""
+
+    keys: list[str]
+    entities: list[Entity]
+    postings: dict[str, np.ndarray]
+    sizes: np.ndarray  # trigrams per key
+
+    @classmethod
+    def build(cls, rows: Sequence[tuple[str, Entity]]) -> _NameIndex:
+        lists: dict[str, list[int]] = {}
+        sizes = np.zeros(len(rows), dtype=np.float32)
+        for position, (key, _) in enumerate(rows):
+            grams = _trigrams(key)
+            sizes[position] = len(grams)
+            for gram in grams:
+                lists.setdefault(gram, []).append(position)
+        return cls([k for k, _ in rows], [e for _, e in rows],
+                   {g: np.asarray(v, dtype=np.int32) for g, v in lists.items()}, sizes)
+
+    def close(self, key: str, limit: int, cutoff: float) -> list[tuple[float, int]]:
+        """(string similarity, position) of the names most like ``key``, best first."""
+        grams = _trigrams(key)
+        hits = [self.postings[g] for g in grams if g in self.postings]
+        if not hits:
+            return []
+        counts = np.bincount(np.concatenate(hits), minlength=len(self.keys))
+        dice = 2 * counts / (len(grams) + self.sizes)
+        short = min(TRIGRAM_SHORTLIST, len(dice) - 1)
+        top = np.argpartition(-dice, short)[:short + 1] if short > 0 else np.arange(len(dice))
+        scored = []
+        for position in top:
+            if counts[position]:
+                matcher = difflib.SequenceMatcher(None, self.keys[position], key)
+                if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+                    ratio = matcher.ratio()
+                    if ratio >= cutoff:
+                        scored.append((ratio, int(position)))
+        scored.sort(key=lambda item: (-item[0], self.keys[item[1]]))
+        return scored[:limit]
+
+
+def _trigrams(key: str) -> set[str]:
+    padded = f"  {key} "
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+
+
+def _same_marks(a: str, b: str) -> bool:
+    """False for names whose numbers or numerals differ ("4th Baron" / "1st Baron", "Lothair
+    I" / "Lothair 2"); a name without any does not disagree."""
+    left, right = parse(a).marks, parse(b).marks
+    return not (left and right) or left == right
+
+
+def _stem(word: str) -> str:
+    """A crude stem, the same on both sides: "directed", "director" → "direct"."""
+    for suffix in ("ation", "ing", "ed", "er", "or", "ion", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[:-len(suffix)]
+    return word
 
 
 @dataclass
@@ -61,8 +183,12 @@ class Graph:
         self.store = store
         self._adjacency: _Adjacency | None = None
         self._names: list[tuple[int, str, str, str]] | None = None
-        self._keys: dict[str, tuple[int, str, str]] | None = None  # norm → live entity
+        self._index: _NameIndex | None = None  # live names and aliases
+        self._vectors: dict[str, np.ndarray] | None = None  # name → unit vector
+        self._labels: dict[str, set[str]] | None = None  # label word stem → labels
+        self._label_counts: dict[str, int] = {}
         self._removed: frozenset[int] = frozenset()
+        self.last_trace: dict[str, Any] = {}  # what the last ``progressive`` call did
 
     @property
     def removed(self) -> frozenset[int]:
@@ -73,7 +199,14 @@ class Graph:
     def removed(self, ids: frozenset[int]) -> None:
         self._removed = frozenset(ids)
         self._adjacency = None
-        self._keys = None
+        self._index = None
+
+    def forget_caches(self) -> None:
+        """Drop what was derived from ``graph.db`` (after writing to it directly)."""
+        self._adjacency = None
+        self._names = None
+        self._index = None
+        self._labels = None
 
     def simulate_loss(self, fraction: float, seed: int = 0) -> int:
         """Hide a random ``fraction`` of the entities (with their edges and mentions), as
@@ -108,8 +241,9 @@ class Graph:
     # -- building ----------------------------------------------------------------------
 
     def build(self, *, on_progress: Callable[[int, int], None] | None = None,
-              extractor: OfflineExtractor | None = None) -> BuildReport:
-        """Extract from new or changed chunks; forget chunks that left the index."""
+              extractor: Extractor | None = None) -> BuildReport:
+        """Extract from new or changed chunks; forget chunks that left the index; merge the
+        name variants among new entities (``graph.merge_aliases``)."""
         extractor = extractor or OfflineExtractor()
         done = self.store.extracted()
         chunks = list(self.index.store.iter_chunks())
@@ -132,9 +266,14 @@ class Graph:
             report.processed += len(batch)
             if on_progress:
                 on_progress(report.processed, len(todo))
-        self._adjacency = None
-        self._names = None
-        self._keys = None
+        settings = self.index.settings.graph
+        if settings.merge_aliases:
+            report.aliases = merge_aliases(self.store, lambda: self.index.embedder,
+                                           settings.alias_similarity)
+        self.forget_caches()
+        from sleuth.graph.review import reapply
+
+        report.restored = reapply(self)
         report.counts = self.store.counts()
         return report
 
@@ -145,17 +284,24 @@ class Graph:
         string similarity above ``cutoff``."""
         key = norm(name)
         exact = self.store.by_key(key)
-        if self._keys is None:
-            self._keys = {n: (i, display, t) for i, n, display, t in self.entity_names()
-                          if i not in self.removed}
-        keys = self._keys
-        close = difflib.get_close_matches(key, keys, n=limit + 1, cutoff=cutoff)
         out = [exact] if exact and exact.id not in self.removed else []
-        for match in close:
-            entity_id, display, kind = keys[match]
-            if not any(e.id == entity_id for e in out):
-                out.append(Entity(entity_id, display, kind))
+        names = self.names()
+        for _, position in names.close(key, limit + 1, cutoff):
+            entity = names.entities[position]
+            if not any(e.id == entity.id for e in out):
+                out.append(entity)
         return out[:limit]
+
+    def names(self) -> _NameIndex:
+        """The live entities' names and aliases, indexed for near matches."""
+        if self._index is None:
+            live = {i: Entity(i, display, t) for i, _, display, t in self.entity_names()
+                    if i not in self.removed}
+            rows = [(key, live[i]) for i, key, _, _ in self.entity_names() if i in live]
+            rows += [(alias, live[i]) for alias, i in self.store.aliases().items()
+                     if i in live]
+            self._index = _NameIndex.build(rows)
+        return self._index
 
     def neighbors(self, entity: Entity, relation: str | None = None,
                   limit: int = 50) -> list[dict[str, Any]]:
@@ -247,14 +393,90 @@ class Graph:
         return sorted(chunk_scores.items(), key=lambda item: -item[1])[:top_k]
 
     def seeds(self, question: str) -> list[Entity]:
-        """The question's entities aligned to graph nodes (confident lexical matches)."""
+        """The question's entities aligned to graph nodes (see :meth:`seed_matches`)."""
+        return [m.entity for m in self.seed_matches(question)]
+
+    def seed_matches(self, question: str) -> list[SeedMatch]:
+        """A2RAG's seed alignment: each entity mention of the question (quoted spans, runs
+        of capitalised words) goes to its best node. An exact name or alias scores 1.0; a
+        name at least ``SEED_CUTOFF`` similar as a string is taken on lexical evidence (a
+        misspelling moves a small encoder's vector far: "Neptun Men" / "Neptune Men" have
+        cosine 0.55); otherwise the lexically closest names score ``0.5 * string
+        similarity + 0.5 * cosine`` of the names embedded by the index's embedder ("Lothair
+        2" → "Lothair II"). Matches below ``graph.seed_similarity`` are dropped, as are
+        names whose numbers differ; one node per mention, each node once."""
         from sleuth.retrieval import question_keywords
 
-        found: dict[int, Entity] = {}
-        for name in question_keywords(question):
-            for entity in self.lookup(name, limit=1, cutoff=SEED_CUTOFF):
-                found.setdefault(entity.id, entity)
-        return list(found.values())
+        threshold = self.index.settings.graph.seed_similarity
+        cutoff = max(SEED_MIN_RATIO, (threshold - (1 - LEXICAL_WEIGHT)) / LEXICAL_WEIGHT)
+        names = self.names()
+        best: dict[str, SeedMatch] = {}
+        shortlists: dict[str, list[tuple[float, int]]] = {}
+        for mention in question_keywords(question):
+            key = norm(mention)
+            exact = self.store.by_key(key) if key else None
+            if exact is not None and exact.id not in self.removed:
+                best[key] = SeedMatch(mention, exact, 1.0)
+                continue
+            shortlist = [(ratio, p) for ratio, p in names.close(key, SEED_CANDIDATES, cutoff)
+                         if _same_marks(key, names.keys[p])] if key else []
+            if shortlist and shortlist[0][0] >= max(SEED_CUTOFF, threshold):
+                best[key] = SeedMatch(mention, names.entities[shortlist[0][1]],
+                                      round(shortlist[0][0], 4))
+            elif shortlist:
+                shortlists[mention] = shortlist
+        if shortlists:
+            vectors = self._name_vectors({norm(m) for m in shortlists} | {
+                names.keys[p] for found in shortlists.values() for _, p in found})
+            for mention, shortlist in shortlists.items():
+                key = norm(mention)
+                score, position = max(
+                    (LEXICAL_WEIGHT * ratio + (1 - LEXICAL_WEIGHT) * float(
+                        vectors[key] @ vectors[names.keys[p]]), p) for ratio, p in shortlist)
+                if score >= threshold:
+                    best[key] = SeedMatch(mention, names.entities[position], round(score, 4))
+        out: dict[int, SeedMatch] = {}
+        for match in best.values():
+            if match.entity.id not in out or out[match.entity.id].score < match.score:
+                out[match.entity.id] = match
+        return list(out.values())
+
+    def _name_vectors(self, texts: set[str]) -> dict[str, np.ndarray]:
+        """Unit vectors of names: those cached in ``graph.db`` by alias merging are loaded
+        on first use, the rest embedded (and kept in memory)."""
+        if self._vectors is None:
+            self._vectors = self.store.all_name_vectors(self.index.embedder.name)
+        missing = sorted(t for t in texts if t not in self._vectors)
+        if missing:
+            self._vectors.update(zip(missing, self.index.embedder.embed(missing), strict=True))
+        return {t: self._vectors[t] for t in texts}
+
+    def relation_seeds(self, question: str) -> list[str]:
+        """A2RAG's relation seeds: the graph's relation labels that match the question's
+        relational intent. The intent is the question's content words outside its entity
+        names; a word of a :data:`RELATION_INTENTS` group brings the whole group ("father"
+        → son, daughter, child ...). A label matches when one of its words shares a crude
+        stem with the intent. Most frequent labels first."""
+        from sleuth.retrieval import content_words, question_keywords
+
+        named = {w for k in question_keywords(question) if k[:1].isupper()
+                 for w in re.findall(r"\w+", k.lower())}
+        generic = {_stem(w) for w in _GENERIC}
+        stems = {_stem(w) for w in content_words(question)
+                 if w not in named and len(w) > 2 and not w.isdigit()} - generic
+        for group in RELATION_INTENTS:
+            group_stems = {_stem(w) for w in group}
+            if stems & group_stems:
+                stems |= group_stems
+        if self._labels is None:
+            self._labels = {}
+            self._label_counts = self.store.relation_labels()
+            for label in self._label_counts:
+                for word in re.findall(r"[a-z]+", label.lower()):
+                    if word not in _LABEL_STOP:
+                        self._labels.setdefault(_stem(word), set()).add(label)
+        found = {label for stem in stems for label in self._labels.get(stem, ())}
+        return sorted(found, key=lambda label: (-self._label_counts.get(label, 0), label))
 
     def rank(self, question: str, top_k: int = 20) -> list[str]:
         """Chunk ids for a question: PPR from its seed entities, mapped back to chunks."""
@@ -265,38 +487,91 @@ class Graph:
                                               top_k=top_k)]
 
     def progressive(self, question: str, top_k: int = 10, max_hops: int = BRIDGE_HOPS,
-                    sufficient: Callable[[str, list[str]], bool] | None = None
+                    sufficient: Callable[[str, list[str]], bool] | None = None, *,
+                    relation_filter: bool = True, neighbor_pages: int = LOCAL_NEIGHBORS
                     ) -> tuple[list[str], str]:
         """A2RAG's progressive retrieval: (chunk ids, stage reached).
 
-        Stage ``local``: the seeds' own chunks and those of their one-hop relations. Stage
-        ``bridge``: entities within ``max_hops`` of at least two seeds and the relations on
-        the short paths to them. Stage ``ppr``: degree-normalised PPR mapped back to chunks.
-        After each stage ``sufficient(question, chunk_ids)`` decides whether to stop (the
-        offline coverage test by default); ``failed`` means no stage satisfied it (the
-        evidence gathered is still returned). ``none`` means no seed was found.
+        Stage ``local``: the seeds' own chunks, those of their one-hop relations (with
+        ``relation_filter``, only relations whose label is among the question's
+        :meth:`relation_seeds`, unless that leaves none) and the own pages of the first
+        ``neighbor_pages`` entities those relations reach. Stage ``bridge``: entities within
+        ``max_hops`` of at least two seeds and the relations on the short paths to them.
+        Stage ``ppr``: degree-normalised PPR mapped back to chunks. After each stage
+        ``sufficient(question, chunk_ids)`` decides whether to stop (the offline coverage
+        test by default); ``failed`` means no stage satisfied it (the evidence gathered is
+        still returned). ``none`` means no seed was found. ``last_trace`` records the seeds,
+        relation seeds and the evidence gathered per stage.
         """
         check = sufficient or self.covers
-        seeds = self.seeds(question)
+        matches = self.seed_matches(question)
+        seeds = [m.entity for m in matches]
+        trace: dict[str, Any] = {"seeds": [(m.mention, m.entity.name, m.score)
+                                           for m in matches], "evidence": {}}
+        self.last_trace = trace
         if not seeds:
+            trace["stage"] = "none"
             return [], "none"
-        evidence: dict[str, None] = {}
-        for seed in seeds:
-            evidence.update(dict.fromkeys(self._mentions([seed.id]).get(seed.id, [])[:3]))
-            for relation in self.neighbors(seed, limit=LOCAL_RELATIONS):
-                evidence.setdefault(relation["chunk_id"])
+        labels = set(self.relation_seeds(question)) if relation_filter else set()
+        trace["relation_seeds"] = sorted(labels)
+        evidence = self._local_evidence(seeds, labels, trace, neighbor_pages)
+        trace["evidence"]["local"] = len(evidence)
         if check(question, list(evidence)[:top_k]):
-            return list(evidence)[:top_k], "local"
+            return self._stop(trace, list(evidence)[:top_k], "local")
         if len(seeds) >= 2:
             for chunk_id in self._bridge_chunks(seeds, max_hops):
                 evidence.setdefault(chunk_id)
+            trace["evidence"]["bridge"] = len(evidence)
             ranked = list(evidence)
             if check(question, ranked[:top_k]):
-                return ranked[:top_k], "bridge"
+                return self._stop(trace, ranked[:top_k], "bridge")
         mapped = [c for c, _ in self.map_back(self.ppr(seeds), top_nodes=MAP_BACK_NODES,
                                                top_k=top_k)]
         merged = list(dict.fromkeys([*mapped, *evidence]))[:top_k]
-        return merged, "ppr" if check(question, merged) else "failed"
+        trace["evidence"]["ppr"] = len(mapped)
+        return self._stop(trace, merged, "ppr" if check(question, merged) else "failed")
+
+    def _local_evidence(self, seeds: Sequence[Entity], labels: set[str],
+                        trace: dict[str, Any], neighbor_pages: int = 0) -> dict[str, None]:
+        """Stage 1: the seeds' own chunks, the chunks of their incident relations (those
+        labelled with a relation seed when any is), then the neighbours' own pages."""
+        evidence: dict[str, None] = {}
+        incident = {s.id: self.neighbors(s, limit=10 ** 6) for s in seeds}
+        kept = {i: [r for r in rows if r["relation"] in labels] for i, rows in incident.items()}
+        if not any(kept.values()):
+            kept = incident
+        trace["local_relations"] = {"kept": sum(len(r) for r in kept.values()),
+                                    "incident": sum(len(r) for r in incident.values())}
+        for seed in seeds:
+            evidence.update(dict.fromkeys(self._mentions([seed.id]).get(seed.id, [])[:3]))
+            for relation in kept[seed.id][:LOCAL_RELATIONS]:
+                evidence.setdefault(relation["chunk_id"])
+        if neighbor_pages:
+            others = list(dict.fromkeys(r["entity_id"] for rows in kept.values()
+                                        for r in rows[:LOCAL_RELATIONS]))[:neighbor_pages]
+            homes = self._homes(others)
+            trace["local_relations"]["neighbors"] = len(homes)
+            for other in others:
+                if other in homes:
+                    evidence.setdefault(homes[other])
+        return evidence
+
+    def _homes(self, entity_ids: Sequence[int]) -> dict[int, str]:
+        """Each entity's home chunk: the one that mentions it most (its own page)."""
+        out: dict[int, tuple[int, str]] = {}
+        for start in range(0, len(entity_ids), 900):
+            part = list(entity_ids[start : start + 900])
+            for entity, chunk_id, count in self.store.db.execute(
+                    "SELECT entity, chunk_id, count(*) FROM mentions WHERE entity IN "
+                    f"({','.join('?' * len(part))}) GROUP BY entity, chunk_id", part):
+                if entity not in out or count > out[entity][0]:
+                    out[int(entity)] = (int(count), chunk_id)
+        return {e: chunk for e, (_, chunk) in out.items()}
+
+    def _stop(self, trace: dict[str, Any], chunk_ids: list[str],
+              stage: str) -> tuple[list[str], str]:
+        trace["stage"] = stage
+        return chunk_ids, stage
 
     def _bridge_chunks(self, seeds: Sequence[Entity], max_hops: int) -> list[str]:
         """Chunks of the relations on the shortest paths between pairs of seeds."""

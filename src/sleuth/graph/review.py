@@ -299,9 +299,7 @@ def decide(graph: Graph, ids: Sequence[int], approve: bool) -> list[Proposal]:
             raise
         graph.store.db.execute("COMMIT")
     if approve and found:
-        graph._adjacency = None  # the graph's caches must see the new entities and edge
-        graph._names = None
-        graph._keys = None
+        graph.forget_caches()  # the graph's caches must see the new entities and edge
     return _fetch(graph, [p.id for p in found])
 
 
@@ -317,6 +315,35 @@ def apply_decisions(graph: Graph, approve: Sequence[int] = (), reject: Sequence[
     if approve_all:
         approve = [p.id for p in pending(graph)]
     return rejected + decide(graph, approve, approve=True)
+
+
+def reapply(graph: Graph) -> int:
+    """Re-insert approved triples that a rebuild, or a re-extraction of their chunk, dropped,
+    when their chunk is still indexed and still holds the reviewed sentence. Returns how
+    many were restored."""
+    _ensure_table(graph)
+    rows = graph.store.db.execute(
+        f"SELECT {_COLUMNS} FROM proposals WHERE status='approved' ORDER BY id").fetchall()
+    if not rows:
+        return 0
+    present = {json.loads(q).get("proposal") for (q,) in graph.store.db.execute(
+        "SELECT qualifiers FROM relations WHERE source=?", (SOURCE,))}
+    missing = [p for p in map(_proposal, rows) if str(p.id) not in present]
+    chunks = graph.index.store.get_chunks([p.chunk_id for p in missing])
+    restored = [p for p in missing if (chunk := chunks.get(p.chunk_id)) is not None and
+                chunk.text[p.start - chunk.start : p.end - chunk.start] == p.sentence]
+    if restored:
+        with graph.store.lock:
+            graph.store.db.execute("BEGIN")
+            try:
+                for proposal in restored:
+                    _insert(graph, proposal)
+            except BaseException:
+                graph.store.db.execute("ROLLBACK")
+                raise
+            graph.store.db.execute("COMMIT")
+        graph.forget_caches()
+    return len(restored)
 
 
 def _check(graph: Graph, ids: Sequence[int]) -> list[Proposal]:

@@ -5,7 +5,10 @@ leading article folded), so spelling variants merge; ``aliases`` maps further va
 (acronyms such as "IBM" for "International Business Machines") to an entity. Mentions and
 relations keep their provenance (chunk id and character span); ``extracted`` records which
 chunks were processed by which extractor, so a re-build only processes new or changed
-chunks and drops what came from chunks that are gone.
+chunks and drops what came from chunks that are gone. Alias merging
+(:mod:`sleuth.graph.aliases`) adds further aliases, remembers in ``checked`` which names it
+has paired, and caches name embeddings in ``name_vectors`` (float32 blobs; the embedder's
+name is in ``meta``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sleuth.graph.extract import Extraction
 
@@ -42,6 +47,8 @@ CREATE INDEX IF NOT EXISTS relations_object ON relations (object);
 CREATE INDEX IF NOT EXISTS relations_chunk ON relations (chunk_id);
 CREATE TABLE IF NOT EXISTS extracted (
     chunk_id TEXT PRIMARY KEY, extractor TEXT NOT NULL, digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checked (norm TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS name_vectors (text TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
 FORMAT_VERSION = 1
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
@@ -95,6 +102,15 @@ class GraphStore:
 
     # -- writing -----------------------------------------------------------------------
 
+    def reset(self) -> None:
+        """Forget everything extracted (a full rebuild follows); reviewed proposals stay."""
+        with self.lock:
+            self.db.execute("BEGIN")
+            for table in ("entities", "aliases", "mentions", "relations", "extracted",
+                          "checked"):
+                self.db.execute(f"DELETE FROM {table}")
+            self.db.execute("COMMIT")
+
     def extracted(self) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT * FROM extracted")}
 
@@ -109,6 +125,7 @@ class GraphStore:
                     self.db.execute(f"DELETE FROM {table} WHERE chunk_id IN ({marks})", part)
             self.db.execute("DELETE FROM entities WHERE id NOT IN (SELECT entity FROM mentions)")
             self.db.execute("DELETE FROM aliases WHERE entity NOT IN (SELECT id FROM entities)")
+            self.db.execute("DELETE FROM checked WHERE norm NOT IN (SELECT norm FROM entities)")
             self.db.execute("COMMIT")
 
     def add(self, results: Iterable[tuple[str, str, Extraction]], extractor: str,
@@ -163,6 +180,76 @@ class GraphStore:
         cache[key] = entity
         return entity
 
+    def merge(self, merges: dict[int, int]) -> None:
+        """Fold each entity ``drop`` into ``keep`` (``{drop: keep}``, ``keep`` never itself
+        dropped) in one transaction: mentions, relations and aliases move over, the dropped
+        name becomes an alias, a better type is kept, and self-loops go."""
+        if not merges:
+            return
+        pairs = [(keep, drop) for drop, keep in merges.items()]
+        with self.lock:
+            self.db.execute("BEGIN")
+            self.db.executemany("UPDATE mentions SET entity=? WHERE entity=?", pairs)
+            self.db.executemany("UPDATE relations SET subject=? WHERE subject=?", pairs)
+            self.db.executemany("UPDATE relations SET object=? WHERE object=?", pairs)
+            self.db.executemany("UPDATE aliases SET entity=? WHERE entity=?", pairs)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO aliases SELECT norm, ? FROM entities WHERE id=?", pairs)
+            types = dict(self.db.execute("SELECT id, type FROM entities").fetchall())
+            for keep, drop in pairs:
+                if _TYPE_RANK.get(types[keep], 5) > _TYPE_RANK.get(types[drop], 5):
+                    types[keep] = types[drop]
+                    self.db.execute("UPDATE entities SET type=? WHERE id=?", (types[keep], keep))
+            self.db.executemany("DELETE FROM entities WHERE id=?", [(d,) for d in merges])
+            self.db.execute("DELETE FROM relations WHERE subject=object")
+            self.db.execute("COMMIT")
+
+    def unchecked_entities(self) -> set[int]:
+        """Entities alias merging has not paired yet."""
+        return {int(r[0]) for r in self.db.execute(
+            "SELECT id FROM entities WHERE norm NOT IN (SELECT norm FROM checked)")}
+
+    def mark_checked(self) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR IGNORE INTO checked SELECT norm FROM entities")
+
+    def name_vectors(self, texts: Sequence[str], embedder: str) -> dict[str, np.ndarray]:
+        """Cached unit vectors of ``texts`` made by ``embedder`` (others are forgotten)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='name_vectors'").fetchone()
+        if row is None or row[0] != embedder:
+            with self.lock:
+                self.db.execute("DELETE FROM name_vectors")
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('name_vectors', ?)",
+                                (embedder,))
+            return {}
+        out: dict[str, np.ndarray] = {}
+        texts = list(texts)
+        for start in range(0, len(texts), 900):
+            part = texts[start : start + 900]
+            for text, blob in self.db.execute(
+                    "SELECT text, vector FROM name_vectors WHERE text IN "
+                    f"({','.join('?' * len(part))})", part):
+                out[text] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def all_name_vectors(self, embedder: str) -> dict[str, np.ndarray]:
+        """Every cached name vector made by ``embedder``."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='name_vectors'").fetchone()
+        if row is None or row[0] != embedder:
+            return {}
+        return {text: np.frombuffer(blob, dtype=np.float32)
+                for text, blob in self.db.execute("SELECT text, vector FROM name_vectors")}
+
+    def add_name_vectors(self, vectors: dict[str, np.ndarray], embedder: str) -> None:
+        with self.lock:
+            self.db.execute("BEGIN")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('name_vectors', ?)",
+                            (embedder,))
+            self.db.executemany(
+                "INSERT OR REPLACE INTO name_vectors VALUES (?, ?)",
+                [(t, np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()])
+            self.db.execute("COMMIT")
+
     # -- reading -----------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
@@ -201,6 +288,19 @@ class GraphStore:
                  "qualifiers": json.loads(r[3]), "chunk_id": r[4], "start": r[5], "end": r[6],
                  "subject": r[7], "object": r[8], "subject_type": r[9], "object_type": r[10]}
                 for r in rows]
+
+    def aliases(self) -> dict[str, int]:
+        """Alias key → entity id."""
+        return {r[0]: int(r[1]) for r in self.db.execute("SELECT alias, entity FROM aliases")}
+
+    def mention_counts(self) -> dict[int, int]:
+        return {int(r[0]): int(r[1]) for r in self.db.execute(
+            "SELECT entity, count(*) FROM mentions GROUP BY entity")}
+
+    def relation_labels(self) -> dict[str, int]:
+        """Each distinct relation label and how many relations carry it."""
+        return {r[0]: int(r[1]) for r in self.db.execute(
+            "SELECT relation, count(*) FROM relations GROUP BY relation")}
 
     def mentions_by_entity(self) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
