@@ -55,6 +55,23 @@ def wiki_index(wiki_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture(scope="session")
+def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 40 2Wiki passages (Lothair II's family among them), indexed and graphed
+    offline once; tests copy it before writing."""
+    pytest.importorskip("spacy")
+    from sleuth.graph import Graph
+
+    corpus = tmp_path_factory.mktemp("graph-corpus") / "corpus.json"
+    corpus.write_text(json.dumps(twowiki_records(40)))
+    folder = tmp_path_factory.mktemp("graph-index") / "idx"
+    with Index.open(folder, settings=Settings.load(), create=True) as index:
+        index.add([corpus])
+        with Graph.open(index) as graph:
+            graph.build()
+    return folder
+
+
+@pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The bundled sample corpus, indexed once; tests open it read-only."""
     folder = tmp_path_factory.mktemp("sample-index") / "idx"

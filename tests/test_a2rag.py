@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import twowiki_records
 
-from sleuth import Index, Settings
+from sleuth import Index
 from sleuth.llm import FakeLLMServer
 from sleuth.llm.fake import reply
 
@@ -113,21 +112,6 @@ def test_verify_wraps_any_agent(sleuth, endpoint, sample_index: Path) -> None:
         "Question: What device did Greatorex show Pepys?")
 
 
-@pytest.fixture(scope="module")
-def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("spacy")
-    from sleuth.graph import Graph
-
-    corpus = tmp_path_factory.mktemp("a2rag-corpus") / "corpus.json"
-    corpus.write_text(json.dumps(twowiki_records(40)))
-    folder = tmp_path_factory.mktemp("a2rag-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([corpus])
-        with Graph.open(index) as graph:
-            graph.build()
-    return folder
-
-
 def test_stage_three_escalation_maps_back_to_chunks(sleuth, endpoint, graph_index: Path,
                                                     tmp_path: Path) -> None:
     from sleuth.graph import Graph
@@ -153,3 +137,29 @@ def test_stage_three_escalation_maps_back_to_chunks(sleuth, endpoint, graph_inde
     assert all(c in record["chunks_read_ids"] for c in mapped)
     judges = [m for m in _messages(server) if "enough information" in m[0]["content"]]
     assert len(judges) == len(judged) + 1
+
+
+def test_eval_score_summarises_outcomes_stages_and_cost(sleuth, tmp_path: Path) -> None:
+    def record(qid: str, outcome: str, stages: list[str], calls: int, seconds: float) -> dict:
+        return {"question_id": qid, "question": "q", "answer": "a", "gold_answer": "a",
+                "llm_calls": calls, "prompt_tokens": 100 * calls, "completion_tokens": 10,
+                "seconds": seconds, "abstained": outcome != "verified",
+                "control": {"outcome": outcome,
+                            "attempts": [{"stage": stage} for stage in stages]}}
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        record("1", "verified", ["local"], 3, 1.0),
+        record("2", "verified", ["ppr", "bridge"], 7, 3.0),
+        record("3", "abstained", ["failed", "failed", "ppr"], 9, 5.0),
+        record("4", "out of scope", [], 0, 0.1)]) + "\n")
+    result = sleuth("eval", "score", str(path), "--json")
+    assert result.code == 0, result.err
+    run = result.json()["runs"][0]
+    assert run["control"]["outcome"] == {"abstained": 0.25, "out of scope": 0.25,
+                                         "verified": 0.5}
+    assert run["control"]["stage"] == {"bridge": 1 / 3, "local": 1 / 3, "ppr": 1 / 3}
+    assert run["overall"]["abstained"] == 0.5 and run["overall"]["llm_calls"] == 4.75
+    assert run["overall"]["llm_tokens"] == (310 + 710 + 910 + 10) / 4
+    text = sleuth("eval", "score", str(path)).out
+    assert "Control (None): abstained 25%, out of scope 25%, verified 50%" in text

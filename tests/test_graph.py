@@ -3,31 +3,16 @@ hand, incremental rebuilds and PPR map-back."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import twowiki_records
 
-from sleuth import Index, Settings
+from sleuth import Index
 from sleuth.graph import Graph
 from sleuth.graph.store import acronym, norm
 
 pytest.importorskip("spacy")
-
-
-@pytest.fixture(scope="session")
-def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 40 2Wiki passages (Lothair II's family among them), indexed and graphed."""
-    corpus = tmp_path_factory.mktemp("graph-corpus") / "corpus.json"
-    corpus.write_text(json.dumps(twowiki_records(40)))
-    folder = tmp_path_factory.mktemp("graph-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([corpus])
-        with Graph.open(index) as graph:
-            graph.build()
-    return folder
 
 
 @pytest.fixture()

@@ -4,15 +4,13 @@ approves it into the graph or rejects it for good."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import twowiki_records
 
-from sleuth import Index, Settings
+from sleuth import Index
 from sleuth.graph import Graph
 from sleuth.graph.review import pending, propose, relation_phrase, short_answer
 
@@ -25,23 +23,10 @@ SENTENCE = ("Empties is a 2007 film directed by Jan Svěrák and written by his 
             "Zdeněk Svěrák, who also stars in the film.")
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 40 2Wiki passages, indexed and graphed offline (never written to)."""
-    corpus = tmp_path_factory.mktemp("review-corpus") / "corpus.json"
-    corpus.write_text(json.dumps(twowiki_records(40)))
-    folder = tmp_path_factory.mktemp("review-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([corpus])
-        with Graph.open(index) as graph:
-            graph.build()
-    return folder
-
-
 @pytest.fixture()
-def folder(built: Path, tmp_path: Path) -> str:
+def folder(graph_index: Path, tmp_path: Path) -> str:
     """A private copy: review writes to graph.db."""
-    shutil.copytree(built, tmp_path / "idx")
+    shutil.copytree(graph_index, tmp_path / "idx")
     return str(tmp_path / "idx")
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.loop import Agent, StepCallback, prompt
 from sleuth.agent.tracker import Tracker
-from sleuth.llm.jsontools import JsonToolCalls, _json_objects
+from sleuth.llm.jsontools import JsonToolCalls, json_objects
 from sleuth.retrieval import HybridRetriever, fuse
 from sleuth.settings import A2RAGSettings
 from sleuth.tokens import count_tokens
@@ -140,7 +140,7 @@ def complete(agent: Agent, answer: Answer, messages: list[dict[str, Any]],
 
 
 def _parse_check(text: str) -> Check | None:
-    for obj in _json_objects(text):
+    for obj in json_objects(text):
         values = {p: obj.get(p) for p in PROPERTIES}
         if all(isinstance(v, bool) or str(v).lower() in ("true", "false") for v in
                values.values()):

@@ -146,8 +146,28 @@ def score_runs(paths: Sequence[Path], ks: Sequence[int] = (2, 5),
             "agent": records[0].get("agent") if records else None,
             "overall": aggregate(row for _, row in rows),
             "by_type": {t: aggregate(row for rt, row in rows if rt == t) for t in types},
+            **({"control": control} if (control := control_summary(records)) else {}),
         })
     return {"runs": runs, "ks": list(ks)}
+
+
+def control_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """For a2rag and --verify runs: the share of questions by outcome (verified, abstained,
+    out of scope, unverified), by the retrieval stage their last attempt reached, and the
+    mean number of attempts. Empty when no record has a ``control`` field."""
+    controls = [r["control"] for r in records if isinstance(r.get("control"), dict)]
+    if not controls:
+        return {}
+
+    def shares(values: list[str]) -> dict[str, float]:
+        return {v: values.count(v) / len(values) for v in sorted(set(values))}
+
+    attempts = [c.get("attempts") or [] for c in controls]
+    stages = [a[-1]["stage"] for a in attempts if a and a[-1].get("stage")]
+    return {"n": len(controls),
+            "outcome": shares([str(c.get("outcome") or "none") for c in controls]),
+            "stage": shares(stages) if stages else {},
+            "attempts_mean": statistics.fmean(len(a) for a in attempts)}
 
 
 _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
@@ -176,6 +196,14 @@ def to_markdown(scores: dict[str, Any]) -> str:
 
     out = table([(f"{r['agent'] or '?'} ({r['run']})", r["overall"]) for r in scores["runs"]],
                 "run")
+    for r in scores["runs"]:
+        if r.get("control"):
+            c = r["control"]
+            parts = [f"{name} {share:.0%}" for name, share in c["outcome"].items()]
+            stages = [f"{name} {share:.0%}" for name, share in c["stage"].items()]
+            out += ["", f"Control ({r['agent']}): " + ", ".join(parts)
+                    + (f"; last stage: {', '.join(stages)}" if stages else "")
+                    + f"; {c['attempts_mean']:.2f} attempts per question"]
     for r in scores["runs"]:
         if len(r["by_type"]) > 1:
             out += ["", f"By question type: {r['run']}", ""]

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sleuth.graph.extract import Extraction, Mention, Triple
 from sleuth.llm.base import LLM, Usage
-from sleuth.llm.jsontools import _json_objects
+from sleuth.llm.jsontools import json_objects
 from sleuth.types import Chunk, Sentence
 
 __all__ = ["CACHE_FILE", "ExtractionReply", "LLMExtractor", "parse_reply", "to_extraction"]
@@ -91,7 +91,7 @@ class ExtractionReply(BaseModel):
 
 def parse_reply(text: str) -> ExtractionReply:
     """The validated reply; ``ValueError`` says what is wrong with it (for the re-ask)."""
-    objects = list(_json_objects(text))
+    objects = list(json_objects(text))
     if not objects:
         raise ValueError("the reply is not one JSON object")
     try:

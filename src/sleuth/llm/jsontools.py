@@ -162,7 +162,7 @@ def parse_reply(text: str, functions: Mapping[str, Mapping[str, Any]]
 
     Text with no JSON object in it is taken as a plain answer.
     """
-    objects = list(_json_objects(text))
+    objects = list(json_objects(text))
     if not objects:
         if text.lstrip().startswith(("{", "```", "<tool_call>")) or not text.strip():
             raise ValueError("it is not one complete JSON object")
@@ -236,7 +236,7 @@ def _truncated_answer(text: str) -> str | None:
         return body.strip() + " …"
 
 
-def _json_objects(text: str) -> Iterable[dict[str, Any]]:
+def json_objects(text: str) -> Iterable[dict[str, Any]]:
     """JSON objects in a reply: the whole text, fenced blocks, tagged blocks, or a {...} span."""
     candidates = [text, *_FENCE.findall(text), *_TAGGED.findall(text)]
     span = _OBJECT.search(text)
