@@ -87,6 +87,7 @@ class Index:
         self._embedder = embedder
         self._titles: TitleIndex | None = None
         self._summaries: tuple[list[str], np.ndarray] | None = None
+        self._graph: Any = None  # the knowledge graph, opened once (see graph())
 
     # -- opening -----------------------------------------------------------------------
 
@@ -135,7 +136,29 @@ class Index:
         return str(getattr(self.store, "root", self.settings.index))
 
     def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
         self.store.close()
+
+    def graph(self) -> Any:
+        """The index's knowledge graph (``sleuth.graph.Graph``) when one was built, opened
+        once and shared, so its caches (adjacency, name index) serve every question; None
+        when the index has none."""
+        if self._graph is None:
+            from sleuth.graph.store import GRAPH_DB
+
+            folder = getattr(self.store, "root", None)
+            if folder is None or not (Path(folder) / GRAPH_DB).is_file():
+                return None
+            from sleuth.graph import Graph
+
+            graph = Graph.open(self)
+            if not graph.store.counts()["entities"]:
+                graph.close()
+                return None
+            self._graph = graph
+        return self._graph
 
     def __enter__(self) -> Index:
         return self

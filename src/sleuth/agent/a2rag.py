@@ -201,51 +201,47 @@ class A2RAGAgent(Agent):
             return answer
         verifier = Verifier(self)
         titles = self.index.store.document_titles()
-        graph = _open_graph(self.index)
+        graph: Graph | None = self.index.graph()
         query, final = question, ""
-        try:
-            for attempt in range(self.a2rag.retries + 1):
-                chunk_ids, stage, trace = self._retrieve(answer, graph, query)
-                chunks = self.index.read(chunk_ids).chunks
-                evidence = evidence_text(chunks, titles)
-                for chunk in chunks:
-                    tracker.saw(chunk.chunk_id, 1.0)
-                    tracker.mark_read(chunk.chunk_id)
-                step = Step(len(answer.trajectory) + 1, "progressive_retrieve",
-                            {"query": query, "stage": stage, **trace}, evidence,
-                            f"attempt {attempt + 1}", count_tokens(evidence))
-                answer.trajectory.append(step)
-                answer.loops += 1
-                if on_step:
-                    on_step(step)
-                candidate = self._answer(answer, question, query, evidence)
-                check = verifier.check(answer, question, candidate, evidence)
-                record: dict[str, Any] = {"query": query, "stage": stage,
-                                          "evidence": [c.chunk_id for c in chunks],
-                                          "candidate": candidate, "check": check.to_dict()}
-                control["attempts"].append(record)
-                if check.failure is None or not check.understood:
-                    final = candidate
-                    control["outcome"] = "verified" if check.understood else "unverified"
-                    break
-                if attempt == self.a2rag.retries:
-                    break
-                query = verifier.rewrite(answer, question, query, candidate, check)
-                record["rewrite"] = query
-            if not final:
-                answer.abstained = True
-                control["outcome"] = "abstained"
-                last = control["attempts"][-1]["check"]
-                final = abstention(f"the evidence stayed insufficient after "
-                                   f"{len(control['attempts'])} attempts ({last['failure']}: "
-                                   f"{last['reason'] or 'no reason given'})")
-            self._finish(answer, final, tracker, started)
-            if control["outcome"] == "verified" and graph is not None and \
-                    self.a2rag.propose_triples:
-                control["proposed"] = _propose(graph, question, answer)
-        finally:
-            if graph is not None:
-                graph.close()
+        for attempt in range(self.a2rag.retries + 1):
+            chunk_ids, stage, trace = self._retrieve(answer, graph, query)
+            chunks = self.index.read(chunk_ids).chunks
+            evidence = evidence_text(chunks, titles)
+            for chunk in chunks:
+                tracker.saw(chunk.chunk_id, 1.0)
+                tracker.mark_read(chunk.chunk_id)
+            step = Step(len(answer.trajectory) + 1, "progressive_retrieve",
+                        {"query": query, "stage": stage, **trace}, evidence,
+                        f"attempt {attempt + 1}", count_tokens(evidence))
+            answer.trajectory.append(step)
+            answer.loops += 1
+            if on_step:
+                on_step(step)
+            candidate = self._answer(answer, question, query, evidence)
+            check = verifier.check(answer, question, candidate, evidence)
+            record: dict[str, Any] = {"query": query, "stage": stage,
+                                      "evidence": [c.chunk_id for c in chunks],
+                                      "candidate": candidate, "check": check.to_dict()}
+            control["attempts"].append(record)
+            if check.failure is None or not check.understood:
+                final = candidate
+                control["outcome"] = "verified" if check.understood else "unverified"
+                break
+            if attempt == self.a2rag.retries:
+                break
+            query = verifier.rewrite(answer, question, query, candidate, check)
+            record["rewrite"] = query
+        if not final:
+            answer.abstained = True
+            control["outcome"] = "abstained"
+            last = control["attempts"][-1]["check"]
+            final = abstention(f"the evidence stayed insufficient after "
+                               f"{len(control['attempts'])} attempts ({last['failure']}: "
+                               f"{last['reason'] or 'no reason given'})")
+        self._finish(answer, final, tracker, started)
+        if control["outcome"] == "verified" and graph is not None and \
+                self.a2rag.propose_triples:
+            control["proposed"] = _propose(graph, question, answer)
         answer.seconds = time.perf_counter() - started
         return answer
 
@@ -364,23 +360,6 @@ def _absorb(total: Answer, part: Answer) -> None:
     total.trajectory.extend(Step(offset + s.step, s.tool_name, s.tool_input, s.tool_output,
                                  s.reasoning, s.retrieved_tokens, s.error, s.seconds)
                             for s in part.trajectory)
-
-
-def _open_graph(index: Any) -> Graph | None:
-    """The index's knowledge graph when one was built (else None: hybrid retrieval)."""
-    try:
-        from sleuth.graph import Graph
-        from sleuth.graph.store import GRAPH_DB
-    except ImportError:
-        return None
-    folder = getattr(index.store, "root", None)
-    if folder is None or not (folder / GRAPH_DB).is_file():
-        return None
-    graph = Graph.open(index)
-    if not graph.store.counts()["entities"]:
-        graph.close()
-        return None
-    return graph
 
 
 def _propose(graph: Graph, question: str, answer: Answer) -> int:

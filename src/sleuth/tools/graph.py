@@ -24,11 +24,9 @@ SNIPPET_CHARS = 220
 
 
 def _graph(ctx: ToolContext) -> Graph:
-    from sleuth.graph import Graph
-
-    graph = Graph.open(ctx.index)
-    if not graph.store.counts()["entities"]:
-        graph.close()
+    """The index's graph, opened once and shared (its caches serve every call)."""
+    graph: Graph | None = ctx.index.graph()
+    if graph is None:
         raise ToolError("this index has no knowledge graph yet; build it with "
                         "`sleuth graph build`")
     return graph
@@ -65,10 +63,10 @@ def graph_entity(
         name: The entity name, e.g. "Lothair II".
         limit: Entities to return (1-20).
     """
-    with _graph(ctx) as graph:
-        found = graph.lookup(name, limit=limit)
-        rows = [{"id": e.id, "name": e.name, "type": e.type,
-                 "relations": len(graph.store.relations_of(e.id))} for e in found]
+    graph = _graph(ctx)
+    found = graph.lookup(name, limit=limit)
+    rows = [{"id": e.id, "name": e.name, "type": e.type,
+             "relations": len(graph.store.relations_of(e.id))} for e in found]
     if not rows:
         return ToolResult(f"No entity matches {name!r}.", {"entities": []})
     lines = [f"Entities matching {name!r}:"] + [
@@ -92,9 +90,9 @@ def graph_neighbors(
         relation: Only relations whose label contains this, e.g. "son" or "directed".
         limit: Relations to return (1-50).
     """
-    with _graph(ctx) as graph:
-        found = _resolve(graph, entity)
-        rows = graph.neighbors(found, relation, limit)
+    graph = _graph(ctx)
+    found = _resolve(graph, entity)
+    rows = graph.neighbors(found, relation, limit)
     for row in rows:
         row["sentence"] = _snippet(ctx, row["chunk_id"], row["start"], row["end"])
         ctx.tracker.saw(row["chunk_id"], 0.0)
@@ -126,17 +124,17 @@ def graph_path(
         target: The second entity, e.g. "Ermengarde of Tours".
         max_hops: Longest chain to look for (1-6).
     """
-    with _graph(ctx) as graph:
-        a, b = _resolve(graph, source), _resolve(graph, target)
-        ids = graph.path(a, b, max_hops)
-        if ids is None:
-            return ToolResult(f"No connection of at most {max_hops} hops between {a.name} "
-                              f"and {b.name}.", {"path": None})
-        steps = []
-        for left, right in zip(ids, ids[1:], strict=False):
-            r = graph.relation_between(left, right) or {}
-            steps.append({"from": r.get("subject"), "relation": r.get("relation"),
-                          "to": r.get("object"), "chunk_id": r.get("chunk_id")})
+    graph = _graph(ctx)
+    a, b = _resolve(graph, source), _resolve(graph, target)
+    ids = graph.path(a, b, max_hops)
+    if ids is None:
+        return ToolResult(f"No connection of at most {max_hops} hops between {a.name} "
+                          f"and {b.name}.", {"path": None})
+    steps = []
+    for left, right in zip(ids, ids[1:], strict=False):
+        r = graph.relation_between(left, right) or {}
+        steps.append({"from": r.get("subject"), "relation": r.get("relation"),
+                      "to": r.get("object"), "chunk_id": r.get("chunk_id")})
     lines = [f"{a.name} → {b.name} in {len(steps)} hop{'s' if len(steps) != 1 else ''}:"]
     lines += [f"- {s['from']} --{s['relation']}--> {s['to']} (chunk {s['chunk_id']})"
               for s in steps]
@@ -157,14 +155,14 @@ def graph_ppr(
         entities: Seed entity names from the question, e.g. ["Lothair II"].
         top_k: Chunks to return (1-20).
     """
-    with _graph(ctx) as graph:
-        seeds = [e for name in entities for e in graph.lookup(name, limit=1)]
-        if not seeds:
-            raise ToolError(f"none of {entities} is an entity in the graph; try graph_entity")
-        scores = graph.ppr(seeds)
-        chunks = graph.map_back(scores, top_k=top_k)
-        top = sorted(scores, key=lambda e: -scores[e])[:8]
-        names = [e.name for i in top if (e := graph.store.entity(i))]
+    graph = _graph(ctx)
+    seeds = [e for name in entities for e in graph.lookup(name, limit=1)]
+    if not seeds:
+        raise ToolError(f"none of {entities} is an entity in the graph; try graph_entity")
+    scores = graph.ppr(seeds)
+    chunks = graph.map_back(scores, top_k=top_k)
+    top = sorted(scores, key=lambda e: -scores[e])[:8]
+    names = [e.name for i in top if (e := graph.store.entity(i))]
     for chunk_id, score in chunks:
         ctx.tracker.saw(chunk_id, score)
     read = {c.chunk_id: c for c in ctx.index.read([c for c, _ in chunks]).chunks}
