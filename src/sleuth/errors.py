@@ -42,3 +42,11 @@ class MissingDependency(SleuthError):
 
 class IndexNotFound(StoreError):
     """No index exists at the given location."""
+
+
+class RequestError(SleuthError):
+    """A caller's request is invalid or over a serving limit; servers answer 4xx with it."""
+
+
+class NotFoundError(RequestError):
+    """A request names a tool, document or session that does not exist (HTTP 404)."""

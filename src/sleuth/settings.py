@@ -149,6 +149,22 @@ class A2RAGSettings(BaseModel):
         "(the --verify flag)")
 
 
+class ServeSettings(BaseModel):
+    """``sleuth serve``: the HTTP API and MCP server, their API keys and request limits."""
+
+    host: str = Field("127.0.0.1", description="Interface the servers listen on")
+    port: int = Field(8765, ge=1, le=65535, description="TCP port of the servers")
+    api_keys: dict[str, str] | Path | None = Field(
+        None, description="API keys by name ({name: key}), or a YAML/JSON file holding that "
+        "mapping; none: the HTTP server refuses to start unless --no-auth is given")
+    max_query_chars: int = Field(2000, ge=1, description="Longest query or question accepted")
+    max_top_k: int = Field(50, ge=1, description="Largest top_k a request may ask for")
+    max_queries: int = Field(5, ge=1, description="Most queries (keywords, patterns) per call")
+    max_body_bytes: int = Field(1_000_000, ge=1, description="Largest request body (HTTP 413)")
+    runs: Path = Field(Path("results"), description="Folder of eval runs (`eval run --output`) "
+                       "the run viewer at /viewer browses")
+
+
 class Settings(BaseSettings):
     """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
 
@@ -165,6 +181,7 @@ class Settings(BaseSettings):
     router: RouterSettings = Field(default_factory=RouterSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     a2rag: A2RAGSettings = Field(default_factory=A2RAGSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @classmethod
     def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:

@@ -1,0 +1,1 @@
+"""Sleuth's servers: the HTTP API, the MCP server and the run viewer."""

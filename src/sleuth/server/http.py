@@ -1,0 +1,251 @@
+"""The HTTP API (``sleuth serve http``): FastAPI over :class:`sleuth.service.Service`.
+
+Routes parse, authenticate and render; every decision is the service's. API keys come as
+``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY``; errors are JSON
+``{"detail": "..."}`` with 401 (key), 404 (unknown tool, document, session), 400 (invalid
+request, over a limit, bad tool arguments), 413 (body too large) or 422 (malformed body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from sleuth._version import __version__
+from sleuth.errors import (
+    ConfigError,
+    IngestError,
+    LLMError,
+    MissingDependency,
+    NotFoundError,
+    RequestError,
+    SleuthError,
+    ToolError,
+)
+from sleuth.server.runs import runs_router
+from sleuth.service import LOCAL, Caller, Service, caller_for_key, load_api_keys
+
+try:
+    from fastapi import APIRouter, Body, Depends, FastAPI, Request
+    from fastapi.responses import JSONResponse, StreamingResponse
+    from pydantic import BaseModel, Field
+    from starlette.datastructures import UploadFile
+except ImportError as exc:  # pragma: no cover - the serve extra is missing
+    raise MissingDependency(exc.name or "fastapi", "serve") from None
+
+STATUS = {NotFoundError: 404, RequestError: 400, ToolError: 400, IngestError: 400,
+          LLMError: 502}
+
+
+class AddPaths(BaseModel):
+    """Server-side files or folders to index."""
+
+    paths: list[str] = Field(..., min_length=1, description="Files or folders on the server")
+
+
+class AskRequest(BaseModel):
+    question: str = Field(..., description="The question to answer")
+    agent: str = Field("full", description="Agent variant (`sleuth agents`)")
+    session: str | None = Field(None, description="Session id: follow-ups see earlier turns")
+
+
+_DOCUMENTS_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "required": ["paths"], "properties": {
+        "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                  "description": "Files or folders on the server"}}}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
+        "files": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
+}}}
+
+
+def status_for(exc: SleuthError) -> int:
+    for kind, code in STATUS.items():
+        if isinstance(exc, kind):
+            return code
+    return 500
+
+
+def create_app(service: Service, *, auth: bool = True) -> FastAPI:
+    """The FastAPI app serving ``service`` and the run viewer over ``serve.runs``;
+    ``auth=False`` (``--no-auth``) for local use only."""
+    keys = load_api_keys(service.settings.serve)
+    if auth and not keys:
+        raise ConfigError("no API keys configured: set serve.api_keys (SLEUTH_SERVE__API_KEYS, "
+                          "a {name: key} mapping or a key file) or pass --no-auth for local use")
+    app = FastAPI(title="Sleuth", version=__version__,
+                  description="Agentic retrieval over a document index: tools, ask, sessions.")
+    _install_errors(app, service.limits.max_body_bytes)
+    caller = _authenticate(keys) if auth else _anonymous
+    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)])
+    _index_routes(router, service)
+    _tool_routes(router, service)
+    _agent_routes(router, service)
+    _session_routes(router, service)
+    app.include_router(router)
+    # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer
+    app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
+                                   auth=caller))
+    return app
+
+
+def _anonymous(request: Request) -> Caller:
+    return LOCAL
+
+
+def _authenticate(keys: dict[str, str]) -> Callable[[Request], Caller]:
+    """The dependency that maps a request's API key to its Caller, or answers 401."""
+
+    def caller(request: Request) -> Caller:
+        header = request.headers.get("authorization", "")
+        presented = (header[7:].strip() if header.lower().startswith("bearer ") else None) \
+            or request.headers.get("x-api-key") or request.query_params.get("api_key")
+        found = caller_for_key(keys, presented)
+        if found is None:
+            raise _Unauthorized("missing API key: send Authorization: Bearer KEY or X-API-Key"
+                                if not presented else "invalid API key")
+        request.state.caller = found
+        return found
+
+    return caller
+
+
+def _who(request: Request) -> Caller:
+    caller: Caller = getattr(request.state, "caller", LOCAL)
+    return caller
+
+
+Who = Annotated[Caller, Depends(_who)]
+
+
+def _install_errors(app: FastAPI, limit: int) -> None:
+    @app.middleware("http")
+    async def body_limit(request: Request, call_next: Any) -> Any:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > limit:
+            return JSONResponse({"detail": f"request body of {length} bytes is over the "
+                                 f"limit of {limit}"}, status_code=413)
+        return await call_next(request)
+
+    @app.exception_handler(SleuthError)
+    async def sleuth_error(request: Request, exc: SleuthError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
+
+    @app.exception_handler(_Unauthorized)
+    async def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+
+
+def _index_routes(router: APIRouter, service: Service) -> None:
+    @router.get("/status", tags=["index"])
+    def status(who: Who) -> dict[str, Any]:
+        """Index size, embedder, tools and this server's limits."""
+        return service.status(who)
+
+    @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY)
+    async def add_documents(request: Request, who: Who) -> dict[str, Any]:
+        """Index documents: a JSON ``{"paths": [...]}`` of server-side files or folders, or a
+        multipart upload of ``files``. New and changed documents are (re)indexed."""
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form()
+            files = [(f.filename or "upload.txt", await f.read())
+                     for f in form.getlist("files") if isinstance(f, UploadFile)]
+            return await asyncio.to_thread(service.add_uploads, files, who)
+        try:
+            body = AddPaths.model_validate(await request.json())
+        except ValueError as exc:
+            raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
+                               f"'files': {exc}") from None
+        return await asyncio.to_thread(service.add_documents, body.paths, who)
+
+    @router.delete("/documents/{doc_id:path}", tags=["index"])
+    def delete_document(doc_id: str, who: Who) -> dict[str, Any]:
+        """Remove a document and its chunks from the index."""
+        return service.delete_documents([doc_id], who)
+
+
+def _tool_routes(router: APIRouter, service: Service) -> None:
+    @router.get("/tools", tags=["tools"])
+    def tools(who: Who) -> list[dict[str, Any]]:
+        """Every retrieval tool with the description and JSON schema the agent sees."""
+        return service.tools(who)
+
+    @router.post("/tools/{name}", tags=["tools"])
+    def call_tool(name: str, who: Who,
+                  arguments: Annotated[dict[str, Any] | None, Body()] = None,
+                  session: str | None = None) -> dict[str, Any]:
+        """Call a tool; the body is its arguments. ``?session=ID`` keeps reference ids."""
+        result = service.call_tool(name, arguments or {}, session=session, caller=who)
+        return {"text": result.text, "data": result.data,
+                "retrieved_tokens": result.retrieved_tokens}
+
+
+def _agent_routes(router: APIRouter, service: Service) -> None:
+    @router.post("/ask", tags=["agent"])
+    def ask(body: AskRequest, who: Who) -> dict[str, Any]:
+        """Answer a question with the agent; returns the full record (trajectory, citations)."""
+        return service.ask(body.question, body.agent, body.session, caller=who)
+
+    @router.post("/ask/stream", tags=["agent"])
+    def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
+        """Server-sent events: one ``step`` event per tool call, then ``answer`` (the record),
+        or ``error`` with ``{"detail"}``."""
+        service.check_ask(body.question, body.agent)
+        return StreamingResponse(_ask_events(service, body, who),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+
+def _session_routes(router: APIRouter, service: Service) -> None:
+    @router.get("/sessions", tags=["sessions"])
+    def sessions(who: Who) -> list[dict[str, Any]]:
+        """Saved sessions: id, agent, number of turns, first question, last update."""
+        return service.sessions(who)
+
+    @router.get("/sessions/{session_id}", tags=["sessions"])
+    def session(session_id: str, who: Who) -> dict[str, Any]:
+        """One session with its turns (question, answer, citations)."""
+        return service.session(session_id, who)
+
+    @router.delete("/sessions/{session_id}", tags=["sessions"])
+    def delete_session(session_id: str, who: Who) -> dict[str, Any]:
+        return service.delete_session(session_id, who)
+
+
+class _Unauthorized(Exception):
+    """A request without a valid API key (HTTP 401)."""
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+async def _ask_events(service: Service, body: AskRequest, who: Caller) -> AsyncIterator[str]:
+    """Run the agent in a worker thread and yield its steps as they happen."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    def put(event: str, data: Any) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, (event, data))
+
+    def work() -> None:
+        try:
+            record = service.ask(body.question, body.agent, body.session,
+                                 on_step=lambda step: put("step", step.to_dict()), caller=who)
+            put("answer", record)
+        except SleuthError as exc:
+            put("error", {"detail": str(exc), "status": status_for(exc)})
+        except Exception as exc:  # a bug: still end the stream with a message
+            put("error", {"detail": f"internal error: {type(exc).__name__}: {exc}",
+                          "status": 500})
+
+    threading.Thread(target=work, name="sleuth-ask", daemon=True).start()
+    while True:
+        event, data = await queue.get()
+        yield _sse(event, data)
+        if event in ("answer", "error"):
+            return

@@ -1,0 +1,247 @@
+"""The run viewer: JSON endpoints over the eval runs under one folder, the chunk text behind
+their ids, and the page (``viewer/``) that browses them. Metrics are those of
+:func:`sleuth.eval.report.score_runs`; nothing here recomputes them.
+
+A run is any folder holding a ``predictions.jsonl`` (``sleuth eval run --output DIR`` writes
+one per agent); its id is its path relative to the runs root (``bench/a2rag``), or ``~`` for
+the root itself. Ids that resolve outside the root are unknown: 404, like any other."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sleuth.errors import IngestError, MissingDependency
+from sleuth.eval.report import read_predictions, score_record, score_runs
+from sleuth.index import Index
+
+try:
+    from fastapi import APIRouter, Depends, HTTPException
+    from fastapi.responses import HTMLResponse
+except ImportError as exc:  # pragma: no cover - the minimal install
+    raise MissingDependency("fastapi", "serve") from exc
+
+__all__ = ["ROOT_ID", "runs_router"]
+
+PREDICTIONS = "predictions.jsonl"
+ROOT_ID = "~"
+VIEWER = Path(__file__).with_name("viewer")
+KS = (2, 5)
+# The columns of the run list, in the order the page shows them (when a run has them).
+MAIN_METRICS = ("n", "llm_acc", "contain", "em", "f1", *(f"recall@{k}" for k in KS),
+                "doc_recall@1", "read_recall", "steps", "llm_calls", "llm_tokens",
+                "latency", "latency_p95", "abstained", "errors")
+
+
+def _main(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: metrics[k] for k in MAIN_METRICS if k in metrics}
+
+
+class RunStore:
+    """The runs under one root, scored once per version of their predictions file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._lock = threading.Lock()
+        self._cache: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+    def run_ids(self) -> list[str]:
+        ids = []
+        for folder, dirs, files in os.walk(self.root):  # symlinked folders are not followed
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            if PREDICTIONS in files:
+                ids.append(self.run_id(Path(folder)))
+        return ids
+
+    def run_id(self, folder: Path) -> str:
+        relative = folder.resolve().relative_to(self.root).as_posix()
+        return ROOT_ID if relative == "." else relative
+
+    def folder(self, run_id: str) -> Path:
+        """The folder of a run id; 404 for anything that is not a run inside the root."""
+        if run_id == ROOT_ID:
+            folder = self.root
+        else:
+            parts = run_id.split("/")
+            if run_id.startswith("/") or any(p in ("", ".", "..") or "\\" in p for p in parts):
+                raise HTTPException(404, f"no run {run_id!r}")
+            folder = (self.root / run_id).resolve()
+        if not folder.is_relative_to(self.root) or not (folder / PREDICTIONS).is_file():
+            raise HTTPException(404, f"no run {run_id!r}")
+        return folder
+
+    def load(self, folder: Path) -> dict[str, Any]:
+        """The run's records, scores (:func:`score_runs`) and per-question rows, cached until
+        its predictions file changes."""
+        stat = (folder / PREDICTIONS).stat()
+        version = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            cached = self._cache.get(folder)
+        if cached and cached[0] == version:
+            return cached[1]
+        records = read_predictions(folder)
+        scores = score_runs([folder], ks=KS)["runs"][0]
+        _add_judged(scores, folder)
+        loaded = {"records": records, "scores": scores,
+                  "rows": [score_record(r, KS) for r in records]}
+        with self._lock:
+            self._cache[folder] = (version, loaded)
+        return loaded
+
+
+    def summary(self, run_id: str) -> dict[str, Any]:
+        """One line of the run list: agent, model, size and main metrics."""
+        folder = self.folder(run_id)
+        try:
+            loaded = self.load(folder)
+        except IngestError as exc:
+            return {"id": run_id, "path": str(folder), "error": str(exc)}
+        scores, records = loaded["scores"], loaded["records"]
+        return {
+            "id": run_id, "path": str(folder), "agent": scores.get("agent"),
+            "model": records[0].get("model") if records else None,
+            "n": len(records), "metrics": _main(scores["overall"]),
+            "by_type": {t: _main(m) for t, m in scores["by_type"].items()},
+            **({"control": scores["control"]} if "control" in scores else {}),
+        }
+
+
+class _LazyIndex:
+    """The index behind chunk requests, opened on the first one and kept open."""
+
+    def __init__(self, opener: Callable[[], Index] | None) -> None:
+        self.opener = opener
+        self._index: Index | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Index:
+        if self.opener is None:
+            raise HTTPException(503, "the viewer has no index to read chunks from")
+        with self._lock:
+            if self._index is None:
+                self._index = self.opener()
+            return self._index
+
+
+def _add_judged(scores: dict[str, Any], folder: Path) -> None:
+    """LLM-Acc needs the judge, which only ``sleuth eval run --judge`` calls: take it from the
+    ``scores.json`` written next to the run (in the folder or its parent) when there is one."""
+    for candidate in (folder / "scores.json", folder.parent / "scores.json"):
+        try:
+            saved = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for run in saved.get("runs") or []:
+            path = Path(str(run.get("run") or ""))
+            if path.name != folder.name or run.get("agent") != scores.get("agent"):
+                continue
+            if "llm_acc" in (run.get("overall") or {}):
+                scores["overall"]["llm_acc"] = run["overall"]["llm_acc"]
+                for qtype, values in (run.get("by_type") or {}).items():
+                    if qtype in scores["by_type"] and "llm_acc" in values:
+                        scores["by_type"][qtype]["llm_acc"] = values["llm_acc"]
+            return
+
+
+def _question_row(record: dict[str, Any], row: dict[str, float]) -> dict[str, Any]:
+    control = record.get("control") if isinstance(record.get("control"), dict) else None
+    return {
+        "question_id": str(record.get("question_id")),
+        "question": record.get("question"),
+        "question_type": record.get("question_type") or "all",
+        "answer": record.get("answer"),
+        "gold_answers": record.get("gold_answers")
+        or ([record["gold_answer"]] if record.get("gold_answer") else []),
+        "correct": row["contain"] >= 1.0,
+        "em": row["em"], "f1": row["f1"], "contain": row["contain"],
+        "latency": row["latency"], "steps": row["steps"], "llm_calls": row["llm_calls"],
+        "error": record.get("error"),
+        "abstained": record.get("abstained"),
+        "outcome": control.get("outcome") if control else None,
+    }
+
+
+def _chunk(index: Index, chunk_id: str) -> dict[str, Any]:
+    found = index.read([chunk_id]).chunks
+    if not found:
+        raise HTTPException(404, f"unknown chunk id {chunk_id!r}")
+    chunk = found[0]
+    doc = index.document(chunk.doc_id)
+    return {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id,
+            "title": doc.title if doc else None, "position": chunk.position,
+            "text": chunk.text, "n_tokens": chunk.n_tokens,
+            "prev_id": chunk.prev_id, "next_id": chunk.next_id}
+
+
+def viewer_page() -> str:
+    """``viewer/index.html`` with its stylesheet and script inlined, so that the page is one
+    request (and one authorised one when the API wants a key)."""
+    html = (VIEWER / "index.html").read_text(encoding="utf-8")
+    css = (VIEWER / "viewer.css").read_text(encoding="utf-8")
+    js = (VIEWER / "viewer.js").read_text(encoding="utf-8")
+    html = html.replace('<link rel="stylesheet" href="viewer.css">', f"<style>\n{css}</style>")
+    return html.replace('<script src="viewer.js"></script>', f"<script>\n{js}</script>")
+
+
+def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None,
+                auth: Callable[..., Any] | None = None) -> APIRouter:
+    """The viewer's routes: ``GET /v1/runs``, ``/v1/runs/{run_id}``,
+    ``/v1/runs/{run_id}/questions/{question_id}``, ``/v1/chunks/{chunk_id}`` and ``/viewer``.
+
+    ``index_opener`` is called once, on the first chunk request, and the index it returns
+    stays open (the caller owns it); without one, chunk requests get 503. ``auth`` is a
+    FastAPI dependency attached to every route (``None``: open)."""
+    store = RunStore(Path(runs_root))
+    router = APIRouter(dependencies=[Depends(auth)] if auth else [], tags=["runs"])
+    index = _LazyIndex(index_opener)
+
+    def scored(run_id: str) -> dict[str, Any]:
+        try:
+            return store.load(store.folder(run_id))
+        except IngestError as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    @router.get("/v1/runs")
+    def list_runs() -> dict[str, Any]:
+        """Every run under the root with its main metrics, overall and per question type."""
+        return {"root": str(store.root), "runs": [store.summary(i) for i in store.run_ids()]}
+
+    @router.get("/v1/runs/{run_id:path}/questions/{question_id}")
+    def get_question(run_id: str, question_id: str) -> dict[str, Any]:
+        """One question's full prediction record, with its scores."""
+        loaded = scored(run_id)
+        for record, row in zip(loaded["records"], loaded["rows"], strict=True):
+            if str(record.get("question_id")) == question_id:
+                return {"run_id": run_id, "record": record, "scores": row,
+                        "summary": _question_row(record, row)}
+        raise HTTPException(404, f"no question {question_id!r} in run {run_id!r}")
+
+    @router.get("/v1/runs/{run_id:path}")
+    def get_run(run_id: str) -> dict[str, Any]:
+        """A run's metrics (overall, per question type, A2RAG control) and its questions."""
+        loaded = scored(run_id)
+        scores = loaded["scores"]
+        return {
+            "id": run_id, "path": str(store.folder(run_id)), "agent": scores.get("agent"),
+            "model": loaded["records"][0].get("model") if loaded["records"] else None,
+            "overall": scores["overall"], "by_type": scores["by_type"],
+            "control": scores.get("control"), "ks": list(KS),
+            "questions": [_question_row(r, row)
+                          for r, row in zip(loaded["records"], loaded["rows"], strict=True)],
+        }
+
+    @router.get("/v1/chunks/{chunk_id:path}")
+    def get_chunk(chunk_id: str) -> dict[str, Any]:
+        """The text of one chunk, for the page's click-through."""
+        return _chunk(index(), chunk_id)
+
+    @router.get("/viewer", response_class=HTMLResponse)
+    def viewer() -> HTMLResponse:
+        """The run viewer page (deep links: ``/viewer#run=ID&q=QUESTION_ID``)."""
+        return HTMLResponse(viewer_page())
+
+    return router

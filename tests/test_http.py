@@ -1,0 +1,283 @@
+"""The HTTP API: a real uvicorn server on 127.0.0.1, a real httpx client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+import uvicorn  # noqa: E402
+
+from sleuth import Settings  # noqa: E402
+from sleuth.errors import ConfigError  # noqa: E402
+from sleuth.llm.fake import call, reply  # noqa: E402
+from sleuth.server.http import create_app  # noqa: E402
+from sleuth.service import Service  # noqa: E402
+
+PEPYS = "pepys-diary-1660.md#0"
+KEY = "secret-key-1"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Running:
+    def __init__(self, service: Service, auth: bool = True) -> None:
+        self.service = service
+        port = _free_port()
+        config = uvicorn.Config(create_app(service, auth=auth), host="127.0.0.1", port=port,
+                                log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.02)
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH,
+                                   timeout=60)
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.service.close()
+
+
+def _settings(**serve: Any) -> Settings:
+    return Settings.load(serve={"api_keys": {"tests": KEY}, **serve})
+
+
+@pytest.fixture(scope="module")
+def index_copy(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("http-index") / "idx"
+    shutil.copytree(sample_index, folder)
+    return folder
+
+
+@pytest.fixture()
+def api(index_copy: Path) -> Iterator[httpx.Client]:
+    running = Running(Service(index_copy, _settings()))
+    yield running.client
+    running.close()
+
+
+def test_every_route_needs_a_valid_key(api: httpx.Client) -> None:
+    routes = [("GET", "/v1/status"), ("GET", "/v1/tools"), ("POST", "/v1/tools/search"),
+              ("POST", "/v1/ask"), ("POST", "/v1/ask/stream"), ("GET", "/v1/sessions"),
+              ("GET", "/v1/sessions/x"), ("DELETE", "/v1/sessions/x"),
+              ("POST", "/v1/documents"), ("DELETE", "/v1/documents/x")]
+    for method, path in routes:
+        missing = api.request(method, path, headers={"Authorization": ""})
+        assert missing.status_code == 401, path
+        assert "missing API key" in missing.json()["detail"]
+        wrong = api.request(method, path, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.json()["detail"] == "invalid API key"
+    for headers, params in (({"X-API-Key": KEY}, {}), ({}, {"api_key": KEY})):
+        ok = api.get("/v1/status", headers={"Authorization": "", **headers}, params=params)
+        assert ok.status_code == 200
+
+
+def test_refuses_to_start_without_keys(index_copy: Path) -> None:
+    service = Service(index_copy, Settings.load())
+    with pytest.raises(ConfigError, match="--no-auth"):
+        create_app(service)
+    running = Running(service, auth=False)
+    try:
+        assert running.client.get("/v1/status", headers={"Authorization": ""}).status_code \
+            == 200
+    finally:
+        running.close()
+
+
+def test_status_tools_and_openapi(api: httpx.Client) -> None:
+    from sleuth.tools import TOOLS
+
+    status = api.get("/v1/status").json()
+    assert status["documents"] == 3 and status["chunks"] > 0
+    assert status["limits"]["max_top_k"] == 50 and "api_keys" not in status["limits"]
+    tools = api.get("/v1/tools").json()
+    assert [t["name"] for t in tools] == list(TOOLS)
+    for row in tools:
+        function = TOOLS[row["name"]].schema()["function"]
+        assert row["description"] == function["description"]
+        assert row["input_schema"] == function["parameters"]
+    paths = api.get("/openapi.json").json()["paths"]
+    assert {"/v1/status", "/v1/documents", "/v1/tools/{name}", "/v1/ask", "/v1/ask/stream",
+            "/v1/sessions/{session_id}"} <= set(paths)
+
+
+def _cli_data(cli: Any) -> dict[str, Any]:
+    """The CLI's --json output less the fields it adds around the tool's data."""
+    return {k: v for k, v in cli.json().items()
+            if k not in ("tool", "arguments", "retrieved_tokens")}
+
+
+def test_tool_results_equal_the_cli(api: httpx.Client, sleuth: Any, index_copy: Path) -> None:
+    got = api.post("/v1/tools/keyword_search", json={"keywords": ["Greatorex"], "top_k": 3})
+    assert got.status_code == 200
+    cli = sleuth("search", "keyword", "Greatorex", "--top-k", "3", "--index", str(index_copy),
+                 "--json")
+    body = got.json()
+    assert body["data"] == _cli_data(cli) and body["data"]["hits"]
+    assert body["retrieved_tokens"] == cli.json()["retrieved_tokens"]
+    assert "Greatorex" in body["text"]
+
+    got = api.post("/v1/tools/chunk_read", json={"chunk_ids": [PEPYS], "adjacent": 1}).json()
+    cli = sleuth("read", PEPYS, "--adjacent", "1", "--index", str(index_copy), "--json")
+    assert got["data"] == _cli_data(cli)
+    assert got["retrieved_tokens"] == cli.json()["retrieved_tokens"]
+
+
+@pytest.mark.parametrize(("name", "arguments", "status", "message"), [
+    ("semantic_search", {"query": "x" * 2001}, 400, "at most 2000"),
+    ("keyword_search", {"keywords": ["a"], "top_k": 51}, 400, "limit of 50"),
+    ("search", {"queries": list("abcdef")}, 400, "at most 5"),
+    ("web_search", {"query": "x"}, 404, "unknown tool 'web_search'"),
+    ("keyword_search", {"keywords": ["a"], "top_k": 30}, 400, "top_k"),
+    ("keyword_search", {"words": ["a"]}, 400, "invalid arguments for keyword_search"),
+    ("chunk_read", {"chunk_ids": ["no-such-doc#7"]}, 200, ""),
+])
+def test_bad_tool_input_gets_a_4xx_with_a_message(api: httpx.Client, name: str,
+                                                   arguments: dict[str, Any], status: int,
+                                                   message: str) -> None:
+    got = api.post(f"/v1/tools/{name}", json=arguments)
+    assert got.status_code == status, got.text
+    if status != 200:
+        assert message in got.json()["detail"]
+
+
+def test_body_and_json_errors(api: httpx.Client) -> None:
+    big = api.post("/v1/tools/semantic_search", content=b"{" + b" " * 1_000_001 + b"}",
+                   headers={"Content-Type": "application/json"})
+    assert big.status_code == 413 and "over the limit" in big.json()["detail"]
+    bad = api.post("/v1/tools/search", content=b"[1, 2", headers={"Content-Type":
+                                                                  "application/json"})
+    assert bad.status_code == 422 and bad.json()["detail"]
+    assert api.post("/v1/ask", json={"agent": "full"}).status_code == 422
+    assert "question" in api.post("/v1/ask", json={"question": "q" * 2001}).json()["detail"]
+    unknown = api.post("/v1/ask", json={"question": "q", "agent": "nope"})
+    assert unknown.status_code == 400 and "unknown agent 'nope'" in unknown.json()["detail"]
+
+
+def test_ask_blocking_and_streaming(endpoint: Any, index_copy: Path) -> None:
+    script = [call("keyword_search", keywords=["Greatorex"]), reply(f"Levers [{PEPYS}].")]
+    server = endpoint(script + script)
+    running = Running(Service(index_copy, _settings()))
+    try:
+        with server:
+            record = running.client.post("/v1/ask", json={"question": "levers?"}).json()
+            assert record["answer"].startswith("Levers")
+            assert record["trajectory"][0]["tool_name"] == "keyword_search"
+            events = []
+            with running.client.stream("POST", "/v1/ask/stream",
+                                       json={"question": "levers?"}) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                event = None
+                for line in response.iter_lines():
+                    if line.startswith("event: "):
+                        event = line[7:]
+                    elif line.startswith("data: "):
+                        events.append((event, json.loads(line[6:])))
+        assert [e for e, _ in events] == ["step", "answer"]
+        assert events[0][1]["tool_name"] == "keyword_search"
+        assert events[1][1]["answer"] == record["answer"]
+    finally:
+        running.close()
+
+
+def test_sessions(endpoint: Any, index_copy: Path) -> None:
+    server = endpoint([reply("First."), reply("Second.")])
+    running = Running(Service(index_copy, _settings()))
+    api = running.client
+    try:
+        with server:
+            for question in ("one?", "two?"):
+                got = api.post("/v1/ask", json={"question": question, "agent": "docs",
+                                                "session": "s1"})
+                assert got.status_code == 200, got.text
+        listed = api.get("/v1/sessions").json()
+        assert [(s["id"], s["turns"]) for s in listed] == [("s1", 2)]
+        one = api.get("/v1/sessions/s1").json()
+        assert [t["answer"] for t in one["turns"]] == ["First.", "Second."]
+        found = api.post("/v1/tools/search", params={"session": "s1"},
+                         json={"queries": ["Greatorex"]}).json()
+        assert found["data"]
+        assert api.delete("/v1/sessions/s1").json() == {"deleted": "s1"}
+        for method in ("GET", "DELETE"):
+            missing = api.request(method, "/v1/sessions/s1")
+            assert missing.status_code == 404 and "no session 's1'" in missing.json()["detail"]
+        assert api.get("/v1/sessions/bad%20id").status_code == 400
+    finally:
+        running.close()
+
+
+def test_add_upload_and_delete_documents(sample_index: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "idx"
+    shutil.copytree(sample_index, folder)
+    note = tmp_path / "note.txt"
+    note.write_text("Zanzibar lighthouse\nThe Zanzibar lighthouse keeper logged storms.")
+    running = Running(Service(folder, _settings()))
+    api = running.client
+    try:
+        added = api.post("/v1/documents", json={"paths": [str(note)]})
+        assert added.status_code == 200, added.text
+        assert added.json()["added"] == 1 and len(added.json()["added_ids"]) == 1
+        uploaded = api.post("/v1/documents", files=[
+            ("files", ("quokka.md", b"# Quokka\nThe quokka lives on Rottnest Island."))])
+        assert uploaded.status_code == 200, uploaded.text
+        [doc_id] = uploaded.json()["added_ids"]
+        assert api.get("/v1/status").json()["documents"] == 5
+        hits = api.post("/v1/tools/keyword_search", json={"keywords": ["quokka"]}).json()
+        assert hits["data"]["hits"][0]["doc_id"] == doc_id
+        gone = api.delete(f"/v1/documents/{doc_id}")
+        assert gone.status_code == 200 and gone.json() == {"deleted": [doc_id]}
+        assert api.get("/v1/status").json()["documents"] == 4
+        missing = api.delete(f"/v1/documents/{doc_id}")
+        assert missing.status_code == 404 and doc_id in missing.json()["detail"]
+        nothing = api.post("/v1/documents", json={"paths": []})
+        assert nothing.status_code == 400 and "paths" in nothing.json()["detail"]
+        absent = api.post("/v1/documents", json={"paths": [str(tmp_path / "absent")]})
+        assert absent.status_code == 400 and absent.json()["detail"]
+    finally:
+        running.close()
+
+
+def test_the_app_serves_eval_runs_and_the_viewer(index_copy: Path, tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "full"
+    run.mkdir(parents=True)
+    record = {"question_id": "q1", "question": "What did Greatorex show?", "answer": "levers",
+              "gold_answer": "levers", "agent": "full", "trajectory": [], "llm_calls": 1,
+              "seconds": 0.5, "error": None}
+    (run / "predictions.jsonl").write_text(json.dumps(record) + "\n")
+    running = Running(Service(index_copy, _settings(runs=str(tmp_path / "runs"))))
+    try:
+        runs = running.client.get("/v1/runs").json()["runs"]
+        assert [r["id"] for r in runs] == ["full"] and runs[0]["n"] == 1
+        got = running.client.get("/v1/runs/full/questions/q1").json()["record"]
+        assert got["answer"] == "levers"
+        chunk = running.client.get(f"/v1/chunks/{PEPYS.replace('#', '%23')}").json()
+        assert chunk["doc_id"] == "pepys-diary-1660.md" and chunk["text"]
+        page = running.client.get("/viewer")
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        anonymous = httpx.get(f"{running.client.base_url}/v1/runs")
+        assert anonymous.status_code == 401  # the viewer's data needs a key like the rest
+        assert httpx.get(f"{running.client.base_url}/viewer?api_key={KEY}").status_code == 200
+    finally:
+        running.close()
