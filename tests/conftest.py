@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +79,14 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([sample_path()])
     yield folder
+
+
+@pytest.fixture(scope="module")
+def sample_copy(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sample index for one test module to write to (sessions, documents)."""
+    folder = tmp_path_factory.mktemp("sample-copy") / "idx"
+    shutil.copytree(sample_index, folder)
+    return folder
 
 
 @pytest.fixture()

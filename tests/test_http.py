@@ -64,16 +64,9 @@ def _settings(**serve: Any) -> Settings:
     return Settings.load(serve={"api_keys": {"tests": KEY}, **serve})
 
 
-@pytest.fixture(scope="module")
-def index_copy(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("http-index") / "idx"
-    shutil.copytree(sample_index, folder)
-    return folder
-
-
 @pytest.fixture()
-def api(index_copy: Path) -> Iterator[httpx.Client]:
-    running = Running(Service(index_copy, _settings()))
+def api(sample_copy: Path) -> Iterator[httpx.Client]:
+    running = Running(Service(sample_copy, _settings()))
     yield running.client
     running.close()
 
@@ -94,8 +87,8 @@ def test_every_route_needs_a_valid_key(api: httpx.Client) -> None:
         assert ok.status_code == 200
 
 
-def test_refuses_to_start_without_keys(index_copy: Path) -> None:
-    service = Service(index_copy, Settings.load())
+def test_refuses_to_start_without_keys(sample_copy: Path) -> None:
+    service = Service(sample_copy, Settings.load())
     with pytest.raises(ConfigError, match="--no-auth"):
         create_app(service)
     running = Running(service, auth=False)
@@ -129,10 +122,10 @@ def _cli_data(cli: Any) -> dict[str, Any]:
             if k not in ("tool", "arguments", "retrieved_tokens")}
 
 
-def test_tool_results_equal_the_cli(api: httpx.Client, sleuth: Any, index_copy: Path) -> None:
+def test_tool_results_equal_the_cli(api: httpx.Client, sleuth: Any, sample_copy: Path) -> None:
     got = api.post("/v1/tools/keyword_search", json={"keywords": ["Greatorex"], "top_k": 3})
     assert got.status_code == 200
-    cli = sleuth("search", "keyword", "Greatorex", "--top-k", "3", "--index", str(index_copy),
+    cli = sleuth("search", "keyword", "Greatorex", "--top-k", "3", "--index", str(sample_copy),
                  "--json")
     body = got.json()
     assert body["data"] == _cli_data(cli) and body["data"]["hits"]
@@ -140,7 +133,7 @@ def test_tool_results_equal_the_cli(api: httpx.Client, sleuth: Any, index_copy: 
     assert "Greatorex" in body["text"]
 
     got = api.post("/v1/tools/chunk_read", json={"chunk_ids": [PEPYS], "adjacent": 1}).json()
-    cli = sleuth("read", PEPYS, "--adjacent", "1", "--index", str(index_copy), "--json")
+    cli = sleuth("read", PEPYS, "--adjacent", "1", "--index", str(sample_copy), "--json")
     assert got["data"] == _cli_data(cli)
     assert got["retrieved_tokens"] == cli.json()["retrieved_tokens"]
 
@@ -176,10 +169,10 @@ def test_body_and_json_errors(api: httpx.Client) -> None:
     assert unknown.status_code == 400 and "unknown agent 'nope'" in unknown.json()["detail"]
 
 
-def test_ask_blocking_and_streaming(endpoint: Any, index_copy: Path) -> None:
+def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
     script = [call("keyword_search", keywords=["Greatorex"]), reply(f"Levers [{PEPYS}].")]
     server = endpoint(script + script)
-    running = Running(Service(index_copy, _settings()))
+    running = Running(Service(sample_copy, _settings()))
     try:
         with server:
             record = running.client.post("/v1/ask", json={"question": "levers?"}).json()
@@ -202,9 +195,9 @@ def test_ask_blocking_and_streaming(endpoint: Any, index_copy: Path) -> None:
         running.close()
 
 
-def test_sessions(endpoint: Any, index_copy: Path) -> None:
+def test_sessions(endpoint: Any, sample_copy: Path) -> None:
     server = endpoint([reply("First."), reply("Second.")])
-    running = Running(Service(index_copy, _settings()))
+    running = Running(Service(sample_copy, _settings()))
     api = running.client
     try:
         with server:
@@ -259,14 +252,14 @@ def test_add_upload_and_delete_documents(sample_index: Path, tmp_path: Path) -> 
         running.close()
 
 
-def test_the_app_serves_eval_runs_and_the_viewer(index_copy: Path, tmp_path: Path) -> None:
+def test_the_app_serves_eval_runs_and_the_viewer(sample_copy: Path, tmp_path: Path) -> None:
     run = tmp_path / "runs" / "full"
     run.mkdir(parents=True)
     record = {"question_id": "q1", "question": "What did Greatorex show?", "answer": "levers",
               "gold_answer": "levers", "agent": "full", "trajectory": [], "llm_calls": 1,
               "seconds": 0.5, "error": None}
     (run / "predictions.jsonl").write_text(json.dumps(record) + "\n")
-    running = Running(Service(index_copy, _settings(runs=str(tmp_path / "runs"))))
+    running = Running(Service(sample_copy, _settings(runs=str(tmp_path / "runs"))))
     try:
         runs = running.client.get("/v1/runs").json()["runs"]
         assert [r["id"] for r in runs] == ["full"] and runs[0]["n"] == 1

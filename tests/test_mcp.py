@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,16 +40,9 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def index_copy(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("mcp-index") / "idx"
-    shutil.copytree(sample_index, folder)
-    return folder
-
-
 @pytest.fixture()
-def service(index_copy: Path) -> Iterator[Service]:
-    service = Service(index_copy, Settings.load())
+def service(sample_copy: Path) -> Iterator[Service]:
+    service = Service(sample_copy, Settings.load())
     yield service
     service.close()
 
@@ -101,22 +93,22 @@ def test_limits_and_bad_arguments_come_back_as_tool_errors(service: Service) -> 
     anyio.run(main)
 
 
-def test_keyword_search_equals_the_cli(service: Service, sleuth: Any, index_copy: Path) -> None:
+def test_keyword_search_equals_the_cli(service: Service, sleuth: Any, sample_copy: Path) -> None:
     async def main() -> Any:
         async with Client(build_mcp(service)) as client:
             return await client.call_tool("keyword_search", ARGUMENTS["keyword_search"])
 
     got = anyio.run(main)
-    cli = sleuth("search", "keyword", "Greatorex", "--top-k", "3", "--index", str(index_copy),
+    cli = sleuth("search", "keyword", "Greatorex", "--top-k", "3", "--index", str(sample_copy),
                  "--json").json()
     assert got.structured_content == {k: v for k, v in cli.items()
                                       if k not in ("tool", "arguments", "retrieved_tokens")}
 
 
-def test_ask(endpoint: Any, index_copy: Path) -> None:
+def test_ask(endpoint: Any, sample_copy: Path) -> None:
     server = endpoint([call("keyword_search", keywords=["Greatorex"]),
                        reply(f"Greatorex explained levers [{PEPYS}].")])
-    service = Service(index_copy, Settings.load())
+    service = Service(sample_copy, Settings.load())
 
     async def main() -> Any:
         async with Client(build_mcp(service)) as client:
@@ -132,11 +124,11 @@ def test_ask(endpoint: Any, index_copy: Path) -> None:
     assert got.structured_content["trajectory"][0]["tool_name"] == "keyword_search"
 
 
-def test_stdio_subprocess(index_copy: Path) -> None:
+def test_stdio_subprocess(sample_copy: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "sleuth", "serve", "mcp", "--index", str(index_copy)], env=env)
+        args=["-m", "sleuth", "serve", "mcp", "--index", str(sample_copy)], env=env)
 
     async def main() -> tuple[list[str], Any]:
         async with Client(params) as client:
