@@ -55,21 +55,26 @@ def wiki_index(wiki_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     index.close()
 
 
-@pytest.fixture(scope="session")
-def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 40 2Wiki passages (Lothair II's family among them), indexed and graphed
-    offline once; tests copy it before writing."""
+def build_graph_index(tmp_path_factory: pytest.TempPathFactory, passages: int) -> Path:
+    """The first ``passages`` 2Wiki passages, indexed and graphed offline."""
     pytest.importorskip("spacy")
     from sleuth.graph import Graph
 
     corpus = tmp_path_factory.mktemp("graph-corpus") / "corpus.json"
-    corpus.write_text(json.dumps(twowiki_records(40)))
+    corpus.write_text(json.dumps(twowiki_records(passages)))
     folder = tmp_path_factory.mktemp("graph-index") / "idx"
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([corpus])
         with Graph.open(index) as graph:
             graph.build()
     return folder
+
+
+@pytest.fixture(scope="session")
+def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 40 2Wiki passages (Lothair II's family among them), indexed and graphed
+    offline once; tests copy it before writing."""
+    return build_graph_index(tmp_path_factory, 40)
 
 
 @pytest.fixture(scope="session")

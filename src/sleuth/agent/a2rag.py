@@ -204,7 +204,7 @@ class A2RAGAgent(Agent):
         graph: Graph | None = self.index.graph()
         query, final = question, ""
         for attempt in range(self.a2rag.retries + 1):
-            chunk_ids, stage, trace = self._retrieve(answer, graph, query)
+            chunk_ids, stage, trace = self._retrieve(answer, graph, query, titles)
             chunks = self.index.read(chunk_ids).chunks
             evidence = evidence_text(chunks, titles)
             for chunk in chunks:
@@ -245,15 +245,15 @@ class A2RAGAgent(Agent):
         answer.seconds = time.perf_counter() - started
         return answer
 
-    def _retrieve(self, answer: Answer, graph: Graph | None,
-                  query: str) -> tuple[list[str], str, dict[str, Any]]:
+    def _retrieve(self, answer: Answer, graph: Graph | None, query: str,
+                  titles: dict[str, str]) -> tuple[list[str], str, dict[str, Any]]:
         """Evidence chunk ids for ``query``, the stage reached, and a trace for the record."""
         top_k = self.a2rag.top_k
         hybrid = HybridRetriever(self.index)
         if graph is None:
             return hybrid.hybrid(query, top_k), "hybrid", {"graph": False}
         chunk_ids, stage = graph.progressive(query, top_k=top_k,
-                                             sufficient=self._sufficiency(answer, graph))
+                                             sufficient=self._sufficiency(answer, graph, titles))
         last = graph.last_trace
         trace: dict[str, Any] = {"graph": True, "seeds": [name for _, name, _ in
                                                           last.get("seeds", [])],
@@ -265,11 +265,10 @@ class A2RAGAgent(Agent):
             trace["fused_with"] = "hybrid"
         return chunk_ids, stage, trace
 
-    def _sufficiency(self, answer: Answer,
-                     graph: Graph) -> Callable[[str, list[str]], bool]:
+    def _sufficiency(self, answer: Answer, graph: Graph,
+                     titles: dict[str, str]) -> Callable[[str, list[str]], bool]:
         if self.a2rag.sufficiency == "offline":
             return graph.covers
-        titles = self.index.store.document_titles()
 
         def judge(question: str, chunk_ids: list[str]) -> bool:
             if not chunk_ids:
