@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-import uvicorn  # noqa: E402
-
+from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.errors import ConfigError  # noqa: E402
 from sleuth.llm.fake import call, reply  # noqa: E402
@@ -30,33 +26,17 @@ KEY = "secret-key-1"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class Running:
+    """``service``'s HTTP API on 127.0.0.1 and a client holding the test key."""
+
     def __init__(self, service: Service, auth: bool = True) -> None:
         self.service = service
-        port = _free_port()
-        config = uvicorn.Config(create_app(service, auth=auth), host="127.0.0.1", port=port,
-                                log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH,
-                                   timeout=60)
+        self.live = LiveServer(create_app(service, auth=auth))
+        self.client = httpx.Client(base_url=self.live.url, headers=AUTH, timeout=60)
 
     def close(self) -> None:
         self.client.close()
-        self.server.should_exit = True
-        self.thread.join(10)
+        self.live.close()
         self.service.close()
 
 

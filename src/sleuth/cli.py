@@ -88,19 +88,28 @@ def cli() -> None:
               help="'minilm' (default), a sentence-transformers model, or openai:<model>.")
 @click.option("--batch-size", type=int, default=None, help="Sentences per embedding batch [64].")
 @click.option("--device", default=None, help="Torch device for the embedder [cpu].")
+@click.option("--collection", default="default", show_default=True,
+              help="Collection (tenant) the documents belong to.")
+@click.option("--groups", default=None,
+              help="Comma-separated access groups of the documents (default: none, open to "
+              "the whole collection).")
 @click.option("--keep-missing", is_flag=True,
               help="Keep indexed documents whose source no longer has them.")
 @common
 def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
               id_field: str, title_field: str, text_field: str, chunk_tokens: int | None,
               embedder: str | None, batch_size: int | None, device: str | None,
-              keep_missing: bool, index_dir: str | None, as_json: bool,
-              config: str | None) -> None:
+              keep_missing: bool, collection: str, groups: str | None, index_dir: str | None,
+              as_json: bool, config: str | None) -> None:
     """Index files, folders, corpus.json / chunks.json / JSONL (incremental, resumable).
 
     New documents are added, changed ones re-indexed (by content hash), and documents that
     disappeared from an indexed folder or corpus file are removed. Re-run an interrupted
     build with the same arguments to resume it.
+
+    Multi-tenant indexes: --collection puts the documents in a tenant's collection (their
+    ids get the prefix COLLECTION:), --groups gives them access groups; a server key of
+    that collection sees a document when it is open (no groups) or the key holds one.
     """
     from sleuth.index import Index
     from sleuth.ingest import JsonFields
@@ -112,7 +121,8 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
         _status(f"loading embedder {settings.embed.model!r} ...")
     with Index.open(settings=settings, create=True) as index, _IndexBar(not as_json) as bar:
         report = index.add(list(paths), include=include, exclude=exclude, fields=fields,
-                           delete_missing=not keep_missing, on_progress=bar.update)
+                           delete_missing=not keep_missing, on_progress=bar.update,
+                           collection=collection, groups=groups or ())
         stats = index.stats()
     if as_json:
         _emit({"index": str(settings.index), **report.to_dict(),
@@ -1160,11 +1170,14 @@ def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True,
               help="stdio (the MCP client launches this command) or streamable HTTP at /mcp.")
+@click.option("--no-auth", is_flag=True,
+              help="HTTP transport: accept requests without an API key (local use only).")
 @_serve_options
-def serve_mcp_cmd(transport: str, index_dir: str | None, host: str | None, port: int | None,
-                  config: str | None) -> None:
+def serve_mcp_cmd(transport: str, no_auth: bool, index_dir: str | None, host: str | None,
+                  port: int | None, config: str | None) -> None:
     """Serve the MCP server: every retrieval tool with the agent's own descriptions and
-    schemas, plus `ask`."""
+    schemas, plus `ask`. Over HTTP each request needs a key of serve.api_keys (Bearer or
+    X-API-Key), and a tenant's key sees only its collection and groups."""
     from sleuth.server.mcp import serve_mcp
     from sleuth.service import Service
 
@@ -1174,7 +1187,7 @@ def serve_mcp_cmd(transport: str, index_dir: str | None, host: str | None, port:
         _status(f"MCP over streamable HTTP at http://{settings.serve.host}:"
                 f"{settings.serve.port}/mcp")
     serve_mcp(service, "http" if transport == "http" else "stdio", host=settings.serve.host,
-              port=settings.serve.port)
+              port=settings.serve.port, auth=not no_auth)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

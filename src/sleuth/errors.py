@@ -50,3 +50,8 @@ class RequestError(SleuthError):
 
 class NotFoundError(RequestError):
     """A request names a tool, document or session that does not exist (HTTP 404)."""
+
+
+class ForbiddenError(RequestError):
+    """The caller's key may not do this (HTTP 403): a write outside its collection or groups,
+    an admin-only action."""

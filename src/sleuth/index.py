@@ -2,20 +2,31 @@
 
 ``Index.open(path)`` opens or creates an index; ``index.add(paths)`` ingests files and
 corpora incrementally (new documents added, changed ones replaced by content hash, ones
-removed from an indexed source deleted) and resumes an interrupted build.
+removed from an indexed source deleted) and resumes an interrupted build. Documents go into
+a collection (tenant) with access groups; ``index.scoped(access)`` is a read view that sees
+only what an :class:`~sleuth.access.Access` allows, in every search, read and count.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sleuth.access import (
+    DEFAULT_COLLECTION,
+    Access,
+    check_name,
+    parse_groups,
+    restricted,
+    scoped_doc_id,
+)
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
@@ -85,9 +96,39 @@ class Index:
         self.store = store
         self.settings = settings
         self._embedder = embedder
+        self.access: Access | None = None  # None: everything (see scoped())
+        self._base: Index | None = None  # the index a scoped view reads through
         self._titles: TitleIndex | None = None
         self._summaries: tuple[list[str], np.ndarray] | None = None
         self._graph: Any = None  # the knowledge graph, opened once (see graph())
+        self._generation = 0  # bumped by every write, so views drop stale caches
+        self._seen = 0  # the base's generation a view's caches were built at
+
+    def scoped(self, access: Access | None) -> Index:
+        """A read view that sees only the documents ``access`` allows (``self`` when it
+        allows everything). Views share the store, embedder and graph; closing one closes
+        nothing. Write through the index itself."""
+        base = self._base or self
+        access = restricted(access)
+        if access is None:
+            return base
+        view = copy.copy(base)
+        view.access, view._base = access, base
+        view._forget()
+        return view
+
+    def _forget(self) -> None:
+        """Drop caches derived from the documents (after a write, or a view's first use)."""
+        self._titles, self._summaries = None, None
+        if self._base is not None:
+            self._graph, self._seen = None, self._base._generation
+        else:
+            self._generation += 1
+
+    def _fresh(self) -> None:
+        """A view whose base has been written to since its caches were built drops them."""
+        if self._base is not None and self._seen != self._base._generation:
+            self._forget()
 
     # -- opening -----------------------------------------------------------------------
 
@@ -124,6 +165,8 @@ class Index:
     @property
     def embedder(self) -> Embedder:
         """The embedder (loaded on first semantic use; keyword search never loads it)."""
+        if self._base is not None:
+            return self._base.embedder
         if self._embedder is None:
             self._embedder = load_embedder(self.settings.embed)
             from sleuth.store.base import check_embedder
@@ -136,6 +179,8 @@ class Index:
         return str(getattr(self.store, "root", self.settings.index))
 
     def close(self) -> None:
+        if self._base is not None:
+            return  # a view owns nothing
         if self._graph is not None:
             self._graph.close()
             self._graph = None
@@ -145,6 +190,13 @@ class Index:
         """The index's knowledge graph (``sleuth.graph.Graph``) when one was built, opened
         once and shared, so its caches (adjacency, name index) serve every question; None
         when the index has none."""
+        if self._base is not None:
+            self._fresh()
+            if self._graph is None:
+                full = self._base.graph()
+                self._graph = None if full is None else \
+                    full.scoped(self.store.visible_documents(self.access))
+            return self._graph
         if self._graph is None:
             from sleuth.graph.store import GRAPH_DB
 
@@ -167,19 +219,28 @@ class Index:
         self.close()
 
     def stats(self) -> StoreStats:
-        return self.store.stats()
+        return self.store.stats(self.access)
 
     # -- ingestion ---------------------------------------------------------------------
 
     def add(self, paths: Sequence[str | Path], *, include: Sequence[str] = (),
             exclude: Sequence[str] = (), fields: JsonFields | None = None,
             delete_missing: bool = True, on_progress: ProgressCallback | None = None,
-            batch_sentences: int = BATCH_SENTENCES) -> AddReport:
-        """Index ``paths`` incrementally; see the module docstring.
+            batch_sentences: int = BATCH_SENTENCES, collection: str = DEFAULT_COLLECTION,
+            groups: Sequence[str] | str = ()) -> AddReport:
+        """Index ``paths`` incrementally into ``collection`` with access ``groups`` (none:
+        open to the whole collection); see the module docstring.
 
         Work is stored in batches of about ``batch_sentences`` sentences; each batch is
-        committed on its own, so an interrupted build keeps every finished batch.
+        committed on its own, so an interrupted build keeps every finished batch. Documents
+        of another collection are never replaced or deleted: ids outside ``default`` are
+        prefixed with ``<collection>:``.
         """
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; add documents through the "
+                             "index itself")
+        check_name("collection", collection)
+        access = (collection, parse_groups(groups))
         report = AddReport(resumed=(self.store.manifest.get("build") or {}).get("state")
                            == "building")
         ingest = IngestReport(skipped=[], duplicates=[])
@@ -192,9 +253,11 @@ class Index:
         self.store.begin_build()
         pending: list[tuple[Document, str, list[Chunk]]] = []
         for doc in docs:
+            if collection != DEFAULT_COLLECTION:
+                doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
             seen.add(doc.doc_id)
             progress.documents_seen += 1
-            digest = self._hash(doc)
+            digest = self._hash(doc, access)
             if known.get(doc.doc_id) == digest:
                 report.unchanged += 1
                 progress.documents_unchanged += 1
@@ -202,11 +265,11 @@ class Index:
             (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
             pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
             if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= batch_sentences:
-                self._flush(pending, progress, report, on_progress)
+                self._flush(pending, progress, report, on_progress, access)
                 pending = []
-        self._flush(pending, progress, report, on_progress)
+        self._flush(pending, progress, report, on_progress, access)
         if delete_missing:
-            report.deleted = self._delete_missing(paths, seen)
+            report.deleted = self._delete_missing(paths, seen, collection)
         report.skipped, report.duplicates = ingest.skipped, ingest.duplicates
         self.store.finish_build()
         progress.done = True
@@ -214,9 +277,11 @@ class Index:
             on_progress(progress)
         return report
 
-    def _hash(self, doc: Document) -> str:
-        payload = [doc.text, doc.title, doc.type, doc.path, self.settings.chunk.tokens,
-                   self.store.manifest.get("embedder", {}).get("name")]
+    def _hash(self, doc: Document, access: tuple[str, tuple[str, ...]]) -> str:
+        payload: list[Any] = [doc.text, doc.title, doc.type, doc.path, self.settings.chunk.tokens,
+                              self.store.manifest.get("embedder", {}).get("name")]
+        if access != (DEFAULT_COLLECTION, ()):  # so a change of groups rewrites the document
+            payload.append(list(access))
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
     def _embed_inputs(self, doc: Document, chunks: Sequence[Chunk]) -> list[str]:
@@ -232,7 +297,8 @@ class Index:
         return out
 
     def _flush(self, pending: list[tuple[Document, str, list[Chunk]]], progress: IndexProgress,
-               report: AddReport, on_progress: ProgressCallback | None) -> None:
+               report: AddReport, on_progress: ProgressCallback | None,
+               access: tuple[str, tuple[str, ...]]) -> None:
         if not pending:
             return
         inputs = [self._embed_inputs(doc, chunks) for doc, _, chunks in pending]
@@ -252,12 +318,12 @@ class Index:
                      for (doc, _, chunks), vectors in zip(pending, groups, strict=True)]
         summary_vectors = [_blend(text, vectors) for text, vectors in zip(
             self.embedder.embed(summaries), groups, strict=True)]
-        prepared = [PreparedDocument(doc, digest, chunks, vectors, summary, summary_vector)
+        prepared = [PreparedDocument(doc, digest, chunks, vectors, summary, summary_vector,
+                                     *access)
                     for (doc, digest, chunks), vectors, summary, summary_vector
                     in zip(pending, groups, summaries, summary_vectors, strict=True)]
         self.store.write(prepared)
-        self._titles = None
-        self._summaries = None
+        self._forget()
         n_chunks = sum(len(c) for _, _, c in pending)
         progress.documents_indexed += len(pending)
         progress.chunks += n_chunks
@@ -266,24 +332,26 @@ class Index:
         if on_progress:
             on_progress(progress)
 
-    def _delete_missing(self, paths: Sequence[str | Path], seen: set[str]) -> list[str]:
+    def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
+                        collection: str) -> list[str]:
         roots = [Path(p).resolve() for p in paths]
+        owner = {doc_id: c for doc_id, (c, _) in self.store.document_access().items()}
         gone = []
         for doc_id, path in self.store.document_sources().items():
-            if doc_id in seen or not path:
+            if doc_id in seen or not path or owner.get(doc_id) != collection:
                 continue
             source = Path(path).resolve()
             if any(source == root or root in source.parents for root in roots):
                 gone.append(doc_id)
         self.store.delete(gone)
-        self._titles = None
-        self._summaries = None
+        self._forget()
         return gone
 
     def delete(self, doc_ids: Sequence[str]) -> None:
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; delete through the index")
         self.store.delete(doc_ids)
-        self._titles = None
-        self._summaries = None
+        self._forget()
         self.store.finish_build()
 
     # -- retrieval ---------------------------------------------------------------------
@@ -293,14 +361,14 @@ class Index:
         """Chunks ranked by the A-RAG keyword score (exact, case-insensitive)."""
         if isinstance(keywords, str):
             keywords = [keywords]
-        return self.store.keyword_search(list(keywords), top_k, mode)
+        return self.store.keyword_search(list(keywords), top_k, mode, self.access)
 
     def semantic_search(self, query: str, top_k: int = 5,
                         doc_ids: Sequence[str] | None = None) -> list[Hit]:
         """Chunks ranked by their best sentence's cosine similarity to ``query`` (only in
         ``doc_ids`` when given)."""
         vector = self.embedder.embed([query])[0]
-        return self.store.semantic_search(vector, top_k, doc_ids)
+        return self.store.semantic_search(vector, top_k, doc_ids, self.access)
 
     def bm25_search(self, query: str, top_k: int = 10,
                     doc_ids: Sequence[str] | None = None) -> list[Hit]:
@@ -308,24 +376,34 @@ class Index:
         only in ``doc_ids`` when given."""
         from sleuth.retrieval import content_words
 
-        return self.store.bm25_search(content_words(query), top_k, doc_ids)
+        return self.store.bm25_search(content_words(query), top_k, doc_ids, self.access)
 
     def titles(self) -> TitleIndex:
         """Document titles as search terms (built on first use, rebuilt after changes)."""
+        self._fresh()
         if self._titles is None:
-            self._titles = TitleIndex(self.store.document_titles())
+            self._titles = TitleIndex(self.document_titles())
         return self._titles
+
+    def document_titles(self) -> dict[str, str]:
+        """``doc_id`` → title of every visible document."""
+        return self.store.document_titles(self.access)
+
+    def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
+        """``(chunk_id, start, end)`` of a visible document's chunks, in order."""
+        return self.store.chunk_spans(doc_id, self.access)
 
     def summaries(self) -> tuple[list[str], np.ndarray]:
         """Every document's summary vector: ``(doc_ids, matrix)``. Summaries are built at
         index time; documents indexed by a version without them are summarised now, once
         (the migration of older indexes)."""
+        self._fresh()
         if self._summaries is None:
-            doc_ids, _, matrix = self.store.summaries()
-            missing = sorted(set(self.store.document_titles()) - set(doc_ids))
+            doc_ids, _, matrix = self.store.summaries(self.access)
+            missing = sorted(set(self.document_titles()) - set(doc_ids))
             if missing:
                 self._backfill_summaries(missing)
-                doc_ids, _, matrix = self.store.summaries()
+                doc_ids, _, matrix = self.store.summaries(self.access)
             self._summaries = (doc_ids, matrix)
         return self._summaries
 
@@ -358,7 +436,7 @@ class Index:
         """Full chunks by id. With ``adjacent`` > 0 each requested chunk comes with that many
         neighbours on each side, in document order (windows in request order, no repeats)."""
         requested = list(dict.fromkeys(chunk_ids))
-        found = self.store.get_chunks(requested)
+        found = self.store.get_chunks(requested, self.access)
         unknown = [cid for cid in requested if cid not in found]
         out: list[Chunk] = []
         have: set[str] = set()
@@ -376,7 +454,7 @@ class Index:
         after: list[Chunk] = []
         prev_id, next_id = chunk.prev_id, chunk.next_id
         for _ in range(adjacent):
-            more = self.store.get_chunks([i for i in (prev_id, next_id) if i])
+            more = self.store.get_chunks([i for i in (prev_id, next_id) if i], self.access)
             prev = more.get(prev_id) if prev_id else None
             nxt = more.get(next_id) if next_id else None
             if prev:
@@ -388,7 +466,7 @@ class Index:
         return [*before, chunk, *after]
 
     def document(self, doc_id: str) -> Document | None:
-        return self.store.get_document(doc_id)
+        return self.store.get_document(doc_id, self.access)
 
 
 def summarize(doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> str:

@@ -3,8 +3,12 @@
 A :class:`Service` owns one open index and answers every request the servers accept:
 status, adding and deleting documents, listing and calling tools, asking the agent and
 managing sessions. Servers only parse, authenticate and render; request limits
-(``settings.serve``) are checked here so both servers enforce the same ones. Every method
-takes the :class:`Caller` making the request, so access control can be added in one place.
+(``settings.serve``) are checked here so both servers enforce the same ones.
+
+Every method takes the :class:`Caller` making the request. An admin caller (the local CLI, a
+plain API key) sees the whole index; a tenant's key reads through ``index.scoped(access)``
+(its collection, its groups), writes only into its collection, and keeps its sessions apart.
+Whatever it may not see reads exactly as if it did not exist (404, empty results).
 
 Reads run concurrently (the index is thread-safe for reads); index writes and session
 updates are serialized with locks.
@@ -24,13 +28,14 @@ from typing import Any
 import yaml
 
 from sleuth._version import __version__
+from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
 from sleuth.agent.tracker import Tracker
-from sleuth.errors import ConfigError, NotFoundError, RequestError
+from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError
 from sleuth.index import Index
 from sleuth.llm import LLM
 from sleuth.session import Session, sessions_folder
-from sleuth.settings import ServeSettings, Settings
+from sleuth.settings import ApiKey, ServeSettings, Settings
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 
 # Arguments that carry query text: each string is length-limited, each list count-limited.
@@ -42,38 +47,76 @@ _UPLOAD_NAME = re.compile(r"[^\w.-]+")
 
 @dataclass(frozen=True)
 class Caller:
-    """Who makes a request: the name of the API key used (``local`` without auth)."""
+    """Who makes a request: the API key's name (``local`` without auth), and for a tenant's
+    key its collection and groups (``collection`` None: an admin, who sees everything)."""
 
     name: str = "local"
+    collection: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def admin(self) -> bool:
+        return self.collection is None
+
+    @property
+    def access(self) -> Access | None:
+        if self.collection is None:
+            return None
+        return Access(frozenset({self.collection}), frozenset(self.groups))
 
 
 LOCAL = Caller()
+KeyRing = dict[str, Caller]  # secret → the caller it authenticates
 
 
-def load_api_keys(serve: ServeSettings) -> dict[str, str]:
-    """API keys by name from ``serve.api_keys`` (a mapping, or a YAML/JSON file of one)."""
+def load_api_keys(serve: ServeSettings) -> KeyRing:
+    """The callers of ``serve.api_keys`` by secret (a mapping, or a YAML/JSON file of one):
+    a plain string is an admin key, ``{key, collection, groups}`` a tenant's key."""
     keys = serve.api_keys
     if keys is None:
         return {}
     if isinstance(keys, Path):
         try:
-            keys = yaml.safe_load(keys.read_text(encoding="utf-8"))
+            loaded = yaml.safe_load(keys.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read API key file {serve.api_keys}: {exc}") from None
-        if not isinstance(keys, dict) or not all(
-                isinstance(v, str) and v for v in keys.values()):
-            raise ConfigError(f"API key file {serve.api_keys} must map names to key strings")
-    return {str(name): key for name, key in keys.items()}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"API key file {serve.api_keys} must map names to keys")
+        try:
+            keys = ServeSettings(api_keys=loaded).api_keys
+        except ValueError as exc:
+            raise ConfigError(f"API key file {serve.api_keys}: {exc}") from None
+        assert isinstance(keys, dict)
+    ring: KeyRing = {}
+    for name, spec in keys.items():
+        if isinstance(spec, ApiKey):  # its name also names its sessions folder
+            caller = Caller(check_name("API key", str(name)),
+                            check_name("collection", spec.collection),
+                            parse_groups(spec.groups))
+            secret = spec.key
+        else:
+            caller, secret = Caller(str(name)), spec
+        if not secret or secret in ring:
+            raise ConfigError(f"API key {name!r} is empty or the same as another key's")
+        ring[secret] = caller
+    return ring
 
 
-def caller_for_key(keys: Mapping[str, str], presented: str | None) -> Caller | None:
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The API key a request carries: ``Authorization: Bearer KEY`` or ``X-API-Key``."""
+    header = headers.get("authorization", "")
+    bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+    return bearer or headers.get("x-api-key")
+
+
+def caller_for_key(keys: KeyRing, presented: str | None) -> Caller | None:
     """The caller whose key is ``presented`` (compared in constant time), else None."""
     if not presented:
         return None
     found = None
-    for name, key in keys.items():
-        if hmac.compare_digest(key.encode(), presented.encode()):
-            found = Caller(name)
+    for secret, caller in keys.items():
+        if hmac.compare_digest(secret.encode(), presented.encode()):
+            found = caller
     return found
 
 
@@ -88,51 +131,118 @@ class Service:
         self._llm = llm
         self._write_lock = threading.Lock()
         self._session_lock = threading.RLock()
+        self._views: dict[str, Index] = {}
 
     def close(self) -> None:
         self.index.close()
 
+    def view(self, caller: Caller) -> Index:
+        """The index as ``caller`` may see it (views are kept per access and refresh their
+        caches after writes)."""
+        access = caller.access
+        if access is None:
+            return self.index
+        view = self._views.get(access.key)
+        if view is None:
+            view = self._views[access.key] = self.index.scoped(access)
+        return view
+
     # -- index -------------------------------------------------------------------------
 
     def status(self, caller: Caller = LOCAL) -> dict[str, Any]:
-        stats = self.index.stats()
-        return {"version": __version__, "index": self.index.location,
-                "documents": stats.documents, "chunks": stats.chunks,
-                "sentences": stats.sentences,
-                "embedder": (stats.manifest.get("embedder") or {}).get("name"),
-                "tools": sorted(TOOLS), "limits": self.limits.model_dump(exclude={"api_keys"})}
+        stats = self.view(caller).stats()
+        out = {"version": __version__, "documents": stats.documents, "chunks": stats.chunks,
+               "sentences": stats.sentences,
+               "embedder": (stats.manifest.get("embedder") or {}).get("name"),
+               "tools": sorted(TOOLS),
+               "limits": self.limits.model_dump(exclude={"api_keys", "document_roots"}),
+               "caller": {"name": caller.name, "collection": caller.collection,
+                          "groups": list(caller.groups), "admin": caller.admin}}
+        if caller.admin:
+            out["index"] = self.index.location
+        return out
 
-    def add_documents(self, paths: Sequence[str | Path],
-                      caller: Caller = LOCAL) -> dict[str, Any]:
-        """Index server-side files or folders (new and changed documents; nothing deleted).
+    def add_documents(self, paths: Sequence[str | Path], caller: Caller = LOCAL, *,
+                      collection: str | None = None,
+                      groups: Sequence[str] | str | None = None) -> dict[str, Any]:
+        """Index server-side files or folders (new and changed documents; nothing deleted)
+        into ``collection`` with access ``groups``. Paths must lie under
+        ``serve.document_roots`` when set; without it only admins may index server paths.
 
         Returns the counts of ``sleuth index --json`` plus ``added_ids`` and ``updated_ids``.
         """
         if not paths:
             raise RequestError("no paths given: send a list of files or folders to index")
-        with self._write_lock:
-            report = self.index.add(list(paths), delete_missing=False)
-        return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated}
+        roots = self.limits.document_roots
+        if roots is None and not caller.admin:
+            raise ForbiddenError("this key may not index server paths; upload the files "
+                                 "(multipart 'files') or ask the operator to set "
+                                 "serve.document_roots")
+        if roots is not None:
+            allowed = [Path(r).expanduser().resolve() for r in roots]
+            for path in paths:
+                real = Path(path).expanduser().resolve()
+                if not any(real == root or root in real.parents for root in allowed):
+                    raise ForbiddenError(f"{path} is outside the folders this server may "
+                                         "index (serve.document_roots)")
+        return self._add(list(paths), caller, collection, groups)
 
-    def add_uploads(self, files: Sequence[tuple[str, bytes]],
-                    caller: Caller = LOCAL) -> dict[str, Any]:
-        """Save uploaded ``(filename, content)`` pairs under ``<index>/uploads`` and index them."""
+    def _add(self, paths: list[Path] | list[str | Path], caller: Caller,
+             collection: str | None, groups: Sequence[str] | str | None) -> dict[str, Any]:
+        target, wanted = self._write_target(caller, collection, groups)
+        with self._write_lock:
+            report = self.index.add(paths, delete_missing=False, collection=target,
+                                    groups=wanted)
+        return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated,
+                "collection": target, "groups": list(wanted)}
+
+    @staticmethod
+    def _write_target(caller: Caller, collection: str | None,
+                      groups: Sequence[str] | str | None) -> tuple[str, tuple[str, ...]]:
+        """The collection and groups a write of ``caller`` goes to: a tenant writes into
+        its own collection, with groups it holds."""
+        wanted = parse_groups(groups)
+        if caller.collection is None:
+            return check_name("collection", collection or DEFAULT_COLLECTION), wanted
+        if collection not in (None, caller.collection):
+            raise ForbiddenError(f"this key writes only to collection {caller.collection!r}")
+        foreign = sorted(set(wanted) - set(caller.groups))
+        if foreign:
+            raise ForbiddenError(f"this key does not hold group {foreign[0]!r}; documents "
+                                 f"may only be given groups it holds: "
+                                 f"{', '.join(caller.groups) or '(none)'}")
+        return caller.collection, wanted
+
+    def add_uploads(self, files: Sequence[tuple[str, bytes]], caller: Caller = LOCAL, *,
+                    collection: str | None = None,
+                    groups: Sequence[str] | str | None = None) -> dict[str, Any]:
+        """Save uploaded ``(filename, content)`` pairs under ``<index>/uploads/<collection>``
+        and index them (a file uploaded again under the same name updates that document)."""
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
-        folder = Path(self.index.location) / "uploads"
+        target, _ = self._write_target(caller, collection, groups)
+        folder = Path(self.index.location) / "uploads" / target
         folder.mkdir(parents=True, exist_ok=True)
-        saved = []
+        names: dict[str, bytes] = {}
         for filename, content in files:
             name = _UPLOAD_NAME.sub("_", Path(filename or "upload.txt").name).lstrip(".")
             if not name:
                 raise RequestError(f"invalid upload file name {filename!r}")
+            if name in names:
+                raise RequestError(f"two uploads are named {name!r}; give each file its own "
+                                   "name")
+            names[name] = content
+        saved: list[str | Path] = []
+        for name, content in names.items():
             path = folder / name
             path.write_bytes(content)
             saved.append(path)
-        return self.add_documents(saved, caller)
+        return self._add(saved, caller, target, groups)
 
     def delete_documents(self, doc_ids: Sequence[str], caller: Caller = LOCAL) -> dict[str, Any]:
-        missing = [d for d in doc_ids if self.index.document(d) is None]
+        """Delete documents ``caller`` can see (any other id is "no document")."""
+        view = self.view(caller)
+        missing = [d for d in doc_ids if view.document(d) is None]
         if missing:
             raise NotFoundError(f"no document {missing[0]!r} in the index")
         with self._write_lock:
@@ -156,9 +266,9 @@ class Service:
         args = self._arguments(arguments)
         self.check_limits(args)
         if session is None:
-            return tool.run(ToolContext(self.index, Tracker()), args)
+            return tool.run(ToolContext(self.view(caller), Tracker()), args)
         with self._session_lock:
-            return self._session(session, create=True).run_tool(name, args)
+            return self._session(session, caller, create=True).run_tool(name, args)
 
     def check_limits(self, arguments: Mapping[str, Any]) -> None:
         """Raise RequestError when ``arguments`` exceed the serving limits."""
@@ -222,38 +332,48 @@ class Service:
 
         self.check_ask(question, agent)
         if session is None:
-            answer = build_agent(agent, self.index, self.llm, self.settings).run(
+            answer = build_agent(agent, self.view(caller), self.llm, self.settings).run(
                 question, on_step=on_step)
             return answer.to_record()
         with self._session_lock:
-            conversation = self._session(session, create=True, agent=agent, llm=self.llm)
+            conversation = self._session(session, caller, create=True, agent=agent,
+                                         llm=self.llm)
             return conversation.ask(question, on_step=on_step).to_record()
 
     # -- sessions ----------------------------------------------------------------------
 
     def sessions(self, caller: Caller = LOCAL) -> list[dict[str, Any]]:
-        return Session.saved(self.index)
+        """``caller``'s saved sessions (a tenant key sees only its own)."""
+        return Session.saved(self.index, _owner(caller))
 
     def session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
         """A saved session: id, agent, created, and its turns (question, answer, citations)."""
-        conversation = self._session(session_id)
+        conversation = self._session(session_id, caller)
         return {"id": conversation.id, "agent": conversation.agent_name,
                 "created": conversation.created, "turns": conversation.turns}
 
     def delete_session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
         with self._session_lock:
-            path = self._session(session_id).path
+            path = self._session(session_id, caller).path
             path.unlink()
         return {"deleted": session_id}
 
-    def _session(self, session_id: str, *, create: bool = False, agent: str | None = None,
-                 llm: LLM | None = None) -> Session:
+    def _session(self, session_id: str, caller: Caller, *, create: bool = False,
+                 agent: str | None = None, llm: LLM | None = None) -> Session:
+        """Session ``session_id`` of ``caller``: a tenant key's sessions live apart, and it
+        reads through the key's view of the index."""
         if not _SESSION_ID.match(session_id):
             raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
                                "'-' and '_' (at most 64)")
-        path = sessions_folder(self.index) / f"{session_id}.json"
+        owner = _owner(caller)
+        path = sessions_folder(self.index, owner) / f"{session_id}.json"
         if not create and not path.is_file():
             raise NotFoundError(f"no session {session_id!r}")
-        return Session.open(self.index, session_id, create=create, agent=agent,
-                            settings=self.settings, llm=llm)
+        return Session.open(self.view(caller), session_id, create=create, agent=agent,
+                            settings=self.settings, llm=llm, owner=owner)
+
+
+def _owner(caller: Caller) -> str | None:
+    """The sessions folder owner of ``caller``: None (shared) for admins, else the key."""
+    return None if caller.admin else caller.name
 

@@ -31,8 +31,11 @@ FORMAT_VERSION = 1
 _ID = re.compile(r"^[\w.-]{1,64}$")
 
 
-def sessions_folder(index: Index) -> Path:
-    return Path(index.location) / "sessions"
+def sessions_folder(index: Index, owner: str | None = None) -> Path:
+    """Where sessions are saved: ``sessions/`` of the index, or ``sessions/keys/<owner>/``
+    for the sessions of one tenant API key (so no other key can open or overwrite them)."""
+    folder = Path(index.location) / "sessions"
+    return folder if owner is None else folder / "keys" / owner
 
 
 class Session:
@@ -40,8 +43,9 @@ class Session:
 
     def __init__(self, index: Index, *, agent: str = "docs", settings: Settings | None = None,
                  llm: LLM | None = None, session_id: str | None = None,
-                 persist: bool = True) -> None:
+                 persist: bool = True, owner: str | None = None) -> None:
         self.index = index
+        self.folder = sessions_folder(index, owner)
         self.settings = settings or index.settings
         self.agent_name = agent
         self.id = session_id or datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + \
@@ -60,19 +64,20 @@ class Session:
 
     @property
     def path(self) -> Path:
-        return sessions_folder(self.index) / f"{self.id}.json"
+        return self.folder / f"{self.id}.json"
 
     @classmethod
     def open(cls, index: Index, session_id: str, *, create: bool = False,
              agent: str | None = None, settings: Settings | None = None,
-             llm: LLM | None = None) -> Session:
-        """Resume session ``session_id`` of ``index`` (a new one when ``create``)."""
+             llm: LLM | None = None, owner: str | None = None) -> Session:
+        """Resume session ``session_id`` of ``index`` (a new one when ``create``); ``owner``
+        picks a tenant key's own sessions (see :func:`sessions_folder`)."""
         session = cls(index, agent=agent or "docs", settings=settings, llm=llm,
-                      session_id=session_id)
+                      session_id=session_id, owner=owner)
         if not session.path.is_file():
             if create:
                 return session
-            raise ConfigError(f"no session {session_id!r} in {sessions_folder(index)}; "
+            raise ConfigError(f"no session {session_id!r} in {session.folder}; "
                               "list them with `sleuth chat --list`")
         try:
             data = json.loads(session.path.read_text(encoding="utf-8"))
@@ -90,10 +95,11 @@ class Session:
         return session
 
     @staticmethod
-    def saved(index: Index) -> list[dict[str, Any]]:
-        """Saved sessions of ``index``: id, agent, turns, first question, last update."""
+    def saved(index: Index, owner: str | None = None) -> list[dict[str, Any]]:
+        """Saved sessions of ``index`` (of ``owner``): id, agent, turns, first question, last
+        update."""
         out = []
-        for path in sorted(sessions_folder(index).glob("*.json")):
+        for path in sorted(sessions_folder(index, owner).glob("*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError):
@@ -107,8 +113,7 @@ class Session:
     def save(self) -> None:
         if not self.persist:
             return
-        folder = sessions_folder(self.index)
-        folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "id": self.id,
                 "agent": self.agent_name, "created": self.created, "updated": _now(),
                 "tracker": self.tracker.to_dict(), "messages": self.messages,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sleuth.errors import ConfigError
@@ -149,14 +149,30 @@ class A2RAGSettings(BaseModel):
         "(the --verify flag)")
 
 
+class ApiKey(BaseModel):
+    """A tenant's API key: it reads and writes one collection, and sees the documents of
+    that collection that are open or share one of its groups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=1, description="The secret the client sends")
+    collection: str = Field(description="The collection (tenant) the key reads and writes")
+    groups: list[str] = Field(default_factory=list, description="Access groups it holds")
+
+
 class ServeSettings(BaseModel):
     """``sleuth serve``: the HTTP API and MCP server, their API keys and request limits."""
 
     host: str = Field("127.0.0.1", description="Interface the servers listen on")
     port: int = Field(8765, ge=1, le=65535, description="TCP port of the servers")
-    api_keys: dict[str, str] | Path | None = Field(
-        None, description="API keys by name ({name: key}), or a YAML/JSON file holding that "
-        "mapping; none: the HTTP server refuses to start unless --no-auth is given")
+    api_keys: dict[str, str | ApiKey] | Path | None = Field(
+        None, description="API keys by name: {name: key} for a key that sees every "
+        "collection (admin), {name: {key, collection, groups}} for a tenant's key; or a "
+        "YAML/JSON file holding that mapping. None: the servers refuse to start unless "
+        "--no-auth is given")
+    document_roots: list[Path] | None = Field(
+        None, description="Server folders POST /v1/documents may index by path; none: only "
+        "admin keys may index server paths (tenants upload files)")
     max_query_chars: int = Field(2000, ge=1, description="Longest query or question accepted")
     max_top_k: int = Field(50, ge=1, description="Largest top_k a request may ask for")
     max_queries: int = Field(5, ge=1, description="Most queries (keywords, patterns) per call")

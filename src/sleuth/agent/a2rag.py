@@ -200,7 +200,7 @@ class A2RAGAgent(Agent):
                 f"{score:.2f} < {self.a2rag.gate_threshold:.2f})"), tracker, started)
             return answer
         verifier = Verifier(self)
-        titles = self.index.store.document_titles()
+        titles = self.index.document_titles()
         graph: Graph | None = self.index.graph()
         query, final = question, ""
         for attempt in range(self.a2rag.retries + 1):
@@ -309,7 +309,7 @@ class VerifiedAgent(Agent):
                        agent=f"{self.inner.name}+verify", model=self.llm.model)
         control: dict[str, Any] = {"attempts": [], "outcome": ""}
         verifier = Verifier(self)
-        titles = self.index.store.document_titles()
+        titles = self.index.document_titles()
         query, result = question, None
         for attempt in range(self.a2rag.retries + 1):
             result = self.inner.run(query, question_id=question_id, on_step=on_step,

@@ -10,6 +10,16 @@ chunks), ``path`` (shortest connection between two entities, breadth-first) and 
 that mention the top entities). A2RAG's retriever adds ``seed_matches`` (question entities
 aligned to nodes by a hybrid lexical-embedding score), ``relation_seeds`` (the question's
 relational intent aligned to relation labels) and ``progressive``.
+
+``scoped(visible_docs)`` is the graph as a caller who may read only some documents sees it
+(access control, :mod:`sleuth.access`): every query of the view answers as a graph built
+from the visible documents' chunks alone would. A mention is visible when its chunk is; a
+relation when the chunk it was read from is; an entity when it has a visible mention or is
+an end of a visible relation (so both ends of a visible relation are visible). Entities,
+relations, labels and counts outside the view never come back, nor do the PageRank scores
+they would have shaped. One limit: a visible entity keeps its stored name, type and aliases,
+which name merging may have taken from a hidden document (a variant spelling of a name the
+caller sees, never a hidden entity).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,12 +186,83 @@ class _Adjacency:
     transition: Any  # row-stochastic: matrix rows divided by degree
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """The part of the whole graph a view shows (see :meth:`Graph.scoped`)."""
+
+    entities: frozenset[int]
+    subjects: np.ndarray  # the visible relations' ends
+    objects: np.ndarray
+    labels: dict[str, int]  # visible relation label → how many carry it
+    counts: dict[str, int]
+
+
+@dataclass
+class _Tables:
+    """The whole graph's provenance as arrays, chunks coded by first appearance, from
+    which :meth:`Graph.scoped` cuts its views."""
+
+    docs: list[str]  # document id per chunk code
+    mention_entity: np.ndarray
+    mention_chunk: np.ndarray
+    subjects: np.ndarray  # per relation
+    objects: np.ndarray
+    relation_chunk: np.ndarray
+    relation_label: np.ndarray  # position in ``labels``
+    labels: list[str]
+    extracted: np.ndarray  # codes of the chunks processed by an extractor
+
+    @classmethod
+    def load(cls, store: GraphStore) -> _Tables:
+        codes: dict[str, int] = {}
+        labels: dict[str, int] = {}
+        mentions = store.mention_rows()
+        relations = store.relation_rows()
+        extracted = store.extracted_chunks()
+
+        def coded(values: Sequence[str], table: dict[str, int]) -> np.ndarray:
+            return np.fromiter((table.setdefault(v, len(table)) for v in values),
+                               dtype=np.int64, count=len(values))
+
+        mention_chunk = coded([c for _, c in mentions], codes)
+        relation_chunk = coded([r[3] for r in relations], codes)
+        extracted_chunk = coded(extracted, codes)
+        relation_label = coded([r[2] for r in relations], labels)
+        return cls([c.rsplit("#", 1)[0] for c in codes],
+                   np.fromiter((e for e, _ in mentions), np.int64, len(mentions)),
+                   mention_chunk,
+                   np.fromiter((r[0] for r in relations), np.int64, len(relations)),
+                   np.fromiter((r[1] for r in relations), np.int64, len(relations)),
+                   relation_chunk, relation_label, list(labels), extracted_chunk)
+
+    def cut(self, docs: frozenset[str]) -> _Scope:
+        """What a caller who may read only ``docs`` sees."""
+        shown = np.fromiter((d in docs for d in self.docs), dtype=bool, count=len(self.docs))
+        relations = shown[self.relation_chunk]
+        mentions = shown[self.mention_chunk]
+        subjects, objects = self.subjects[relations], self.objects[relations]
+        entities = np.unique(np.concatenate([self.mention_entity[mentions], subjects,
+                                             objects]))
+        per_label = np.bincount(self.relation_label[relations], minlength=len(self.labels))
+        return _Scope(
+            frozenset(entities.tolist()), subjects, objects,
+            {self.labels[i]: int(per_label[i]) for i in np.flatnonzero(per_label)},
+            {"entities": len(entities), "relations": int(relations.sum()),
+             "mentions": int(mentions.sum()),
+             "extracted": int(shown[self.extracted].sum())})
+
+
 class Graph:
-    """The knowledge graph of one index."""
+    """The knowledge graph of one index, or a view of it (:meth:`scoped`)."""
 
     def __init__(self, index: Index, store: GraphStore) -> None:
         self.index = index
         self.store = store
+        self._root = self  # the whole graph, which a view shares the store with
+        self._docs: frozenset[str] | None = None  # a view's visible documents
+        self._scope: _Scope | None = None  # a view's share, cut from ``_tables``
+        self._tables: _Tables | None = None  # the whole graph's, for cutting views
+        self._views: weakref.WeakSet[Graph] = weakref.WeakSet()
         self._adjacency: _Adjacency | None = None
         self._names: list[tuple[int, str, str, str]] | None = None
         self._index: _NameIndex | None = None  # live names and aliases
@@ -202,11 +284,52 @@ class Graph:
         self._index = None
 
     def forget_caches(self) -> None:
-        """Drop what was derived from ``graph.db`` (after writing to it directly)."""
-        self._adjacency = None
-        self._names = None
-        self._index = None
-        self._labels = None
+        """Drop what was derived from ``graph.db`` (after writing to it directly), by the
+        whole graph and by every view of it."""
+        root = self._root
+        root._tables = None
+        for graph in (root, *root._views):
+            graph._adjacency = None
+            graph._names = None
+            graph._index = None
+            graph._labels = None
+            graph._scope = None
+
+    def scoped(self, visible_docs: frozenset[str] | None) -> Graph:
+        """This graph as a caller who may read only the documents ``visible_docs`` sees it
+        (None: everything, ``self``); see the module docstring for what is visible. The
+        view shares the store, the index and the cached name vectors, keeps its own caches
+        (built on first use) and starts with this graph's :attr:`removed` entities;
+        closing it leaves the store open. A view of a view sees what both allow."""
+        if visible_docs is None:
+            return self
+        view = Graph(self.index, self.store)
+        view._root = self._root
+        view._docs = frozenset(visible_docs) if self._docs is None else \
+            self._docs & visible_docs
+        view._removed = self._removed
+        self._root._views.add(view)
+        return view
+
+    def _visible(self) -> _Scope | None:
+        """A view's share of the whole graph (None for the whole graph)."""
+        if self._docs is None:
+            return None
+        if self._scope is None:
+            root = self._root
+            if root._tables is None:
+                root._tables = _Tables.load(self.store)
+            self._scope = root._tables.cut(self._docs)
+        return self._scope
+
+    def _shows(self, entity_id: int) -> bool:
+        """Whether queries may return the entity: not removed and, in a view, visible."""
+        scope = self._visible()
+        return entity_id not in self._removed and (scope is None or
+                                                   entity_id in scope.entities)
+
+    def _shows_chunk(self, chunk_id: str) -> bool:
+        return self._docs is None or chunk_id.rsplit("#", 1)[0] in self._docs
 
     def simulate_loss(self, fraction: float, seed: int = 0) -> int:
         """Hide a random ``fraction`` of the entities (with their edges and mentions), as
@@ -218,9 +341,18 @@ class Graph:
         return count
 
     def entity_names(self) -> list[tuple[int, str, str, str]]:
+        """(id, normalised name, name, type) of the entities (in a view, the visible ones)."""
         if self._names is None:
-            self._names = self.store.entities()
+            scope = self._visible()
+            self._names = [row for row in self.store.entities()
+                           if scope is None or row[0] in scope.entities]
         return self._names
+
+    def counts(self) -> dict[str, int]:
+        """How many entities, relations, mentions and extracted chunks the graph holds (in
+        a view, those it shows)."""
+        scope = self._visible()
+        return self.store.counts() if scope is None else dict(scope.counts)
 
     @classmethod
     def open(cls, index: Index) -> Graph:
@@ -230,7 +362,9 @@ class Graph:
         return cls(index, GraphStore(folder))
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store (a view leaves it to the whole graph)."""
+        if self._root is self:
+            self.store.close()
 
     def __enter__(self) -> Graph:
         return self
@@ -243,7 +377,11 @@ class Graph:
     def build(self, *, on_progress: Callable[[int, int], None] | None = None,
               extractor: Extractor | None = None) -> BuildReport:
         """Extract from new or changed chunks; forget chunks that left the index; merge the
-        name variants among new entities (``graph.merge_aliases``)."""
+        name variants among new entities (``graph.merge_aliases``). Only the whole graph
+        builds, never a view."""
+        if self._docs is not None:
+            raise StoreError("a scoped view cannot build the knowledge graph; build the "
+                             "whole graph")
         extractor = extractor or OfflineExtractor()
         done = self.store.extracted()
         chunks = list(self.index.store.iter_chunks())
@@ -274,7 +412,7 @@ class Graph:
         from sleuth.graph.review import reapply
 
         report.restored = reapply(self)
-        report.counts = self.store.counts()
+        report.counts = self.counts()
         return report
 
     # -- queries -----------------------------------------------------------------------
@@ -284,7 +422,7 @@ class Graph:
         string similarity above ``cutoff``."""
         key = norm(name)
         exact = self.store.by_key(key)
-        out = [exact] if exact and exact.id not in self.removed else []
+        out = [exact] if exact and self._shows(exact.id) else []
         names = self.names()
         for _, position in names.close(key, limit + 1, cutoff):
             entity = names.entities[position]
@@ -307,7 +445,7 @@ class Graph:
                   limit: int = 50) -> list[dict[str, Any]]:
         """Relations of ``entity`` (optionally only those whose label contains
         ``relation``), each with the other entity, the direction and the source chunk."""
-        rows = self.store.relations_of(entity.id)
+        rows = self.relations_of(entity.id)
         if relation:
             wanted = relation.lower()
             rows = [r for r in rows if wanted in r["relation"].lower()]
@@ -327,6 +465,13 @@ class Graph:
                         "qualifiers": r["qualifiers"], "chunk_id": r["chunk_id"],
                         "start": r["start"], "end": r["end"]})
         return out[:limit]
+
+    def relations_of(self, entity_id: int) -> list[dict[str, Any]]:
+        """The entity's relations as :meth:`GraphStore.relations_of` rows (in a view, those
+        read from a visible chunk)."""
+        rows = self.store.relations_of(entity_id)
+        return rows if self._docs is None else [
+            r for r in rows if self._shows_chunk(r["chunk_id"])]
 
     def path(self, source: Entity, target: Entity, max_hops: int = 4) -> list[int] | None:
         """The entity ids of a shortest path from ``source`` to ``target`` (or None)."""
@@ -353,7 +498,7 @@ class Graph:
         return None
 
     def relation_between(self, a: int, b: int) -> dict[str, Any] | None:
-        for r in self.store.relations_of(a):
+        for r in self.relations_of(a):
             if {r["subject_id"], r["object_id"]} == {a, b}:
                 return r
         return None
@@ -381,7 +526,7 @@ class Graph:
                  top_k: int = 10) -> list[tuple[str, float]]:
         """Chunks mentioning the top-scored entities, scored by the sum of their entities'
         scores (each spread over the chunks that mention it)."""
-        best = sorted((e for e in scores if e not in self.removed),
+        best = sorted((e for e in scores if self._shows(e)),
                       key=lambda e: -scores[e])[:top_nodes]
         mentions = self._mentions(best)
         chunk_scores: dict[str, float] = {}
@@ -415,7 +560,7 @@ class Graph:
         for mention in question_keywords(question):
             key = norm(mention)
             exact = self.store.by_key(key) if key else None
-            if exact is not None and exact.id not in self.removed:
+            if exact is not None and self._shows(exact.id):
                 best[key] = SeedMatch(mention, exact, 1.0)
                 continue
             shortlist = [(ratio, p) for ratio, p in names.close(key, SEED_CANDIDATES, cutoff)
@@ -443,13 +588,14 @@ class Graph:
 
     def _name_vectors(self, texts: set[str]) -> dict[str, np.ndarray]:
         """Unit vectors of names: those cached in ``graph.db`` by alias merging are loaded
-        on first use, the rest embedded (and kept in memory)."""
-        if self._vectors is None:
-            self._vectors = self.store.all_name_vectors(self.index.embedder.name)
-        missing = sorted(t for t in texts if t not in self._vectors)
+        on first use, the rest embedded (and kept in memory, shared with the views)."""
+        root = self._root
+        if root._vectors is None:
+            root._vectors = self.store.all_name_vectors(self.index.embedder.name)
+        missing = sorted(t for t in texts if t not in root._vectors)
         if missing:
-            self._vectors.update(zip(missing, self.index.embedder.embed(missing), strict=True))
-        return {t: self._vectors[t] for t in texts}
+            root._vectors.update(zip(missing, self.index.embedder.embed(missing), strict=True))
+        return {t: root._vectors[t] for t in texts}
 
     def relation_seeds(self, question: str) -> list[str]:
         """A2RAG's relation seeds: the graph's relation labels that match the question's
@@ -470,7 +616,9 @@ class Graph:
                 stems |= group_stems
         if self._labels is None:
             self._labels = {}
-            self._label_counts = self.store.relation_labels()
+            scope = self._visible()
+            self._label_counts = self.store.relation_labels() if scope is None else \
+                scope.labels
             for label in self._label_counts:
                 for word in re.findall(r"[a-z]+", label.lower()):
                     if word not in _LABEL_STOP:
@@ -564,7 +712,8 @@ class Graph:
             for entity, chunk_id, count in self.store.db.execute(
                     "SELECT entity, chunk_id, count(*) FROM mentions WHERE entity IN "
                     f"({','.join('?' * len(part))}) GROUP BY entity, chunk_id", part):
-                if entity not in out or count > out[entity][0]:
+                if self._shows_chunk(chunk_id) and (entity not in out or
+                                                    count > out[entity][0]):
                     out[int(entity)] = (int(count), chunk_id)
         return {e: chunk for e, (_, chunk) in out.items()}
 
@@ -609,21 +758,30 @@ class Graph:
             for entity, chunk_id in self.store.db.execute(
                     f"SELECT DISTINCT entity, chunk_id FROM mentions WHERE entity IN ({marks})",
                     part):
-                out.setdefault(int(entity), []).append(chunk_id)
+                if self._shows_chunk(chunk_id):
+                    out.setdefault(int(entity), []).append(chunk_id)
         return out
 
     def adjacency(self) -> _Adjacency:
+        """The relations as a symmetric sparse matrix over the entities they connect (in a
+        view, the visible relations), without the removed entities."""
         if self._adjacency is None:
             from scipy import sparse
 
-            edges = [(a, b) for a, b in self.store.edges()
-                     if a not in self.removed and b not in self.removed]
-            ids = np.array(sorted({e for edge in edges for e in edge}), dtype=np.int64)
-            row_of = {int(e): i for i, e in enumerate(ids)}
-            rows = np.array([row_of[a] for a, b in edges] + [row_of[b] for a, b in edges],
-                            dtype=np.int64)
-            cols = np.array([row_of[b] for a, b in edges] + [row_of[a] for a, b in edges],
-                            dtype=np.int64)
+            scope = self._visible()
+            if scope is None:
+                edges = np.array(self.store.edges(), dtype=np.int64).reshape(-1, 2)
+                subjects, objects = edges[:, 0], edges[:, 1]
+            else:
+                subjects, objects = scope.subjects, scope.objects
+            if self._removed:
+                hidden = np.fromiter(self._removed, dtype=np.int64, count=len(self._removed))
+                kept = ~(np.isin(subjects, hidden) | np.isin(objects, hidden))
+                subjects, objects = subjects[kept], objects[kept]
+            ids = np.unique(np.concatenate([subjects, objects]))
+            row_of = {e: i for i, e in enumerate(ids.tolist())}
+            left, right = np.searchsorted(ids, subjects), np.searchsorted(ids, objects)
+            rows, cols = np.concatenate([left, right]), np.concatenate([right, left])
             data = np.ones(len(rows))
             matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(ids), len(ids)))
             degree = np.asarray(matrix.sum(axis=1)).ravel()

@@ -278,6 +278,21 @@ class GraphStore:
     def edges(self) -> list[tuple[int, int]]:
         return [(r[0], r[1]) for r in self.db.execute("SELECT subject, object FROM relations")]
 
+    def mention_rows(self) -> list[tuple[int, str]]:
+        """(entity id, chunk id) of every mention of a stored entity."""
+        return [(r[0], r[1]) for r in self.db.execute(
+            "SELECT m.entity, m.chunk_id FROM mentions m JOIN entities e ON e.id=m.entity")]
+
+    def relation_rows(self) -> list[tuple[int, int, str, str]]:
+        """(subject id, object id, label, chunk id) of every relation between stored
+        entities."""
+        return [(r[0], r[1], r[2], r[3]) for r in self.db.execute(
+            "SELECT r.subject, r.object, r.relation, r.chunk_id FROM relations r "
+            "JOIN entities s ON s.id=r.subject JOIN entities o ON o.id=r.object")]
+
+    def extracted_chunks(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT chunk_id FROM extracted")]
+
     def relations_of(self, entity_id: int) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT r.subject, r.relation, r.object, r.qualifiers, r.chunk_id, r.start, r.end, "

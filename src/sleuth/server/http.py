@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from sleuth._version import __version__
 from sleuth.errors import (
     ConfigError,
+    ForbiddenError,
     IngestError,
     LLMError,
     MissingDependency,
@@ -27,7 +28,15 @@ from sleuth.errors import (
     ToolError,
 )
 from sleuth.server.runs import runs_router
-from sleuth.service import LOCAL, Caller, Service, caller_for_key, load_api_keys
+from sleuth.service import (
+    LOCAL,
+    Caller,
+    KeyRing,
+    Service,
+    caller_for_key,
+    load_api_keys,
+    presented_key,
+)
 
 try:
     from fastapi import APIRouter, Body, Depends, FastAPI, Request
@@ -37,14 +46,18 @@ try:
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
-STATUS = {NotFoundError: 404, RequestError: 400, ToolError: 400, IngestError: 400,
-          LLMError: 502}
+STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
+          IngestError: 400, LLMError: 502}
 
 
 class AddPaths(BaseModel):
     """Server-side files or folders to index."""
 
     paths: list[str] = Field(..., min_length=1, description="Files or folders on the server")
+    collection: str | None = Field(None, description="Collection (tenant) to index into; a "
+                                   "tenant's key always writes to its own")
+    groups: list[str] = Field(default_factory=list, description="Access groups of the "
+                              "documents (none: open to the whole collection)")
 
 
 class AskRequest(BaseModel):
@@ -54,11 +67,11 @@ class AskRequest(BaseModel):
 
 
 _DOCUMENTS_BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": {"type": "object", "required": ["paths"], "properties": {
-        "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                  "description": "Files or folders on the server"}}}},
+    "application/json": {"schema": AddPaths.model_json_schema()},
     "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
-        "files": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
+        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+        "collection": {"type": "string"},
+        "groups": {"type": "string", "description": "Comma-separated access groups"}}}},
 }}}
 
 
@@ -86,9 +99,16 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     _agent_routes(router, service)
     _session_routes(router, service)
     app.include_router(router)
-    # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer
+    # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
+    # from the whole index, so a tenant's key gets 403 there.
+    def admin(request: Request) -> Caller:
+        who = caller(request)
+        if not who.admin:
+            raise ForbiddenError("eval runs and the run viewer need an admin key")
+        return who
+
     app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
-                                   auth=caller))
+                                   auth=admin))
     return app
 
 
@@ -96,13 +116,11 @@ def _anonymous(request: Request) -> Caller:
     return LOCAL
 
 
-def _authenticate(keys: dict[str, str]) -> Callable[[Request], Caller]:
+def _authenticate(keys: KeyRing) -> Callable[[Request], Caller]:
     """The dependency that maps a request's API key to its Caller, or answers 401."""
 
     def caller(request: Request) -> Caller:
-        header = request.headers.get("authorization", "")
-        presented = (header[7:].strip() if header.lower().startswith("bearer ") else None) \
-            or request.headers.get("x-api-key") or request.query_params.get("api_key")
+        presented = presented_key(request.headers) or request.query_params.get("api_key")
         found = caller_for_key(keys, presented)
         if found is None:
             raise _Unauthorized("missing API key: send Authorization: Bearer KEY or X-API-Key"
@@ -154,13 +172,19 @@ def _index_routes(router: APIRouter, service: Service) -> None:
             form = await request.form()
             files = [(f.filename or "upload.txt", await f.read())
                      for f in form.getlist("files") if isinstance(f, UploadFile)]
-            return await asyncio.to_thread(service.add_uploads, files, who)
+            collection, groups = form.get("collection"), form.get("groups")
+            return await asyncio.to_thread(
+                lambda: service.add_uploads(
+                    files, who, collection=collection if isinstance(collection, str) else None,
+                    groups=groups if isinstance(groups, str) else None))
         try:
             body = AddPaths.model_validate(await request.json())
         except ValueError as exc:
             raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
                                f"'files': {exc}") from None
-        return await asyncio.to_thread(service.add_documents, body.paths, who)
+        return await asyncio.to_thread(
+            lambda: service.add_documents(body.paths, who, collection=body.collection,
+                                          groups=body.groups))
 
     @router.delete("/documents/{doc_id:path}", tags=["index"])
     def delete_document(doc_id: str, who: Who) -> dict[str, Any]:

@@ -14,12 +14,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sleuth.access import DEFAULT_COLLECTION, Access
 from sleuth.errors import StoreError
 from sleuth.store.keyword import KeywordMode
 from sleuth.types import Chunk, Document, Hit
 
 FORMAT = "sleuth-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: documents carry a collection and access groups; chunks a word count
+OLDEST_MIGRATABLE = 1  # older formats are refused; 1 is migrated in place when opened
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class PreparedDocument:
     vectors: np.ndarray
     summary: str = ""  # a short summary of the document (the A2RAG gate compares to it)
     summary_vector: np.ndarray | None = None
+    collection: str = DEFAULT_COLLECTION  # the tenant it belongs to
+    groups: tuple[str, ...] = ()  # access groups; none: open to the whole collection
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,28 @@ class StoreStats:
 
 
 class Store(Protocol):
-    """A persistent index backend."""
+    """A persistent index backend.
+
+    Every read takes ``access``: the caller's collections and groups (``None``: everything).
+    The store applies it inside its queries, before ranking and counting, so nothing outside
+    it shows: hidden chunks are absent from results, counts and statistics (BM25's document
+    frequencies and lengths included), and a hidden id reads exactly like a nonexistent one.
+    """
 
     manifest: dict[str, Any]
 
-    def stats(self) -> StoreStats: ...
+    def stats(self, access: Access | None = None) -> StoreStats: ...
 
     def document_hashes(self) -> dict[str, str]: ...
 
     def document_sources(self) -> dict[str, str | None]:
         """``doc_id`` → the source file it came from (``None`` when it has none)."""
+
+    def document_access(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """``doc_id`` → (collection, groups), for every document."""
+
+    def visible_documents(self, access: Access | None) -> frozenset[str] | None:
+        """The ids of the documents ``access`` may read; ``None`` when it may read all."""
 
     def write(self, docs: Sequence[PreparedDocument]) -> None:
         """Insert or replace documents (by ``doc_id``) atomically as one batch."""
@@ -66,34 +82,41 @@ class Store(Protocol):
         """Compact and mark the index consistent."""
 
     def keyword_search(
-        self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word"
+        self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word",
+        access: Access | None = None,
     ) -> list[Hit]: ...
 
     def semantic_search(self, query: np.ndarray, top_k: int,
-                        doc_ids: Sequence[str] | None = None) -> list[Hit]:
+                        doc_ids: Sequence[str] | None = None,
+                        access: Access | None = None) -> list[Hit]:
         """Chunks by best-sentence cosine; ``doc_ids`` restricts the search to documents."""
 
     def bm25_search(self, terms: Sequence[str], top_k: int,
-                    doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        """Chunks ranked by the engine's own BM25 over ``terms`` (any term may match), only
-        in ``doc_ids`` when given; the snippets are the chunk's sentences holding a term."""
+                    doc_ids: Sequence[str] | None = None,
+                    access: Access | None = None) -> list[Hit]:
+        """Chunks ranked by BM25 over ``terms`` (any term may match), only in ``doc_ids``
+        when given; the snippets are the chunk's sentences holding a term. Under a
+        restricting ``access`` the statistics (N, df, average length) are the visible ones."""
 
-    def document_titles(self) -> dict[str, str]:
-        """``doc_id`` → title, for every document."""
+    def document_titles(self, access: Access | None = None) -> dict[str, str]:
+        """``doc_id`` → title, for every (visible) document."""
 
-    def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
+    def chunk_spans(self, doc_id: str,
+                    access: Access | None = None) -> list[tuple[str, int, int]]:
         """``(chunk_id, start, end)`` of a document's chunks, in document order."""
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]: ...
+    def get_chunks(self, chunk_ids: Sequence[str],
+                   access: Access | None = None) -> dict[str, Chunk]: ...
 
-    def summaries(self) -> tuple[list[str], list[str], np.ndarray]:
+    def summaries(self, access: Access | None = None
+                  ) -> tuple[list[str], list[str], np.ndarray]:
         """Document summaries: ``(doc_ids, texts, unit vectors)``; documents written before
         summaries existed have none (the index fills them in)."""
 
     def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
         """Insert or replace ``(doc_id, text, vector)`` summaries of stored documents."""
 
-    def get_document(self, doc_id: str) -> Document | None: ...
+    def get_document(self, doc_id: str, access: Access | None = None) -> Document | None: ...
 
     def iter_chunks(self) -> Iterator[Chunk]: ...
 
@@ -116,6 +139,12 @@ def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any
     scheme = text.split("://", 1)[0] if "://" in text else ""
     if scheme == "" and "" not in _REGISTRY:
         from sleuth.store import local  # noqa: F401  (the embedded store registers itself)
+    elif scheme in ("postgresql", "postgres") and scheme not in _REGISTRY:
+        try:
+            from sleuth.store import postgres  # noqa: F401  (registers both schemes)
+        except ImportError as exc:
+            raise StoreError(f"{scheme}:// indexes need {exc.name or 'the PostgreSQL driver'}"
+                             ": pip install 'sleuth-rag[postgres]'") from None
     factory = _REGISTRY.get(scheme)
     if factory is None:
         known = ", ".join(sorted(s or "<folder>" for s in _REGISTRY)) or "<folder>"
@@ -133,7 +162,7 @@ def check_manifest(manifest: Mapping[str, Any], where: str) -> None:
             f"{where} was written in index format {version!r}, newer than this Sleuth reads "
             f"({FORMAT_VERSION}); upgrade sleuth-rag or rebuild the index"
         )
-    if version < FORMAT_VERSION:
+    if version < OLDEST_MIGRATABLE:
         raise StoreError(
             f"{where} uses index format {version}, which has no migration to {FORMAT_VERSION}; "
             "rebuild it with `sleuth index --rebuild`"

@@ -19,6 +19,14 @@ whole-word keyword that is a single token is counted straight from the postings
 (``fts5vocab`` instances): its whole-word matches are exactly the tokens equal to it.
 Phrases, substrings and keywords with punctuation take FTS5 candidates and are counted
 exactly in the chunk text. Either way the result equals :func:`keyword.brute_force`.
+
+Access control: each document row carries its collection and groups. A restricting
+:class:`~sleuth.access.Access` is turned once into the set of visible chunk rows (cached per
+access until the next write), and every read drops invisible rows before ranking: keyword
+scores, the semantic score vector, BM25 (whose N, document frequencies and average length
+are then counted over the visible chunks only), titles, summaries, spans and reads.
+
+Migration: format 1 (no collections, groups or word counts) is upgraded in place on open.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from sleuth._version import __version__
+from sleuth.access import Access, decode_groups, encode_groups, restricted
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
@@ -60,11 +70,12 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY, title TEXT NOT NULL, type TEXT NOT NULL, path TEXT,
-    hash TEXT NOT NULL, metadata TEXT NOT NULL, text TEXT NOT NULL, n_chunks INTEGER NOT NULL);
+    hash TEXT NOT NULL, metadata TEXT NOT NULL, text TEXT NOT NULL, n_chunks INTEGER NOT NULL,
+    collection TEXT NOT NULL DEFAULT 'default', groups TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL,
     position INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-    n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+    n_tokens INTEGER NOT NULL, text TEXT NOT NULL, n_words INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id, position);
 CREATE TABLE IF NOT EXISTS sentences (
     id INTEGER PRIMARY KEY, chunk INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL);
@@ -87,6 +98,14 @@ class _Vectors:
         self.matrices = matrices
         self.chunk_of = chunk_of  # chunk rowid per vector row, -1 when dead
         self.sentence_of = sentence_of  # sentence id per vector row
+        self.masks: dict[str, np.ndarray] = {}  # access key → rows of visible chunks
+
+    def visible(self, key: str, rows: frozenset[int]) -> np.ndarray:
+        """True for the vector rows of the chunks ``rows`` (cached under ``key``)."""
+        if key not in self.masks:
+            wanted = np.fromiter(rows, dtype=np.int64, count=len(rows))
+            self.masks[key] = np.isin(self.chunk_of, wanted)
+        return self.masks[key]
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         parts = [m @ query for m in self.matrices]
@@ -94,6 +113,16 @@ class _Vectors:
         scores = scores.astype(np.float32, copy=False)
         scores[self.chunk_of < 0] = -np.inf
         return scores
+
+
+@dataclass
+class _Visible:
+    """What one restricting access may see: documents, chunk rows and their totals."""
+
+    key: str  # the access's key
+    docs: frozenset[str]
+    rows: frozenset[int]  # chunk rowids
+    words: int  # total words of the visible chunks (BM25's average length)
 
 
 class LocalStore:
@@ -129,6 +158,35 @@ class LocalStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._vectors: _Vectors | None = None
+        self._visible: dict[str, _Visible] = {}
+        if self.manifest.get("format_version") == 1:
+            self._migrate_from_1()
+
+    def _migrate_from_1(self) -> None:
+        """Format 1 → 2: add documents' collection and groups, chunks' word counts."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                columns = {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}
+                if "collection" not in columns:
+                    self.db.execute("ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL "
+                                    "DEFAULT 'default'")
+                    self.db.execute("ALTER TABLE documents ADD COLUMN groups TEXT NOT NULL "
+                                    "DEFAULT '[]'")
+                if "n_words" not in {r[1] for r in self.db.execute("PRAGMA table_info(chunks)")}:
+                    self.db.execute("ALTER TABLE chunks ADD COLUMN n_words INTEGER NOT NULL "
+                                    "DEFAULT 0")
+                    self.db.executemany(
+                        "UPDATE chunks SET n_words=? WHERE id=?",
+                        [(len(kw.tokenize(text.lower())), rowid) for rowid, text
+                         in self.db.execute("SELECT id, text FROM chunks").fetchall()])
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        self.manifest["format_version"] = FORMAT_VERSION
+        self.manifest["migrated"] = {"from": 1, "at": _now()}
+        self._save_manifest()
 
     # -- bookkeeping -------------------------------------------------------------------
 
@@ -149,8 +207,16 @@ class LocalStore:
             self.db.execute("COMMIT")
             return int(first)
 
-    def stats(self) -> StoreStats:
+    def stats(self, access: Access | None = None) -> StoreStats:
         q = self.db.execute
+        visible = self._visible_for(access)
+        if visible is not None:
+            rows = sorted(visible.rows)
+            sentences = sum(q(f"SELECT count(*) FROM sentences WHERE chunk IN "
+                              f"({','.join('?' * len(part))})", part).fetchone()[0]
+                            for part in _batches(rows))
+            return StoreStats(len(visible.docs), len(visible.rows), sentences,
+                              manifest=dict(self.manifest))
         return StoreStats(
             documents=q("SELECT count(*) FROM documents").fetchone()[0],
             chunks=q("SELECT count(*) FROM chunks").fetchone()[0],
@@ -163,6 +229,37 @@ class LocalStore:
 
     def document_sources(self) -> dict[str, str | None]:
         return dict(self.db.execute("SELECT doc_id, path FROM documents").fetchall())
+
+    def document_access(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        return {doc_id: (collection, decode_groups(groups)) for doc_id, collection, groups
+                in self.db.execute("SELECT doc_id, collection, groups FROM documents")}
+
+    def visible_documents(self, access: Access | None) -> frozenset[str] | None:
+        visible = self._visible_for(access)
+        return None if visible is None else visible.docs
+
+    def _visible_for(self, access: Access | None) -> _Visible | None:
+        """The visible rows of a restricting ``access`` (cached); None when all are."""
+        access = restricted(access)
+        if access is None:
+            return None
+        found = self._visible.get(access.key)
+        if found is not None:
+            return found
+        docs = frozenset(doc_id for doc_id, (collection, groups)
+                         in self.document_access().items()
+                         if access.allows(collection, groups))
+        rows: set[int] = set()
+        words = 0
+        for part in _batches(sorted(docs)):
+            for rowid, n_words in self.db.execute(
+                    f"SELECT id, n_words FROM chunks WHERE doc_id IN "
+                    f"({','.join('?' * len(part))})", part):
+                rows.add(rowid)
+                words += n_words
+        visible = _Visible(access.key, docs, frozenset(rows), words)
+        self._visible[access.key] = visible
+        return visible
 
     def begin_build(self) -> None:
         self.manifest["build"] = {"state": "building", "started": _now()}
@@ -198,6 +295,7 @@ class LocalStore:
                                 chunk_of)
         self._commit_rows(docs, rows, seg if n_sents else None)
         self._vectors = None
+        self._visible = {}
 
     def _rows(self, docs: Sequence[PreparedDocument], chunk_row: int,
               sent_row: int) -> dict[str, list[Any]]:
@@ -207,7 +305,7 @@ class LocalStore:
         for d in docs:
             for c in d.chunks:
                 chunks.append((chunk_row, c.chunk_id, c.doc_id, c.position, c.start, c.end,
-                               c.n_tokens, c.text))
+                               c.n_tokens, c.text, len(kw.tokenize(c.text.lower()))))
                 chunk_text.append((chunk_row, c.chunk_id, c.text))
                 for s in c.sentences:
                     sentences.append((sent_row, chunk_row, s.start, s.end))
@@ -234,12 +332,13 @@ class LocalStore:
             try:
                 self._drop_docs([d.document.doc_id for d in docs])
                 self.db.executemany(
-                    "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?)",
+                    "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
                       d.content_hash, json.dumps(dict(d.document.metadata), default=str),
-                      d.document.text, len(d.chunks)) for d in docs],
+                      d.document.text, len(d.chunks), d.collection, encode_groups(d.groups))
+                     for d in docs],
                 )
-                self.db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
+                self.db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
                                     rows["chunks"])
                 self.db.executemany("INSERT INTO sentences VALUES (?,?,?,?)", rows["sentences"])
                 self.db.executemany(
@@ -284,6 +383,7 @@ class LocalStore:
                 self.db.execute("ROLLBACK")
                 raise
         self._vectors = None
+        self._visible = {}
 
     def _compact_vectors(self) -> None:
         """Merge segments into one and drop dead rows once deletions or fragments pile up."""
@@ -339,19 +439,23 @@ class LocalStore:
         return self._vectors
 
     def semantic_search(self, query: np.ndarray, top_k: int,
-                        doc_ids: Sequence[str] | None = None) -> list[Hit]:
+                        doc_ids: Sequence[str] | None = None,
+                        access: Access | None = None) -> list[Hit]:
         vectors = self._load_vectors()
         if not len(vectors.chunk_of):
             return []
         scores = vectors.scores(np.asarray(query, dtype=np.float32))
+        visible = self._visible_for(access)
+        if visible is not None:
+            scores[~vectors.visible(visible.key, visible.rows)] = -np.inf
         if doc_ids is not None:
             marks = ",".join("?" * len(doc_ids))
             doc_rows = np.fromiter((r[0] for r in self.db.execute(
                 f"SELECT id FROM chunks WHERE doc_id IN ({marks})", list(doc_ids))),
                 dtype=np.int64)
             scores[~np.isin(vectors.chunk_of, doc_rows)] = -np.inf
-            if not np.isfinite(scores).any():
-                return []
+        if not np.isfinite(scores).any():
+            return []
         ranked = top_chunks_by_best_sentence(scores, vectors.chunk_of, top_k)
         sentence_rows = {int(vectors.sentence_of[r]) for _, _, rows in ranked for r in rows}
         spans = self._sentence_spans(sentence_rows)
@@ -367,7 +471,8 @@ class LocalStore:
         return hits
 
     def keyword_search(self, keywords: Sequence[str], top_k: int,
-                       mode: kw.KeywordMode = "word") -> list[Hit]:
+                       mode: kw.KeywordMode = "word",
+                       access: Access | None = None) -> list[Hit]:
         parsed = kw.parse_keywords(keywords, mode)
         scores: dict[int, float] = {}
         rescore: list[kw.Keyword] = []
@@ -385,6 +490,9 @@ class LocalStore:
                 score = kw.score_text(text.lower(), rescore)
                 if score > 0:
                     scores[rowid] = scores.get(rowid, 0.0) + score
+        visible = self._visible_for(access)
+        if visible is not None:
+            scores = {rowid: score for rowid, score in scores.items() if rowid in visible.rows}
         ranked = self._top(scores, top_k)
         chunks = self.get_chunks([cid for cid, _ in ranked])
         titles = self._titles({c.doc_id for c in chunks.values()})
@@ -397,13 +505,18 @@ class LocalStore:
         return hits
 
     def bm25_search(self, terms: Sequence[str], top_k: int,
-                    doc_ids: Sequence[str] | None = None) -> list[Hit]:
-        """FTS5's BM25 over the chunk tokens (the terms joined by OR)."""
+                    doc_ids: Sequence[str] | None = None,
+                    access: Access | None = None) -> list[Hit]:
+        """FTS5's BM25 over the chunk tokens (the terms joined by OR); under a restricting
+        ``access``, BM25 computed over the visible chunks alone."""
         tokens = list(dict.fromkeys(
             t[:MAX_TOKEN_CHARS] for term in terms for t in kw.tokenize(term.lower())))
         if not tokens or (doc_ids is not None and not doc_ids):
             return []
-        if doc_ids is not None:
+        visible = self._visible_for(access)
+        if visible is not None:
+            ranked = self._bm25_visible(tokens, visible, doc_ids, top_k)
+        elif doc_ids is not None:
             ranked = self._bm25_within(tokens, doc_ids, top_k)
         else:
             query = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
@@ -516,6 +629,41 @@ class LocalStore:
             f"SELECT doc_id, title FROM documents WHERE doc_id IN ({marks})", ids
         ).fetchall())
 
+    def _bm25_visible(self, tokens: list[str], visible: _Visible,
+                      doc_ids: Sequence[str] | None, top_k: int) -> list[tuple[int, float]]:
+        """BM25 (k1 1.2, b 0.75) with N, document frequencies and the average length
+        counted over the visible chunks only; term counts come from the postings."""
+        if not visible.rows:
+            return []
+        total = len(visible.rows)
+        avg = visible.words / total or 1.0
+        allowed: frozenset[int] | set[int] = visible.rows
+        if doc_ids is not None:
+            wanted = sorted(set(doc_ids) & visible.docs)
+            allowed = {r for part in _batches(wanted) for (r,) in self.db.execute(
+                f"SELECT id FROM chunks WHERE doc_id IN ({','.join('?' * len(part))})", part)}
+        idf: dict[str, float] = {}
+        counts: dict[int, dict[str, int]] = {}
+        for token in tokens:
+            postings = [(rowid, n) for rowid, n in self.db.execute(
+                "SELECT doc, count(*) FROM keyword_postings WHERE term=? GROUP BY doc",
+                (token,)) if rowid in visible.rows]
+            if not postings:
+                continue
+            df = len(postings)
+            idf[token] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            for rowid, n in postings:
+                if rowid in allowed:
+                    counts.setdefault(rowid, {})[token] = n
+        lengths = {rowid: n for part in _batches(sorted(counts)) for rowid, n in self.db.execute(
+            f"SELECT id, n_words FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)}
+        scored = []
+        for rowid, tf in counts.items():
+            norm = 1.2 * (0.25 + 0.75 * lengths.get(rowid, 0) / avg)
+            scored.append((rowid, sum(idf[t] * n * 2.2 / (n + norm) for t, n in tf.items())))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[:top_k]
+
     def _bm25_within(self, tokens: list[str], doc_ids: Sequence[str],
                      top_k: int) -> list[tuple[int, float]]:
         """BM25 (k1 1.2, b 0.75, FTS5's idf over the whole index) scored directly on the
@@ -551,15 +699,28 @@ class LocalStore:
         scored.sort(key=lambda item: -item[1])
         return scored[:top_k]
 
-    def document_titles(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT doc_id, title FROM documents").fetchall())
+    def document_titles(self, access: Access | None = None) -> dict[str, str]:
+        titles = dict(self.db.execute("SELECT doc_id, title FROM documents").fetchall())
+        visible = self._visible_for(access)
+        if visible is None:
+            return titles
+        return {doc_id: title for doc_id, title in titles.items() if doc_id in visible.docs}
 
-    def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
+    def _hidden(self, doc_id: str, access: Access | None) -> bool:
+        visible = self._visible_for(access)
+        return visible is not None and doc_id not in visible.docs
+
+    def chunk_spans(self, doc_id: str,
+                    access: Access | None = None) -> list[tuple[str, int, int]]:
+        if self._hidden(doc_id, access):
+            return []
         return [(r[0], r[1], r[2]) for r in self.db.execute(
             "SELECT chunk_id, start, end FROM chunks WHERE doc_id=? ORDER BY position",
             (doc_id,))]
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+    def get_chunks(self, chunk_ids: Sequence[str],
+                   access: Access | None = None) -> dict[str, Chunk]:
+        visible = self._visible_for(access)
         ids = list(dict.fromkeys(chunk_ids))
         out: dict[str, Chunk] = {}
         for start in range(0, len(ids), 900):
@@ -570,13 +731,18 @@ class LocalStore:
                 f"WHERE chunk_id IN ({marks})", part
             ).fetchall()
             for row in rows:
-                out[row[1]] = self._chunk(row)
+                if visible is None or row[0] in visible.rows:
+                    out[row[1]] = self._chunk(row)
         return out
 
-    def summaries(self) -> tuple[list[str], list[str], np.ndarray]:
+    def summaries(self, access: Access | None = None
+                  ) -> tuple[list[str], list[str], np.ndarray]:
         rows = self.db.execute(
             "SELECT s.doc_id, s.text, s.vector FROM summaries s JOIN documents d "
             "ON d.doc_id = s.doc_id ORDER BY s.doc_id").fetchall()
+        visible = self._visible_for(access)
+        if visible is not None:
+            rows = [r for r in rows if r[0] in visible.docs]
         dim = int((self.manifest.get("embedder") or {}).get("dim") or 0)
         matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows \
             else np.zeros((0, dim), dtype=np.float32)
@@ -613,7 +779,9 @@ class LocalStore:
         return Chunk(chunk_id, doc_id, position, text, start, end, n_tokens, sentences,
                      neighbours.get(position - 1), neighbours.get(position + 1))
 
-    def get_document(self, doc_id: str) -> Document | None:
+    def get_document(self, doc_id: str, access: Access | None = None) -> Document | None:
+        if self._hidden(doc_id, access):
+            return None
         row = self.db.execute(
             "SELECT doc_id, title, text, type, path, metadata FROM documents WHERE doc_id=?",
             (doc_id,),
@@ -632,6 +800,12 @@ class LocalStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _batches(items: Sequence[Any], size: int = 900) -> Iterator[list[Any]]:
+    """``items`` in lists of at most ``size`` (SQLite's bound-parameter limit)."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

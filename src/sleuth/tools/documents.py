@@ -290,7 +290,7 @@ def open(  # noqa: A001  (the tool's name in the AgenticRAG paper)
         header += f"; open line {last + 1} to continue"
     text = header + "\n" + "\n".join(rendered)
     begin, end = view.line_start(line), view.line_start(last) + len(view.line_text(last))
-    shown = [cid for cid, start, stop in ctx.index.store.chunk_spans(doc.doc_id)
+    shown = [cid for cid, start, stop in ctx.index.chunk_spans(doc.doc_id)
              if start < end and stop > begin]
     for chunk_id in shown:  # the window showed these chunks: they count as read
         ctx.tracker.mark_read(chunk_id)

@@ -66,7 +66,7 @@ def graph_entity(
     graph = _graph(ctx)
     found = graph.lookup(name, limit=limit)
     rows = [{"id": e.id, "name": e.name, "type": e.type,
-             "relations": len(graph.store.relations_of(e.id))} for e in found]
+             "relations": len(graph.relations_of(e.id))} for e in found]
     if not rows:
         return ToolResult(f"No entity matches {name!r}.", {"entities": []})
     lines = [f"Entities matching {name!r}:"] + [
