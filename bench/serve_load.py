@@ -10,6 +10,11 @@ uvicorn worker) and, with an async HTTP client:
    in flight, answered by the scripted OpenAI-compatible server (no model time: this
    measures Sleuth's own overhead around the LLM).
 
+With ``--acl`` every workload runs twice in the same server: with an admin key (no
+filtering) and with a tenant's key whose collection holds every document (so results are
+the same, but every query goes through the access-control path: visible rows, BM25
+statistics over them). The ratio is the cost of access control.
+
 Reports, per workload: requests, errors (any non-2xx), throughput (requests/s over the wall
 time of the workload) and latency p50 / p95 / max. Run:
 
@@ -43,14 +48,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+ADMIN_KEY, TENANT_KEY = "bench-admin", "bench-tenant"
+KEYS = {"admin": ADMIN_KEY, "tenant": {"key": TENANT_KEY, "collection": "default"}}
+
+
 def start_server(index: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [sys.executable, "-m", "sleuth", "serve", "http", "--index", index, "--port",
-         str(port), "--no-auth"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+         str(port)], env={**env, "SLEUTH_SERVE__API_KEYS": json.dumps(KEYS)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/status", timeout=2).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/status", timeout=2,
+                         headers={"X-API-Key": ADMIN_KEY}).status_code == 200:
                 return process
         except httpx.HTTPError:
             time.sleep(0.5)
@@ -87,9 +98,11 @@ async def workload(client: httpx.AsyncClient, requests: list[tuple[str, dict[str
             "max_ms": 1000 * max(latencies)}
 
 
-async def run(base: str, questions: list[str], args: argparse.Namespace) -> dict[str, Any]:
+async def run(base: str, questions: list[str], args: argparse.Namespace,
+              key: str) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=args.concurrency + 10)
-    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits,
+                                 headers={"X-API-Key": key}) as client:
         await client.post("/v1/tools/semantic_search", json={"query": "warm up"})
         out: dict[str, Any] = {}
         picks = [questions[i % len(questions)] for i in range(args.searches)]
@@ -116,26 +129,35 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--asks", type=int, default=40)
     parser.add_argument("--ask-concurrency", type=int, default=10)
+    parser.add_argument("--acl", action="store_true",
+                        help="run every workload as admin and as a tenant (access control)")
     args = parser.parse_args()
     questions = [r["question"] for r in json.loads(Path(args.questions).read_text())]
-    fake = FakeLLMServer([reply("A scripted answer.")] * (args.asks + 5))
+    passes = [("admin", ADMIN_KEY)] + ([("tenant", TENANT_KEY)] if args.acl else [])
+    fake = FakeLLMServer([reply("A scripted answer.")] * (len(passes) * args.asks + 5))
     env = {**os.environ, "SLEUTH_BASE_URL": fake.base_url, "SLEUTH_MODEL": "fake-model"}
     port = free_port()
     with fake:
         server = start_server(args.index, port, env)
         try:
-            results = asyncio.run(run(f"http://127.0.0.1:{port}", questions, args))
+            results = {who: asyncio.run(run(f"http://127.0.0.1:{port}", questions, args, key))
+                       for who, key in passes}
         finally:
             server.terminate()
             server.wait(timeout=30)
-    rows = [[name, r["requests"], r["errors"], f"{r['throughput_rps']:.1f}",
-             f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['max_ms']:.0f}"]
-            for name, r in results.items()]
+    rows = [[name if len(passes) == 1 else f"{name} ({who})", r["requests"], r["errors"],
+             f"{r['throughput_rps']:.1f}", f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}",
+             f"{r['max_ms']:.0f}"]
+            for who, by_name in results.items() for name, r in by_name.items()]
     print(machine_md(machine_facts()))
     print(f"command: {command_line()}\n")
     print(f"concurrency {args.concurrency} (searches), {args.ask_concurrency} (asks)\n")
     print(md_table(["workload", "requests", "errors", "req/s", "p50 ms", "p95 ms", "max ms"],
                    rows))
+    if args.acl:
+        print("\ntenant / admin p50 latency: " + ", ".join(
+            f"{name} {r['p50_ms'] / results['admin'][name]['p50_ms']:.2f}x"
+            for name, r in results["tenant"].items()))
     write_json(OUT_DIR / "serve_load.json", {"args": vars(args), "results": results})
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,19 @@ def test_body_and_json_errors(api: httpx.Client) -> None:
     big = api.post("/v1/tools/semantic_search", content=b"{" + b" " * 1_000_001 + b"}",
                    headers={"Content-Type": "application/json"})
     assert big.status_code == 413 and "over the limit" in big.json()["detail"]
+
+    def chunked() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"query": "'
+        for _ in range(200):
+            yield b"x" * 10_000
+        yield b'"}'
+
+    streamed = api.post("/v1/tools/semantic_search", content=chunked(),
+                        headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413 and "over the limit" in streamed.json()["detail"]
+    for route in ("/v1/documents", "/v1/ask"):
+        assert api.post(route, content=chunked(), headers={"Content-Type":
+                                                           "application/json"}).status_code == 413
     bad = api.post("/v1/tools/search", content=b"[1, 2", headers={"Content-Type":
                                                                   "application/json"})
     assert bad.status_code == 422 and bad.json()["detail"]
@@ -171,6 +185,27 @@ def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
         assert [e for e, _ in events] == ["step", "answer"]
         assert events[0][1]["tool_name"] == "keyword_search"
         assert events[1][1]["answer"] == record["answer"]
+    finally:
+        running.close()
+
+
+def test_an_abandoned_stream_stops_the_agent(endpoint: Any, sample_copy: Path) -> None:
+    slow = call("keyword_search", keywords=["Pepys"])
+    slow["delay"] = 1.0
+    script = [call("keyword_search", keywords=["Greatorex"]), slow,
+              call("keyword_search", keywords=["levers"]),
+              call("keyword_search", keywords=["diary"]), reply("Done.")]
+    server = endpoint(script)
+    running = Running(Service(sample_copy, _settings()))
+    try:
+        with server:
+            with running.client.stream("POST", "/v1/ask/stream",
+                                       json={"question": "levers?"}) as response:
+                for line in response.iter_lines():
+                    if line.startswith("event: step"):
+                        break  # the client goes away after the first step
+            time.sleep(3)  # the slow second turn ends; its step finds the client gone
+        assert len(server.requests) == 2
     finally:
         running.close()
 

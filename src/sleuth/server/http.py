@@ -39,7 +39,7 @@ from sleuth.service import (
 )
 
 try:
-    from fastapi import APIRouter, Body, Depends, FastAPI, Request
+    from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Request
     from fastapi.responses import JSONResponse, StreamingResponse
     from pydantic import BaseModel, Field
     from starlette.datastructures import UploadFile
@@ -139,14 +139,39 @@ def _who(request: Request) -> Caller:
 Who = Annotated[Caller, Depends(_who)]
 
 
+class _BodyLimit:
+    """413 for a request body over ``limit`` bytes: at once from its Content-Length, and for
+    a chunked body (no length) as soon as the bytes read pass the limit."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.limit:
+            response = JSONResponse({"detail": f"request body of {int(length)} bytes is over "
+                                     f"the limit of {self.limit}"}, status_code=413)
+            await response(scope, receive, send)
+            return
+        read = 0
+
+        async def counted() -> Any:
+            nonlocal read
+            message = await receive()
+            read += len(message.get("body", b""))
+            if read > self.limit:  # FastAPI passes HTTPExceptions from body parsing through
+                raise HTTPException(413, f"request body is over the limit of {self.limit} "
+                                         "bytes")
+            return message
+
+        await self.app(scope, counted, send)
+
+
 def _install_errors(app: FastAPI, limit: int) -> None:
-    @app.middleware("http")
-    async def body_limit(request: Request, call_next: Any) -> Any:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > limit:
-            return JSONResponse({"detail": f"request body of {length} bytes is over the "
-                                 f"limit of {limit}"}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(_BodyLimit, limit=limit)
 
     @app.exception_handler(SleuthError)
     async def sleuth_error(request: Request, exc: SleuthError) -> JSONResponse:
@@ -253,14 +278,23 @@ async def _ask_events(service: Service, body: AskRequest, who: Caller) -> AsyncI
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
+    abandoned = threading.Event()  # the client went away: stop at the next step
+
     def put(event: str, data: Any) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, (event, data))
 
+    def step(done: Any) -> None:
+        if abandoned.is_set():
+            raise _Abandoned
+        put("step", done.to_dict())
+
     def work() -> None:
         try:
-            record = service.ask(body.question, body.agent, body.session,
-                                 on_step=lambda step: put("step", step.to_dict()), caller=who)
+            record = service.ask(body.question, body.agent, body.session, on_step=step,
+                                 caller=who)
             put("answer", record)
+        except _Abandoned:
+            return
         except SleuthError as exc:
             put("error", {"detail": str(exc), "status": status_for(exc)})
         except Exception as exc:  # a bug: still end the stream with a message
@@ -268,8 +302,15 @@ async def _ask_events(service: Service, body: AskRequest, who: Caller) -> AsyncI
                           "status": 500})
 
     threading.Thread(target=work, name="sleuth-ask", daemon=True).start()
-    while True:
-        event, data = await queue.get()
-        yield _sse(event, data)
-        if event in ("answer", "error"):
-            return
+    try:
+        while True:
+            event, data = await queue.get()
+            yield _sse(event, data)
+            if event in ("answer", "error"):
+                return
+    finally:  # also when the client disconnects and the response is cancelled
+        abandoned.set()
+
+
+class _Abandoned(Exception):
+    """Raised in the agent's step callback once the streaming client has gone."""

@@ -118,6 +118,9 @@ class Store(Protocol):
 
     def get_document(self, doc_id: str, access: Access | None = None) -> Document | None: ...
 
+    def document_vectors(self, doc_id: str) -> np.ndarray:
+        """A document's sentence vectors in document order (what ``copy_store`` moves)."""
+
     def iter_chunks(self) -> Iterator[Chunk]: ...
 
     def close(self) -> None: ...

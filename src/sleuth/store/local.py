@@ -735,6 +735,23 @@ class LocalStore:
                     out[row[1]] = self._chunk(row)
         return out
 
+    def document_vectors(self, doc_id: str) -> np.ndarray:
+        """The sentence vectors of a document, one row per sentence in document order (the
+        rows of its PreparedDocument); empty for an unknown document."""
+        ids = np.array([r[0] for r in self.db.execute(
+            "SELECT s.id FROM sentences s JOIN chunks c ON c.id = s.chunk WHERE c.doc_id = ? "
+            "ORDER BY c.position, s.id", (doc_id,))], dtype=np.int64)
+        dim = int((self.manifest.get("embedder") or {}).get("dim") or 0)
+        if not len(ids):
+            return np.zeros((0, dim), dtype=np.float32)
+        vectors = self._load_vectors()
+        order = np.argsort(vectors.sentence_of, kind="stable")
+        rows = order[np.searchsorted(vectors.sentence_of, ids, sorter=order)]
+        offsets = np.cumsum([0] + [len(m) for m in vectors.matrices])
+        segs = np.searchsorted(offsets, rows, side="right") - 1
+        return np.stack([np.asarray(vectors.matrices[s][r - offsets[s]])
+                         for s, r in zip(segs, rows, strict=True)]).astype(np.float32)
+
     def summaries(self, access: Access | None = None
                   ) -> tuple[list[str], list[str], np.ndarray]:
         rows = self.db.execute(
