@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -357,3 +358,23 @@ def test_missing_driver_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "_REGISTRY", {})
     with pytest.raises(StoreError, match=r"need psycopg: pip install 'sleuth-rag\[postgres\]'"):
         open_store("postgresql://db/x", create=False, embedder=None)
+
+
+def test_cli_indexes_into_postgres_and_copies_a_folder_there(
+        server: str, sleuth: Any, sample_index: Path) -> None:
+    target = url(server, "cli_copy")
+    copied = sleuth("store", "copy", str(sample_index), target, "--json")
+    assert copied.code == 0, copied.err
+    assert copied.json()["copied"] == copied.json()["documents"] == 3
+    again = sleuth("store", "copy", str(sample_index), target, "--json")  # idempotent
+    assert again.code == 0 and again.json()["documents"] == 3
+    local = sleuth("search", "keyword", "radium", "--index", str(sample_index), "--json")
+    remote = sleuth("search", "keyword", "radium", "--store", target, "--json")
+    assert remote.code == 0, remote.err
+    assert remote.json() == local.json()
+    status = sleuth("status", "--store", target, "--json")
+    assert status.code == 0 and "cli_copy" in status.json()["index"]
+    assert "password" not in status.out
+    added = sleuth("index", str(sample_path()), "--store", url(server, "cli_index"), "--json")
+    assert added.code == 0, added.err
+    assert added.json()["added"] == 3

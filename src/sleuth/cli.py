@@ -25,9 +25,9 @@ def common(func: F) -> F:
                         help="Config file (YAML or TOML; A-RAG layout accepted).")(func)
     func = click.option("--json", "as_json", is_flag=True,
                         help="Machine-readable JSON on stdout.")(func)
-    func = click.option("--index", "index_dir", type=click.Path(file_okay=False),
-                        default=None, envvar="SLEUTH_INDEX", show_envvar=True,
-                        help="Index folder (default ./.sleuth).")(func)
+    func = click.option("--index", "--store", "index_dir", default=None, envvar="SLEUTH_INDEX",
+                        show_envvar=True, help="Index folder (default ./.sleuth) or store URL "
+                        "(postgresql://user@host/db?schema=NAME).")(func)
     return func
 
 
@@ -1112,6 +1112,45 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
             click.echo(f"{key}: {value}")
 
 
+@cli.group("store")
+def store_group() -> None:
+    """Move an index between stores (a local folder, PostgreSQL)."""
+
+
+@store_group.command("copy")
+@click.argument("source")
+@click.argument("destination")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+def store_copy_cmd(source: str, destination: str, as_json: bool) -> None:
+    """Copy every document of SOURCE into DESTINATION, with chunks, sentence vectors,
+    summaries, collections and groups (nothing is embedded again). Each is a folder or a
+    store URL, e.g. `sleuth store copy ./my-index 'postgresql://me@db/rag?schema=docs'`.
+    Documents already in DESTINATION under the same ids are replaced; re-running an
+    interrupted copy finishes it. The knowledge graph and sessions are not copied."""
+    from sleuth.store.base import open_store
+    from sleuth.store.copy import copy_store
+
+    src = open_store(source, create=False, embedder=None)
+    try:
+        dst = open_store(destination, create=True, embedder=src.manifest.get("embedder"),
+                         chunk_tokens=src.manifest.get("chunk_tokens"))
+        try:
+            with _Bar(not as_json, "copying", " doc") as bar:
+                copied = copy_store(src, dst, on_progress=lambda done, total: bar.advance(
+                    done, of=total))
+            stats = dst.stats()
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if as_json:
+        _emit({"copied": copied, "documents": stats.documents, "chunks": stats.chunks,
+               "sentences": stats.sentences})
+        return
+    click.echo(f"copied {copied} documents into {destination}: {stats.documents} documents, "
+               f"{stats.chunks} chunks, {stats.sentences} sentences")
+
+
 @cli.group("serve")
 def serve_group() -> None:
     """Serve the index to other programs: an HTTP API or an MCP server (extra: serve).
@@ -1131,9 +1170,9 @@ def _serve_options(func: F) -> F:
                         help="TCP port [serve.port, 8765].")(func)
     func = click.option("--host", default=None,
                         help="Interface to listen on [serve.host, 127.0.0.1].")(func)
-    func = click.option("--index", "index_dir", type=click.Path(file_okay=False),
-                        default=None, envvar="SLEUTH_INDEX", show_envvar=True,
-                        help="Index folder (default ./.sleuth).")(func)
+    func = click.option("--index", "--store", "index_dir", default=None, envvar="SLEUTH_INDEX",
+                        show_envvar=True, help="Index folder (default ./.sleuth) or store URL "
+                        "(postgresql://user@host/db?schema=NAME).")(func)
     return func
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -158,19 +159,25 @@ def minilm_path() -> Path:
 
 
 class Model2VecEmbedder:
-    """A model2vec static model: token vectors averaged, no transformer at query time."""
+    """A model2vec static model: token vectors averaged, no transformer at query time.
+
+    Calls are serialised: ``StaticModel.encode`` reconfigures its shared tokenizer on every
+    call, and concurrent calls (a server's threads) fail with "Already borrowed"."""
 
     def __init__(self, name: str, model: Any, batch_size: int = 1024) -> None:
         self.name = name
         self.model = model
         self.batch_size = max(batch_size, 256)
         self.dim = int(model.dim)
+        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
-            out[start : start + len(batch)] = self.model.encode(batch, show_progress_bar=False)
+            with self._lock:
+                out[start : start + len(batch)] = self.model.encode(batch,
+                                                                    show_progress_bar=False)
             if on_batch:
                 on_batch(len(batch))
         return normalise(out)

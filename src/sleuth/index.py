@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -94,6 +95,9 @@ class Index:
 
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
+        configure_ann = getattr(store, "configure_ann", None)  # the embedded store's HNSW
+        if configure_ann is not None:
+            configure_ann(settings.vectors)
         self.settings = settings
         self._embedder = embedder
         self.access: Access | None = None  # None: everything (see scoped())
@@ -176,7 +180,22 @@ class Index:
 
     @property
     def location(self) -> str:
-        return str(getattr(self.store, "root", self.settings.index))
+        """Where the index lives, for messages: its folder, or its store URL without the
+        password."""
+        return str(getattr(self.store, "root", None) or getattr(self.store, "where", None)
+                   or self.settings.index)
+
+    @property
+    def folder(self) -> Path:
+        """The local folder for the index's side files (sessions, uploads, graph): the index
+        folder itself, or for a database store one under ``$XDG_DATA_HOME/sleuth/stores``
+        named after the store."""
+        root = getattr(self.store, "root", None)
+        if root is not None:
+            return Path(root)
+        data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+        name = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        return data / "sleuth" / "stores" / name
 
     def close(self) -> None:
         if self._base is not None:

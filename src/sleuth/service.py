@@ -221,7 +221,7 @@ class Service:
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
         target, _ = self._write_target(caller, collection, groups)
-        folder = Path(self.index.location) / "uploads" / target
+        folder = self.index.folder / "uploads" / target
         folder.mkdir(parents=True, exist_ok=True)
         names: dict[str, bytes] = {}
         for filename, content in files:

@@ -34,7 +34,7 @@ _ID = re.compile(r"^[\w.-]{1,64}$")
 def sessions_folder(index: Index, owner: str | None = None) -> Path:
     """Where sessions are saved: ``sessions/`` of the index, or ``sessions/keys/<owner>/``
     for the sessions of one tenant API key (so no other key can open or overwrite them)."""
-    folder = Path(index.location) / "sessions"
+    folder = index.folder / "sessions"
     return folder if owner is None else folder / "keys" / owner
 
 

@@ -74,6 +74,24 @@ class ChunkSettings(BaseModel):
     tokens: int = Field(1000, ge=16, description="Target chunk size in tokens")
 
 
+class VectorSettings(BaseModel):
+    """Sentence-vector search of the embedded index: exact, or candidates from an HNSW index
+    (faiss, the ``ann`` extra) re-scored exactly, for large indexes."""
+
+    ann: Literal["auto", "on", "off"] = Field(
+        "auto", description="'auto': build and use an HNSW index once the index holds "
+        "ann_min_sentences sentence vectors; 'on': at any size; 'off': exact search only")
+    ann_min_sentences: int = Field(
+        200_000, ge=0, description="Sentence vectors from which 'auto' builds the HNSW index "
+        "(exact search below: a 384-d scan of 200k vectors takes ~0.1 s on 2 cores)")
+    ef_search: int = Field(
+        800, ge=1, description="HNSW search breadth (efSearch): the candidate sentences "
+        "re-scored exactly per search (at least 16 per hit asked for); recall@10 against "
+        "exact on 487k real 384-d sentence vectors: 0.96 at 200, 0.97 at 400, 0.98 at 800")
+    hnsw_m: int = Field(32, ge=4, le=256, description="HNSW graph degree M (changing it "
+                        "rebuilds the index on the next build)")
+
+
 class AgentSettings(BaseModel):
     """Budgets of the ReAct loop."""
 
@@ -188,10 +206,12 @@ class Settings(BaseSettings):
         env_prefix="SLEUTH_", env_nested_delimiter="__", extra="ignore"
     )
 
-    index: Path = Field(Path(".sleuth"), description="Index folder")
+    index: str = Field(".sleuth", description="Index folder, or a store URL "
+                       "(postgresql://user@host/db?schema=NAME)")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     router: RouterSettings = Field(default_factory=RouterSettings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -170,6 +171,28 @@ def check_manifest(manifest: Mapping[str, Any], where: str) -> None:
             f"{where} uses index format {version}, which has no migration to {FORMAT_VERSION}; "
             "rebuild it with `sleuth index --rebuild`"
         )
+
+
+def new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
+    """The manifest of a new, empty index (every store keeps this same JSON)."""
+    from sleuth._version import __version__
+    from sleuth.tokens import ENCODING
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "sleuth_version": __version__,
+        "created": now(),
+        "embedder": dict(embedder),
+        "chunk_tokens": chunk_tokens,
+        "tokenizer": ENCODING,
+        "build": {"state": "empty"},
+    }
+
+
+def now() -> str:
+    """The current UTC time, to the second (manifest timestamps)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def check_embedder(manifest: Mapping[str, Any], embedder: Mapping[str, Any] | None,

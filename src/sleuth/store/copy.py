@@ -10,9 +10,6 @@ already in the destination under the same ids are replaced, others are left alon
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
-
-import numpy as np
 
 from sleuth.errors import StoreError
 from sleuth.store.base import PreparedDocument, Store, check_embedder
@@ -22,14 +19,7 @@ BATCH_SENTENCES = 4096
 CopyProgress = Callable[[int, int], None]  # (documents copied, documents in the source)
 
 
-class VectorSource(Store, Protocol):
-    """A store that can read back the sentence vectors it was given."""
-
-    def document_vectors(self, doc_id: str) -> np.ndarray:
-        """One row per sentence of ``doc_id``, in document order (empty when unknown)."""
-
-
-def copy_store(src: VectorSource, dst: Store, on_progress: CopyProgress | None = None,
+def copy_store(src: Store, dst: Store, on_progress: CopyProgress | None = None,
                batch_sentences: int = BATCH_SENTENCES) -> int:
     """Copy every document of ``src`` into ``dst``; returns how many were copied. Both must
     use the same embedder (the destination's manifest is checked against the source's)."""

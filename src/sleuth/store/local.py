@@ -6,6 +6,7 @@ Layout of an index folder::
     sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters,
                          and an FTS5 index of chunk tokens (the keyword candidates and counts)
     vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy row ids
+    vectors/hnsw.faiss   optional HNSW index of the sentence vectors (see store/ann.py)
 
 Crash safety: rows, keyword postings and the vector-segment registry change in one SQLite
 transaction per batch; row ids are reserved (and committed) before anything refers to them,
@@ -26,6 +27,12 @@ access until the next write), and every read drops invisible rows before ranking
 scores, the semantic score vector, BM25 (whose N, document frequencies and average length
 are then counted over the visible chunks only), titles, summaries, spans and reads.
 
+Semantic search is exact (every live vector scored) unless an HNSW index exists: built by
+``finish_build`` per :class:`~sleuth.settings.VectorSettings` (from 200k sentence vectors by
+default), it proposes candidate sentences that are re-scored exactly and ranked like the
+exact path. Restrictions (access, ``doc_ids``) that leave under a fifth of the rows are
+searched exactly over those rows; wider ones filter inside the HNSW search and again after.
+
 Migration: format 1 (no collections, groups or word counts) is upgraded in place on open.
 """
 
@@ -38,7 +45,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +54,17 @@ import numpy as np
 from sleuth._version import __version__
 from sleuth.access import Access, decode_groups, encode_groups, restricted
 from sleuth.errors import IndexNotFound, StoreError
+from sleuth.settings import VectorSettings
+from sleuth.store import ann as hnsw
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
-    FORMAT,
     FORMAT_VERSION,
     PreparedDocument,
     StoreStats,
     check_embedder,
     check_manifest,
+    new_manifest,
+    now,
     register_store,
     top_chunks_by_best_sentence,
 )
@@ -65,6 +75,9 @@ DB = "sleuth.db"
 MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
 MAX_EXPANSION = 5000  # substring terms per keyword token before falling back to a scan
 MAX_BM25_WITHIN = 5000  # chunks scored by a document-restricted BM25
+EXACT_SHARE = 0.2  # restrictions leaving fewer rows than this share are searched exactly
+MAX_CANDIDATES = 5000  # HNSW candidates asked for before a search settles exactly
+REBUILD_DEAD = 0.2  # share of dead sentences in the HNSW index that triggers a rebuild
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
@@ -91,14 +104,21 @@ CREATE TABLE IF NOT EXISTS summaries (
 
 
 class _Vectors:
-    """Live sentence vectors, loaded lazily: memory-mapped segments + row → chunk mapping."""
+    """Live sentence vectors, loaded lazily: memory-mapped segments + row → chunk mapping,
+    and the HNSW index when one is in use."""
 
     def __init__(self, matrices: list[np.ndarray], chunk_of: np.ndarray,
-                 sentence_of: np.ndarray) -> None:
+                 sentence_of: np.ndarray, ann: hnsw.AnnIndex | None = None) -> None:
         self.matrices = matrices
+        self.offsets = np.cumsum([0] + [len(m) for m in matrices])  # first row per segment
         self.chunk_of = chunk_of  # chunk rowid per vector row, -1 when dead
         self.sentence_of = sentence_of  # sentence id per vector row
         self.masks: dict[str, np.ndarray] = {}  # access key → rows of visible chunks
+        self.ann = ann
+        # live rows the HNSW index does not hold (written since the last build): scored exactly
+        self.tail = np.zeros(0, dtype=np.int64) if ann is None else np.flatnonzero(
+            (chunk_of >= 0) & ~np.isin(sentence_of, ann.labels))
+        self.filters: dict[str, tuple[np.ndarray, Any]] = {}  # access key → rows, selector
 
     def visible(self, key: str, rows: frozenset[int]) -> np.ndarray:
         """True for the vector rows of the chunks ``rows`` (cached under ``key``)."""
@@ -113,6 +133,52 @@ class _Vectors:
         scores = scores.astype(np.float32, copy=False)
         scores[self.chunk_of < 0] = -np.inf
         return scores
+
+    def ranked(self, query: np.ndarray, top_k: int,
+               allowed: np.ndarray | None) -> list[tuple[int, float, list[int]]]:
+        """Exact ranking over every live row (only the ``allowed`` ones when given)."""
+        scores = self.scores(query)
+        if allowed is not None:
+            scores[~allowed] = -np.inf
+        if not np.isfinite(scores).any():
+            return []
+        return top_chunks_by_best_sentence(scores, self.chunk_of, top_k)
+
+    def ranked_among(self, rows: np.ndarray, query: np.ndarray,
+                     top_k: int) -> list[tuple[int, float, list[int]]]:
+        """Exact ranking of the sorted live ``rows`` alone (rows as global row numbers)."""
+        if not len(rows):
+            return []
+        scores = hnsw.gather(self.matrices, self.offsets, rows) @ query
+        return [(key, score, [int(rows[r]) for r in found]) for key, score, found
+                in top_chunks_by_best_sentence(scores, self.chunk_of[rows], top_k)]
+
+    @cached_property
+    def by_sentence(self) -> np.ndarray:
+        """Rows in sentence id order."""
+        return np.argsort(self.sentence_of, kind="stable")
+
+    def rows_of(self, sentence_ids: np.ndarray) -> np.ndarray:
+        """The live rows holding ``sentence_ids`` (sorted); ids no longer stored are dropped."""
+        ordered = self.sentence_of[self.by_sentence]
+        if not len(ordered):
+            return np.zeros(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ordered, sentence_ids), len(ordered) - 1)
+        rows = self.by_sentence[at[ordered[at] == sentence_ids]]
+        return np.unique(rows[self.chunk_of[rows] >= 0])
+
+    def filtered(self, key: str | None, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The live rows of ``allowed`` and a faiss selector of their sentence ids, built
+        lazily (cached under an access ``key``; None: not cached)."""
+        if key is not None and key in self.filters:
+            return self.filters[key]
+        rows = np.flatnonzero(allowed & (self.chunk_of >= 0))
+        selector = None
+        if len(rows) >= EXACT_SHARE * len(self.chunk_of):  # few rows are searched exactly
+            selector = hnsw.bitmap_selector(self.sentence_of[rows])
+        if key is not None:
+            self.filters[key] = (rows, selector)
+        return rows, selector
 
 
 @dataclass
@@ -144,7 +210,7 @@ class LocalStore:
                 )
             if embedder is None:
                 raise StoreError("an embedder is needed to create an index")
-            self.manifest = _new_manifest(embedder, chunk_tokens or 1000)
+            self.manifest = new_manifest(embedder, chunk_tokens or 1000)
             self.root.mkdir(parents=True, exist_ok=True)
             (self.root / "vectors").mkdir(exist_ok=True)
             self._save_manifest()
@@ -159,6 +225,8 @@ class LocalStore:
         self.db.executescript(SCHEMA)
         self._vectors: _Vectors | None = None
         self._visible: dict[str, _Visible] = {}
+        self._vector_settings = VectorSettings()
+        self._ann: tuple[tuple[int, int], hnsw.AnnIndex | None] | None = None  # file stamp
         if self.manifest.get("format_version") == 1:
             self._migrate_from_1()
 
@@ -185,7 +253,7 @@ class LocalStore:
                 self.db.execute("ROLLBACK")
                 raise
         self.manifest["format_version"] = FORMAT_VERSION
-        self.manifest["migrated"] = {"from": 1, "at": _now()}
+        self.manifest["migrated"] = {"from": 1, "at": now()}
         self._save_manifest()
 
     # -- bookkeeping -------------------------------------------------------------------
@@ -261,13 +329,19 @@ class LocalStore:
         self._visible[access.key] = visible
         return visible
 
+    def configure_ann(self, settings: VectorSettings) -> None:
+        """Use ``settings`` for the HNSW index: whether searches use it, how builds make it."""
+        self._vector_settings = settings
+        self._vectors = None
+
     def begin_build(self) -> None:
-        self.manifest["build"] = {"state": "building", "started": _now()}
+        self.manifest["build"] = {"state": "building", "started": now()}
         self._save_manifest()
 
     def finish_build(self) -> None:
         self._compact_vectors()
-        self.manifest["build"] = {"state": "complete", "finished": _now()}
+        self._update_ann()
+        self.manifest["build"] = {"state": "complete", "finished": now()}
         self.manifest["sleuth_version"] = __version__
         self._save_manifest()
 
@@ -409,6 +483,46 @@ class LocalStore:
         self._vectors = None
         self._remove_orphan_segments({new} if len(ids) else set())
 
+    def _update_ann(self) -> None:
+        """Bring the HNSW index in line with the live rows and the settings: drop it where it
+        is not wanted, rebuild it when missing, unreadable, of another M or too full of dead
+        sentences, else add the live rows it lacks. It is built on a fresh copy read from
+        disk, so searches in flight keep the loaded one."""
+        settings = self._vector_settings
+        path = self.root / "vectors" / hnsw.FILE
+        path.with_name(path.name + ".tmp").unlink(missing_ok=True)  # an interrupted write
+        vectors = self._load_vectors()
+        live = vectors.chunk_of >= 0
+        n_live = int(live.sum())
+        if not n_live or settings.ann == "off" or (
+                settings.ann == "auto" and n_live < settings.ann_min_sentences):
+            if path.exists() or "ann" in self.manifest:
+                path.unlink(missing_ok=True)
+                self.manifest.pop("ann", None)
+                self._save_manifest()
+                self._ann, self._vectors = None, None
+            return
+        dim = int(vectors.matrices[0].shape[1])
+        current = hnsw.read(path, self.manifest.get("ann"), dim)
+        if current is not None and (current.m != settings.hnsw_m or int(np.isin(
+                current.labels, vectors.sentence_of[live], invert=True).sum())
+                > REBUILD_DEAD * current.size):
+            current = None
+        if current is None:
+            current = hnsw.new(dim, settings.hnsw_m)
+            if current is None:  # faiss is missing (logged): searches stay exact
+                return
+            rows = np.flatnonzero(live)
+        else:
+            rows = np.flatnonzero(live & ~np.isin(vectors.sentence_of, current.labels))
+            if not len(rows):
+                return
+        current = current.add(vectors.matrices, rows, vectors.sentence_of[rows])
+        self.manifest["ann"] = {**hnsw.write(current, path), "built": now()}
+        self._save_manifest()
+        stat = path.stat()
+        self._ann, self._vectors = ((stat.st_mtime_ns, stat.st_size), current), None
+
     def _remove_orphan_segments(self, keep: set[int]) -> None:
         for path in (self.root / "vectors").glob("seg-*"):
             seg = path.name.split(".")[0].removeprefix("seg-")
@@ -435,8 +549,25 @@ class LocalStore:
         live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM chunks")),
                            dtype=np.int64)
         chunk_of = np.where(np.isin(chunk_of, live), chunk_of, -1)
-        self._vectors = _Vectors(matrices, chunk_of, ids)
+        ann = self._load_ann(int(matrices[0].shape[1])) if matrices else None
+        self._vectors = _Vectors(matrices, chunk_of, ids, ann)
         return self._vectors
+
+    def _load_ann(self, dim: int) -> hnsw.AnnIndex | None:
+        """The HNSW index on disk (read once per file version), checked against the manifest
+        on disk (another process may have built it); None when off, missing or unusable."""
+        if self._vector_settings.ann == "off":
+            return None
+        path = self.root / "vectors" / hnsw.FILE
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if self._ann is None or self._ann[0] != stamp:
+            record = _read_json(self.root / MANIFEST).get("ann")
+            self._ann = (stamp, hnsw.read(path, record, dim))
+        return self._ann[1]
 
     def semantic_search(self, query: np.ndarray, top_k: int,
                         doc_ids: Sequence[str] | None = None,
@@ -444,19 +575,14 @@ class LocalStore:
         vectors = self._load_vectors()
         if not len(vectors.chunk_of):
             return []
-        scores = vectors.scores(np.asarray(query, dtype=np.float32))
-        visible = self._visible_for(access)
-        if visible is not None:
-            scores[~vectors.visible(visible.key, visible.rows)] = -np.inf
-        if doc_ids is not None:
-            marks = ",".join("?" * len(doc_ids))
-            doc_rows = np.fromiter((r[0] for r in self.db.execute(
-                f"SELECT id FROM chunks WHERE doc_id IN ({marks})", list(doc_ids))),
-                dtype=np.int64)
-            scores[~np.isin(vectors.chunk_of, doc_rows)] = -np.inf
-        if not np.isfinite(scores).any():
+        query = np.asarray(query, dtype=np.float32)
+        cache_key, allowed = self._allowed(vectors, doc_ids, access)
+        if vectors.ann is None:
+            ranked = vectors.ranked(query, top_k, allowed)
+        else:
+            ranked = self._approximate(vectors, vectors.ann, query, top_k, cache_key, allowed)
+        if not ranked:
             return []
-        ranked = top_chunks_by_best_sentence(scores, vectors.chunk_of, top_k)
         sentence_rows = {int(vectors.sentence_of[r]) for _, _, rows in ranked for r in rows}
         spans = self._sentence_spans(sentence_rows)
         meta = self._chunk_meta([key for key, _, _ in ranked])
@@ -469,6 +595,46 @@ class LocalStore:
                 snippets.append(text[s_start - start : s_end - start])
             hits.append(Hit(chunk_id, doc_id, title, round(score, 6), tuple(snippets)))
         return hits
+
+    def _allowed(self, vectors: _Vectors, doc_ids: Sequence[str] | None,
+                 access: Access | None) -> tuple[str | None, np.ndarray | None]:
+        """The vector rows a search may return (None: all) and the access key they are
+        cached under (None when a ``doc_ids`` restriction makes them per query)."""
+        visible = self._visible_for(access)
+        mask = None if visible is None else vectors.visible(visible.key, visible.rows)
+        if doc_ids is None:
+            return (None if visible is None else visible.key), mask
+        marks = ",".join("?" * len(doc_ids))
+        doc_rows = np.fromiter((r[0] for r in self.db.execute(
+            f"SELECT id FROM chunks WHERE doc_id IN ({marks})", list(doc_ids))),
+            dtype=np.int64)
+        in_docs = np.isin(vectors.chunk_of, doc_rows)
+        return None, (in_docs if mask is None else in_docs & mask)
+
+    def _approximate(self, vectors: _Vectors, ann: hnsw.AnnIndex, query: np.ndarray,
+                     top_k: int, key: str | None,
+                     allowed: np.ndarray | None) -> list[tuple[int, float, list[int]]]:
+        """The exact ranking of HNSW candidates (plus the rows it lacks), asking for more
+        until they span ``top_k`` chunks; restrictions to few rows are searched exactly."""
+        selector = None
+        if allowed is not None:
+            rows, selector = vectors.filtered(key, allowed)
+            if selector is None:
+                return vectors.ranked_among(rows, query, top_k)
+        k = max(top_k * 16, self._vector_settings.ef_search)
+        while k <= MAX_CANDIDATES:
+            found = vectors.rows_of(ann.search(query, k, selector))
+            rows = np.union1d(found, vectors.tail)
+            if allowed is not None:  # the selector filtered already: belt and braces
+                rows = rows[allowed[rows]]
+            ranked = vectors.ranked_among(rows, query, top_k)
+            if len(ranked) >= top_k:
+                return ranked
+            if k >= ann.size:
+                break
+            k *= 4
+        # fewer than top_k chunks among the candidates: only an exact scan can say why
+        return vectors.ranked(query, top_k, allowed)
 
     def keyword_search(self, keywords: Sequence[str], top_k: int,
                        mode: kw.KeywordMode = "word",
@@ -839,21 +1005,6 @@ def _countable(k: kw.Keyword) -> bool:
     return not k.substring and len(k.text) < MAX_TOKEN_CHARS and k.tokens == [k.text]
 
 
-def _new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
-    from sleuth.tokens import ENCODING
-
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "sleuth_version": __version__,
-        "created": _now(),
-        "embedder": dict(embedder),
-        "chunk_tokens": chunk_tokens,
-        "tokenizer": ENCODING,
-        "build": {"state": "empty"},
-    }
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -862,10 +1013,6 @@ def _read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise StoreError(f"index manifest {path} is not a JSON object")
     return data
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 register_store("", LocalStore)
