@@ -173,6 +173,15 @@ def check_manifest(manifest: Mapping[str, Any], where: str) -> None:
         )
 
 
+def check_vectors(docs: Sequence[PreparedDocument]) -> None:
+    """Refuse a batch where a document's vectors do not match its sentences one to one."""
+    for d in docs:
+        expected = sum(len(c.sentences) for c in d.chunks)
+        if len(d.vectors) != expected:
+            raise StoreError(f"{d.document.doc_id}: {len(d.vectors)} vectors for "
+                             f"{expected} sentences")
+
+
 def new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
     """The manifest of a new, empty index (every store keeps this same JSON)."""
     from sleuth._version import __version__

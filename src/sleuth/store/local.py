@@ -63,6 +63,7 @@ from sleuth.store.base import (
     StoreStats,
     check_embedder,
     check_manifest,
+    check_vectors,
     new_manifest,
     now,
     register_store,
@@ -352,11 +353,7 @@ class LocalStore:
             return
         n_chunks = sum(len(d.chunks) for d in docs)
         n_sents = sum(len(c.sentences) for d in docs for c in d.chunks)
-        for d in docs:
-            expected = sum(len(c.sentences) for c in d.chunks)
-            if len(d.vectors) != expected:
-                raise StoreError(f"{d.document.doc_id}: {len(d.vectors)} vectors for "
-                                 f"{expected} sentences")
+        check_vectors(docs)
         chunk_row = self._reserve("chunk", n_chunks)
         sent_row = self._reserve("sentence", n_sents)
         seg = self._reserve("segment", 1)

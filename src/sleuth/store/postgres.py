@@ -66,6 +66,7 @@ from sleuth.store.base import (
     StoreStats,
     check_embedder,
     check_manifest,
+    check_vectors,
     new_manifest,
     now,
     register_store,
@@ -295,11 +296,7 @@ class PostgresStore:
     def write(self, docs: Sequence[PreparedDocument]) -> None:
         if not docs:
             return
-        for d in docs:
-            expected = sum(len(c.sentences) for c in d.chunks)
-            if len(d.vectors) != expected:
-                raise StoreError(f"{d.document.doc_id}: {len(d.vectors)} vectors for "
-                                 f"{expected} sentences")
+        check_vectors(docs)
         n_chunks = sum(len(d.chunks) for d in docs)
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)",
