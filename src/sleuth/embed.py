@@ -7,6 +7,7 @@ L2-normalised float32 rows.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -161,14 +162,18 @@ def minilm_path() -> Path:
 class Model2VecEmbedder:
     """A model2vec static model: token vectors averaged, no transformer at query time.
 
-    Calls are serialised: ``StaticModel.encode`` reconfigures its shared tokenizer on every
-    call, and concurrent calls (a server's threads) fail with "Already borrowed"."""
+    Pooling is one sparse product per batch (averaging weights times the float32 token
+    table) rather than ``StaticModel.encode``'s float16 means a length bucket at a time:
+    6x faster, and pooling was a third of the cost of indexing. Truncation, unknown tokens,
+    token mapping and weights follow ``StaticModel.encode``. Calls are serialised (a
+    server's threads share the Rust tokenizer)."""
 
     def __init__(self, name: str, model: Any, batch_size: int = 1024) -> None:
         self.name = name
         self.model = model
         self.batch_size = max(batch_size, 256)
         self.dim = int(model.dim)
+        self._table = np.asarray(model.embedding, dtype=np.float32)
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None) -> np.ndarray:
@@ -176,11 +181,34 @@ class Model2VecEmbedder:
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
             with self._lock:
-                out[start : start + len(batch)] = self.model.encode(batch,
-                                                                    show_progress_bar=False)
+                ids = self._token_ids(batch)
+            out[start : start + len(batch)] = self._pool(ids)
             if on_batch:
                 on_batch(len(batch))
         return normalise(out)
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        limit = self.model.max_length
+        if limit is None:
+            return list(self.model.tokenize(texts))
+        chars = limit * self.model.median_token_length
+        return [ids[:limit] for ids in self.model.tokenize([t[:chars] for t in texts])]
+
+    def _pool(self, ids: list[list[int]]) -> np.ndarray:
+        """The mean token vector of each id list (zeros for an empty one): a sparse matrix
+        of averaging weights (one row per text) times the token table."""
+        from scipy.sparse import csr_matrix
+
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64,
+                           count=int(lengths.sum()))
+        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
+        if self.model.weights is not None:
+            weights *= np.asarray(self.model.weights, dtype=np.float32)[flat]
+        columns = flat if self.model.token_mapping is None else self.model.token_mapping[flat]
+        averaging = csr_matrix((weights, columns, np.concatenate([[0], np.cumsum(lengths)])),
+                               shape=(len(ids), len(self._table)))
+        return np.asarray(averaging @ self._table, dtype=np.float32)
 
 
 def model2vec_path() -> Path:

@@ -13,7 +13,8 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from sleuth.access import (
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
+from sleuth.pipeline import pipelined
 from sleuth.settings import Settings
 from sleuth.store.base import PreparedDocument, Store, StoreStats, open_store
 from sleuth.store.keyword import KeywordMode
@@ -38,6 +40,7 @@ from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
 
 BATCH_SENTENCES = 2048
+PIPELINE_DEPTH = 2  # batches embedded ahead of the one being written
 SUMMARY_SENTENCES = 3  # central sentences in a document's extractive summary
 SUMMARY_CHARS = 600
 SUMMARY_MIN_WORDS = 6
@@ -80,6 +83,27 @@ class AddReport:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
+
+
+@dataclass
+class _Batch:
+    """Documents embedded and ready for the store."""
+
+    documents: list[PreparedDocument]
+    chunks: int
+    sentences: int
+
+
+def _serialised(callback: ProgressCallback | None) -> ProgressCallback:
+    """``callback`` behind a lock: progress comes from the embedding thread and the writer."""
+    lock = threading.Lock()
+
+    def report(progress: IndexProgress) -> None:
+        if callback is not None:
+            with lock:
+                callback(progress)
+
+    return report
 
 
 @dataclass(frozen=True)
@@ -251,7 +275,9 @@ class Index:
         open to the whole collection); see the module docstring.
 
         Work is stored in batches of about ``batch_sentences`` sentences; each batch is
-        committed on its own, so an interrupted build keeps every finished batch. Documents
+        committed on its own, so an interrupted build keeps every finished batch. A worker
+        thread reads, chunks and embeds the next batches while the store writes this one;
+        ``on_progress`` is called from both threads, never from two at once. Documents
         of another collection are never replaced or deleted: ids outside ``default`` are
         prefixed with ``<collection>:``.
         """
@@ -268,32 +294,46 @@ class Index:
                               fields=fields or JsonFields(), report=ingest)
         known = self.store.document_hashes()
         progress = IndexProgress()
+        report_progress = _serialised(on_progress)
         seen: set[str] = set()
+
+        def batches() -> Iterator[_Batch]:
+            """Documents read, chunked and embedded, a batch at a time (in a worker thread)."""
+            pending: list[tuple[Document, str, list[Chunk]]] = []
+            for doc in docs:
+                if collection != DEFAULT_COLLECTION:
+                    doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
+                seen.add(doc.doc_id)
+                progress.documents_seen += 1
+                digest = self._hash(doc, access)
+                if known.get(doc.doc_id) == digest:
+                    report.unchanged += 1
+                    progress.documents_unchanged += 1
+                    continue
+                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
+                pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
+                if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= batch_sentences:
+                    yield self._prepare(pending, progress, report_progress, access)
+                    pending = []
+            if pending:
+                yield self._prepare(pending, progress, report_progress, access)
+
         self.store.begin_build()
-        pending: list[tuple[Document, str, list[Chunk]]] = []
-        for doc in docs:
-            if collection != DEFAULT_COLLECTION:
-                doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
-            seen.add(doc.doc_id)
-            progress.documents_seen += 1
-            digest = self._hash(doc, access)
-            if known.get(doc.doc_id) == digest:
-                report.unchanged += 1
-                progress.documents_unchanged += 1
-                continue
-            (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-            pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
-            if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= batch_sentences:
-                self._flush(pending, progress, report, on_progress, access)
-                pending = []
-        self._flush(pending, progress, report, on_progress, access)
+        self.embedder  # noqa: B018 - loaded here, not in the worker thread
+        for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
+            self.store.write(batch.documents)
+            self._forget()
+            progress.documents_indexed += len(batch.documents)
+            progress.chunks += batch.chunks
+            report.chunks += batch.chunks
+            report.sentences += batch.sentences
+            report_progress(progress)
         if delete_missing:
             report.deleted = self._delete_missing(paths, seen, collection)
         report.skipped, report.duplicates = ingest.skipped, ingest.duplicates
         self.store.finish_build()
         progress.done = True
-        if on_progress:
-            on_progress(progress)
+        report_progress(progress)
         return report
 
     def _hash(self, doc: Document, access: tuple[str, tuple[str, ...]]) -> str:
@@ -315,18 +355,16 @@ class Index:
                 out.append(text)
         return out
 
-    def _flush(self, pending: list[tuple[Document, str, list[Chunk]]], progress: IndexProgress,
-               report: AddReport, on_progress: ProgressCallback | None,
-               access: tuple[str, tuple[str, ...]]) -> None:
-        if not pending:
-            return
+    def _prepare(self, pending: list[tuple[Document, str, list[Chunk]]],
+                 progress: IndexProgress, on_progress: ProgressCallback,
+                 access: tuple[str, tuple[str, ...]]) -> _Batch:
+        """Embed the sentences and summaries of ``pending`` documents, ready to store."""
         inputs = [self._embed_inputs(doc, chunks) for doc, _, chunks in pending]
         flat = [t for group in inputs for t in group]
 
         def embedded(n: int) -> None:
             progress.sentences += n
-            if on_progress:
-                on_progress(progress)
+            on_progress(progress)
 
         matrix = self.embedder.embed(flat, on_batch=embedded)
         groups, row = [], 0
@@ -341,15 +379,7 @@ class Index:
                                      *access)
                     for (doc, digest, chunks), vectors, summary, summary_vector
                     in zip(pending, groups, summaries, summary_vectors, strict=True)]
-        self.store.write(prepared)
-        self._forget()
-        n_chunks = sum(len(c) for _, _, c in pending)
-        progress.documents_indexed += len(pending)
-        progress.chunks += n_chunks
-        report.chunks += n_chunks
-        report.sentences += len(flat)
-        if on_progress:
-            on_progress(progress)
+        return _Batch(prepared, sum(len(c) for _, _, c in pending), len(flat))
 
     def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
                         collection: str) -> list[str]:

@@ -26,6 +26,8 @@ def chunk_document(doc: Document, max_tokens: int = 1000) -> list[Chunk]:
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
     sentences = document_sentences(doc)
+    if sentences and _surely_fits(doc.text, sentences, max_tokens):
+        return _link(doc, [(sentences, _span_tokens(doc.text, sentences))])
     counted = list(_fit_sentences(sentences, max_tokens))
     groups = _pack(doc.text, counted, max_tokens)
     return _link(doc, groups)
@@ -47,6 +49,15 @@ def document_sentences(doc: Document) -> list[Sentence]:
     if rest[:1].islower():
         return split_sentences(text)
     return split_sentences(text, 0, nl) + split_sentences(text, nl + 1)
+
+
+def _surely_fits(text: str, sentences: list[Sentence], max_tokens: int) -> bool:
+    """Whether all ``sentences`` make one chunk without counting each: a token covers at
+    least one UTF-8 byte, so sentence counts plus one per join stay within the span's bytes
+    plus the number of sentences, and packing would put them all in one group."""
+    span = text[sentences[0].start : sentences[-1].end]
+    return len(span) + len(sentences) <= max_tokens and \
+        len(span.encode("utf-8")) + len(sentences) <= max_tokens
 
 
 def _fit_sentences(sentences: list[Sentence], max_tokens: int) -> Iterator[tuple[Sentence, int]]:
