@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,3 +203,16 @@ def filings_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([FILINGS / ULTA, FILINGS / FOOTLOCKER])
     yield folder
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A PostgreSQL 16 + pgvector server (pgserver) in a temporary folder, shared by the
+    test session and deleted afterwards; its URI (a local socket). Not under pytest's
+    folder: as root, pgserver runs the server as another user. Each test module uses its own
+    schemas (``?schema=NAME``)."""
+    pgserver = pytest.importorskip(
+        "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
+    srv = pgserver.get_server(tempfile.mkdtemp(prefix="sleuth-pg-"), cleanup_mode="delete")
+    yield srv.get_uri()
+    srv.cleanup()

@@ -7,7 +7,6 @@ store, and keyword search with the brute-force reference.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -60,12 +59,8 @@ class MemoEmbedder:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """A PostgreSQL server in a temporary folder, deleted afterwards; its URI (a local
-    socket). Not under pytest's folder: as root, pgserver runs the server as another user."""
-    srv = pgserver.get_server(tempfile.mkdtemp(prefix="sleuth-pg-"), cleanup_mode="delete")
-    yield srv.get_uri()
-    srv.cleanup()
+def server(pg_server: str) -> str:
+    return pg_server
 
 
 def settings() -> Settings:
