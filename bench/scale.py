@@ -749,6 +749,8 @@ def measure(side: StoreSide, args: argparse.Namespace, settings: Settings, embed
     build = open_or_build(side, args, settings, embedder, shards, size)
     log(f"{side.name} {size:,}: built in {build['wall_s']} s "
         f"({build['sentences_per_s']} sentences/s)")
+    if args.build_only:
+        return {"store": side.name, "size": size, "build": build}
     docs = corpus.sample_docs(shards, args.queries * 2, args.seed + size)
     kw = keyword_queries(corpus, docs, args.queries, args.seed + 1)
     sem = semantic_queries(docs, args.queries, args.seed + 2)
@@ -939,6 +941,8 @@ def parse_args() -> argparse.Namespace:
                     help="do not serialise embedder calls (model2vec then fails under "
                     "concurrent clients: 'Already borrowed')")
     ap.add_argument("--json", type=Path, default=OUT_DIR / "scale.json", help="result file")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build (or resume) the indexes and stop: measure later with --keep")
     args = ap.parse_args()
     args.size_list = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     args.store_list = [s.strip() for s in args.stores.split(",") if s.strip()]
@@ -992,7 +996,8 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
-    print(report(result))
+    if not args.build_only:
+        print(report(result))
     log(f"wrote {args.json}")
 
 

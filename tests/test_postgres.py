@@ -7,6 +7,7 @@ store, and keyword search with the brute-force reference.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -337,6 +338,35 @@ def test_copy_from_local(server: str, indexes: tuple[Index, Index],
     try:
         assert copy_store(local, dst) == 3
         assert_same_searches(indexes[1].store, dst, embedder)
+    finally:
+        dst.close()
+
+
+def test_parity_on_2wiki(server: str, wiki_index: Index) -> None:
+    """Issue 8's parity on 2Wiki passages (the first 300, bundled MiniLM): copied into
+    PostgreSQL, keyword results are identical and semantic top-5 equal for every dev
+    question (the full corpus: bench/parity.py)."""
+    from conftest import TWOWIKI
+
+    dst = copied_store(server, "wiki_parity", wiki_index.store)
+    try:
+        assert copy_store(wiki_index.store, dst) == wiki_index.stats().documents
+        questions = json.loads((TWOWIKI / "questions.json").read_text())[:120]
+        queries = 0
+        for q in questions:
+            words = [w.strip("?,.'\"").lower() for w in q["question"].split()]
+            content = [w for w in words if len(w) >= 4 and w.isalpha()]
+            for keywords in (content, content[:1], [max(content, key=len)[1:5]]):
+                queries += 1
+                assert key(wiki_index.store.keyword_search(keywords, 10)) == \
+                    key(dst.keyword_search(keywords, 10)), keywords
+            vector = wiki_index.embedder.embed([q["question"]])[0]
+            local = wiki_index.store.semantic_search(vector, 5)
+            remote = dst.semantic_search(vector, 5)
+            assert [h.chunk_id for h in local] == [h.chunk_id for h in remote], q["question"]
+            assert [h.score for h in local] == pytest.approx([h.score for h in remote],
+                                                             abs=1e-5)
+        assert queries == 360
     finally:
         dst.close()
 

@@ -873,31 +873,26 @@ def graph_group() -> None:
 def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None, as_json: bool,
                     config: str | None) -> None:
     """Extract entities and relations from the chunks not processed yet (resumable)."""
-    from pathlib import Path
-
     from sleuth.graph import Graph
     from sleuth.graph.extract import OfflineExtractor
     from sleuth.graph.llm_extract import CACHE_FILE, LLMExtractor
-    from sleuth.graph.store import GRAPH_DB
     from sleuth.index import Index
 
     settings = _settings(config, index_dir)
     llm_extractor: LLMExtractor | None = None
     with Index.open(settings=settings) as index:
-        root = getattr(index.store, "root", None)
-        if rebuild and root is not None:
+        if rebuild:
             try:  # keep reviewed triples: they are re-applied after the build
                 with Graph.open(index) as old:
                     old.store.reset()
             except StoreError:  # unreadable (e.g. an older format): start from nothing
-                for suffix in ("", "-wal", "-shm"):
-                    (Path(root) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
+                Graph.drop(index)
         with Graph.open(index) as graph, _Bar(not as_json, "graph", " chunks") as bar:
             if (extractor or settings.graph.extractor) == "llm":
                 from sleuth.agent.variants import llm_from_settings
 
                 llm_extractor = LLMExtractor(llm_from_settings(settings),
-                                             graph.store.path.parent / CACHE_FILE,
+                                             graph.store.folder / CACHE_FILE,
                                              workers=settings.graph.llm_workers)
             report = graph.build(on_progress=lambda done, total: bar.advance(done, of=total),
                                  extractor=llm_extractor or OfflineExtractor())

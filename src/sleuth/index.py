@@ -119,7 +119,7 @@ class Index:
 
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
-        configure_ann = getattr(store, "configure_ann", None)  # the embedded store's HNSW
+        configure_ann = getattr(store, "configure_ann", None)  # approximate-search settings
         if configure_ann is not None:
             configure_ann(settings.vectors)
         self.settings = settings
@@ -241,13 +241,10 @@ class Index:
                     full.scoped(self.store.visible_documents(self.access))
             return self._graph
         if self._graph is None:
-            from sleuth.graph.store import GRAPH_DB
-
-            folder = getattr(self.store, "root", None)
-            if folder is None or not (Path(folder) / GRAPH_DB).is_file():
-                return None
             from sleuth.graph import Graph
 
+            if not Graph.exists(self):
+                return None
             graph = Graph.open(self)
             if not graph.store.counts()["entities"]:
                 graph.close()

@@ -34,14 +34,14 @@ from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError
 from sleuth.index import Index
 from sleuth.llm import LLM
-from sleuth.session import Session, sessions_folder
+from sleuth.session import Session
 from sleuth.settings import ApiKey, ServeSettings, Settings
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 
 # Arguments that carry query text: each string is length-limited, each list count-limited.
 QUERY_ARGUMENTS = frozenset({"query", "queries", "keywords", "patterns", "entities", "name",
                              "entity", "source", "target"})
-_SESSION_ID = re.compile(r"^[\w.-]{1,64}$")
+_SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
 
 
@@ -353,27 +353,31 @@ class Service:
                 "created": conversation.created, "turns": conversation.turns}
 
     def delete_session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
+        self._check_session_id(session_id)
         with self._session_lock:
-            path = self._session(session_id, caller).path
-            path.unlink()
+            if not Session.delete(self.index, session_id, _owner(caller)):
+                raise NotFoundError(f"no session {session_id!r}")
         return {"deleted": session_id}
 
     def _session(self, session_id: str, caller: Caller, *, create: bool = False,
                  agent: str | None = None, llm: LLM | None = None) -> Session:
         """Session ``session_id`` of ``caller``: a tenant key's sessions live apart, and it
         reads through the key's view of the index."""
-        if not _SESSION_ID.match(session_id):
-            raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
-                               "'-' and '_' (at most 64)")
+        self._check_session_id(session_id)
         owner = _owner(caller)
-        path = sessions_folder(self.index, owner) / f"{session_id}.json"
-        if not create and not path.is_file():
+        if not create and not Session.exists(self.index, session_id, owner):
             raise NotFoundError(f"no session {session_id!r}")
         return Session.open(self.view(caller), session_id, create=create, agent=agent,
                             settings=self.settings, llm=llm, owner=owner)
 
+    @staticmethod
+    def _check_session_id(session_id: str) -> None:
+        if not _SESSION_ID.fullmatch(session_id):
+            raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
+                               "'-' and '_' (at most 64)")
+
 
 def _owner(caller: Caller) -> str | None:
-    """The sessions folder owner of ``caller``: None (shared) for admins, else the key."""
+    """The sessions owner of ``caller``: None (shared) for admins, else the key's name."""
     return None if caller.admin else caller.name
 

@@ -75,21 +75,30 @@ class ChunkSettings(BaseModel):
 
 
 class VectorSettings(BaseModel):
-    """Sentence-vector search of the embedded index: exact, or candidates from an HNSW index
-    (faiss, the ``ann`` extra) re-scored exactly, for large indexes."""
+    """Sentence-vector search of the embedded index: exact, or candidates from an inverted
+    file (faiss IVF, the ``ann`` extra) re-scored exactly, for large indexes. A PostgreSQL
+    index always has its pgvector HNSW index and uses ``ef_search`` (at most 1,000) and
+    ``build_memory`` only."""
 
     ann: Literal["auto", "on", "off"] = Field(
-        "auto", description="'auto': build and use an HNSW index once the index holds "
-        "ann_min_sentences sentence vectors; 'on': at any size; 'off': exact search only")
+        "auto", description="'auto': build and use the approximate index once the index "
+        "holds ann_min_sentences sentence vectors; 'on': at any size; 'off': exact search only")
     ann_min_sentences: int = Field(
-        200_000, ge=0, description="Sentence vectors from which 'auto' builds the HNSW index "
-        "(exact search below: a 384-d scan of 200k vectors takes ~0.1 s on 2 cores)")
+        200_000, ge=0, description="Sentence vectors from which 'auto' builds the approximate "
+        "index (exact search below: a 384-d scan of 200k vectors takes ~0.1 s on 2 cores)")
     ef_search: int = Field(
-        800, ge=1, description="HNSW search breadth (efSearch): the candidate sentences "
-        "re-scored exactly per search (at least 16 per hit asked for); recall@10 against "
-        "exact on 487k real 384-d sentence vectors: 0.96 at 200, 0.97 at 400, 0.98 at 800")
-    hnsw_m: int = Field(32, ge=4, le=256, description="HNSW graph degree M (changing it "
-                        "rebuilds the index on the next build)")
+        800, ge=1, description="Candidate sentences re-scored exactly per search (at least 16 "
+        "per hit asked for); in PostgreSQL the HNSW search breadth (hnsw.ef_search)")
+    nprobe: int | None = Field(
+        None, ge=1, description="Inverted lists scanned per search (default: 8% of nlist, at "
+        "least 8); more: higher recall, slower")
+    nlist: int | None = Field(
+        None, ge=1, description="Inverted lists (k-means clusters) of the approximate index "
+        "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
+    build_memory: str = Field(
+        "1GB", pattern=r"^[0-9]+(kB|MB|GB|TB)$", description="PostgreSQL store: "
+        "maintenance_work_mem of its HNSW index build (about 2 kB per 384-d sentence: 8GB "
+        "for 4M sentences); an index that does not fit builds several times slower")
 
 
 class AgentSettings(BaseModel):

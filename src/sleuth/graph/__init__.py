@@ -1,6 +1,7 @@
 """The knowledge graph over an index (A2RAG): build it, look entities up, walk it.
 
-``Graph.open(index)`` opens ``graph.db`` in the index folder. ``build()`` extracts entities
+``Graph.open(index)`` opens ``graph.db`` in the index folder, or for a PostgreSQL index
+the ``graph_*`` tables of its schema (:mod:`sleuth.graph.pgstore`). ``build()`` extracts entities
 and relations from every chunk not yet processed (incremental with the index; interrupted
 builds keep finished batches) and then merges entity name variants
 (:mod:`sleuth.graph.aliases`). The queries: ``lookup`` (lexical match of a name against
@@ -31,17 +32,19 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from sleuth.errors import StoreError
 from sleuth.graph.aliases import MergeReport, merge_aliases, parse
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
-from sleuth.graph.store import Entity, GraphStore, norm
+from sleuth.graph.store import GRAPH_DB, Entity, GraphBackend, GraphStore, norm
 
 if TYPE_CHECKING:
     from sleuth.index import Index
+    from sleuth.store.postgres import PostgresStore
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -213,7 +216,7 @@ class _Tables:
     extracted: np.ndarray  # codes of the chunks processed by an extractor
 
     @classmethod
-    def load(cls, store: GraphStore) -> _Tables:
+    def load(cls, store: GraphBackend) -> _Tables:
         codes: dict[str, int] = {}
         labels: dict[str, int] = {}
         mentions = store.mention_rows()
@@ -255,7 +258,7 @@ class _Tables:
 class Graph:
     """The knowledge graph of one index, or a view of it (:meth:`scoped`)."""
 
-    def __init__(self, index: Index, store: GraphStore) -> None:
+    def __init__(self, index: Index, store: GraphBackend) -> None:
         self.index = index
         self.store = store
         self._root = self  # the whole graph, which a view shares the store with
@@ -284,7 +287,7 @@ class Graph:
         self._index = None
 
     def forget_caches(self) -> None:
-        """Drop what was derived from ``graph.db`` (after writing to it directly), by the
+        """Drop what was derived from the store (after writing to it directly), by the
         whole graph and by every view of it."""
         root = self._root
         root._tables = None
@@ -356,10 +359,41 @@ class Graph:
 
     @classmethod
     def open(cls, index: Index) -> Graph:
+        """The graph of ``index``: ``graph.db`` in its folder, or the ``graph_*`` tables of a
+        PostgreSQL index (created when missing)."""
         folder = getattr(index.store, "root", None)
-        if folder is None:
-            raise StoreError("the knowledge graph needs an index folder (the embedded store)")
-        return cls(index, GraphStore(folder))
+        if folder is not None:
+            return cls(index, GraphStore(folder))
+        if getattr(index.store, "_pool", None) is not None:
+            from sleuth.graph.pgstore import PostgresGraphStore
+
+            return cls(index, PostgresGraphStore(cast("PostgresStore", index.store), index.folder))
+        raise StoreError("the knowledge graph needs an index folder or a PostgreSQL index")
+
+    @classmethod
+    def exists(cls, index: Index) -> bool:
+        """Whether ``index`` has a stored graph (possibly empty), without creating one."""
+        folder = getattr(index.store, "root", None)
+        if folder is not None:
+            return (Path(folder) / GRAPH_DB).is_file()
+        if getattr(index.store, "_pool", None) is not None:
+            from sleuth.graph.pgstore import has_tables
+
+            return has_tables(cast("PostgresStore", index.store))
+        return False
+
+    @classmethod
+    def drop(cls, index: Index) -> None:
+        """Delete the stored graph of ``index``, reviewed proposals included (for one that
+        cannot be opened, e.g. of an older format)."""
+        folder = getattr(index.store, "root", None)
+        if folder is not None:
+            for suffix in ("", "-wal", "-shm"):
+                (Path(folder) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
+        elif getattr(index.store, "_pool", None) is not None:
+            from sleuth.graph.pgstore import drop_tables
+
+            drop_tables(cast("PostgresStore", index.store))
 
     def close(self) -> None:
         """Close the store (a view leaves it to the whole graph)."""
@@ -587,7 +621,7 @@ class Graph:
         return list(out.values())
 
     def _name_vectors(self, texts: set[str]) -> dict[str, np.ndarray]:
-        """Unit vectors of names: those cached in ``graph.db`` by alias merging are loaded
+        """Unit vectors of names: those cached in the store by alias merging are loaded
         on first use, the rest embedded (and kept in memory, shared with the views)."""
         root = self._root
         if root._vectors is None:
@@ -707,14 +741,9 @@ class Graph:
     def _homes(self, entity_ids: Sequence[int]) -> dict[int, str]:
         """Each entity's home chunk: the one that mentions it most (its own page)."""
         out: dict[int, tuple[int, str]] = {}
-        for start in range(0, len(entity_ids), 900):
-            part = list(entity_ids[start : start + 900])
-            for entity, chunk_id, count in self.store.db.execute(
-                    "SELECT entity, chunk_id, count(*) FROM mentions WHERE entity IN "
-                    f"({','.join('?' * len(part))}) GROUP BY entity, chunk_id", part):
-                if self._shows_chunk(chunk_id) and (entity not in out or
-                                                    count > out[entity][0]):
-                    out[int(entity)] = (int(count), chunk_id)
+        for entity, chunk_id, count in self.store.mention_tallies(entity_ids):
+            if self._shows_chunk(chunk_id) and (entity not in out or count > out[entity][0]):
+                out[entity] = (count, chunk_id)
         return {e: chunk for e, (_, chunk) in out.items()}
 
     def _stop(self, trace: dict[str, Any], chunk_ids: list[str],
@@ -752,14 +781,9 @@ class Graph:
 
     def _mentions(self, entity_ids: Sequence[int]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
-        for start in range(0, len(entity_ids), 900):
-            part = list(entity_ids[start : start + 900])
-            marks = ",".join("?" * len(part))
-            for entity, chunk_id in self.store.db.execute(
-                    f"SELECT DISTINCT entity, chunk_id FROM mentions WHERE entity IN ({marks})",
-                    part):
-                if self._shows_chunk(chunk_id):
-                    out.setdefault(int(entity), []).append(chunk_id)
+        for entity, chunk_id in self.store.mentions_of(entity_ids):
+            if self._shows_chunk(chunk_id):
+                out.setdefault(entity, []).append(chunk_id)
         return out
 
     def adjacency(self) -> _Adjacency:

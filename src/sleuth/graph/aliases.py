@@ -24,7 +24,7 @@ and "Lothair II" never merge. ``subset`` and ``fuzzy`` pairs are then confirmed 
 cosine of their cores embedded by the index's embedder (at least ``alias_similarity``),
 acronyms by :data:`ACRONYM_SIMILARITY` (small encoders put initials far from their
 expansion; each initials merge with their best expansion only). The vectors are cached in
-``graph.db`` by the text embedded, and only entities not checked before are paired, so an
+the graph's store by the text embedded, and only entities not checked before are paired, so an
 incremental build embeds only new names.
 """
 
@@ -45,7 +45,7 @@ from sleuth.graph.store import acronym
 
 if TYPE_CHECKING:
     from sleuth.embed import Embedder
-    from sleuth.graph.store import GraphStore
+    from sleuth.graph.store import GraphBackend
 
 PairKind = Literal["core", "subset", "fuzzy", "acronym"]
 _Offer = Callable[[int, int, PairKind, tuple[str, str]], None]
@@ -253,7 +253,7 @@ def _acronym_pairs(entities: Sequence[tuple[int, str, str, str]], names: dict[in
             offer(a, b, "core", (letters, letters))
 
 
-def merge_aliases(store: GraphStore, embedder: Callable[[], Embedder],
+def merge_aliases(store: GraphBackend, embedder: Callable[[], Embedder],
                   similarity: float) -> MergeReport:
     """Find and merge the name variants among entities not checked before; see the module
     docstring. The entity with more mentions stays; the other's name becomes its alias.
@@ -311,7 +311,7 @@ def _best_acronyms(pairs: list[Pair], vectors: dict[str, np.ndarray]) -> list[Pa
     return out + [pair for _, pair in best.values()]
 
 
-def _vectors(store: GraphStore, embedder: Callable[[], Embedder],
+def _vectors(store: GraphBackend, embedder: Callable[[], Embedder],
              texts: Iterable[str]) -> tuple[dict[str, np.ndarray], int]:
     """Unit vectors of ``texts``: from the graph's cache, the rest embedded in one batch and
     cached."""

@@ -6,7 +6,7 @@ the question (``"Who is the father of X?"`` → ``father``, ``"Where was X born?
 ``born in``) and the short answer (object), read as "the subject's *relation* is the
 object". The pointer is a sentence of an evidence chunk that contains the answer, preferably
 one that also names the subject; with no such sentence nothing is proposed. Proposals wait
-in the ``proposals`` table of ``graph.db`` until a reviewer decides (:func:`decide`):
+in the ``proposals`` table of the graph's store until a reviewer decides (:func:`decide`):
 approving inserts the triple into the graph (relation source ``reviewed``, the sentence as
 provenance, mentions for the entities in that chunk); rejecting keeps the triple from being
 proposed again. A triple the graph already holds, or one proposed before, is never proposed.
@@ -14,7 +14,6 @@ proposed again. A triple the graph already holds, or one proposed before, is nev
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -22,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sleuth.errors import ToolError
-from sleuth.graph.store import norm
+from sleuth.graph.store import Reviewed, norm
 
 if TYPE_CHECKING:
     from sleuth.graph import Graph
@@ -33,17 +32,6 @@ SOURCE = "reviewed"  # the ``source`` of relations inserted by review
 MAX_ANSWER_WORDS = 8
 MAX_RELATION_WORDS = 4
 NEW_ENTITY_TYPE = "PROPN"  # the weakest type: a later extraction's NER type replaces it
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS proposals (
-    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, subject TEXT NOT NULL,
-    relation TEXT NOT NULL, object TEXT NOT NULL, chunk_id TEXT NOT NULL,
-    start INTEGER NOT NULL, end INTEGER NOT NULL, sentence TEXT NOT NULL,
-    question TEXT NOT NULL, answer TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
-    created TEXT NOT NULL, decided TEXT);
-CREATE INDEX IF NOT EXISTS proposals_status ON proposals (status);
-"""
-_COLUMNS = ("id, subject, relation, object, chunk_id, start, end, sentence, question, "
-            "answer, status, created, decided")
 _CITATION = re.compile(r"\s*(?:\[[^\]]*\]|【[^】]*】)")
 _ABSTAIN = re.compile(
     r"^(?:unknown|none|n/?a|nobody|nothing|not (?:known|found|stated|given|available))$|"
@@ -111,16 +99,13 @@ def propose(graph: Graph, question: str, answer: str,
     key = _key(subject, relation, obj)
     if len(norm(subject)) < 2 or _in_graph(graph, subject, relation, obj):
         return []
-    _ensure_table(graph)
-    with graph.store.lock:
-        cursor = graph.store.db.execute(
-            "INSERT OR IGNORE INTO proposals (key, subject, relation, object, chunk_id, start, "
-            "end, sentence, question, answer, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, subject, relation, obj, chunk_id, start, end, text, question, answer,
-             _now()))
-    if not cursor.rowcount:
+    added = graph.store.add_proposal({
+        "key": key, "subject": subject, "relation": relation, "object": obj,
+        "chunk_id": chunk_id, "start": start, "end": end, "sentence": text,
+        "question": question, "answer": answer, "created": _now()})
+    if added is None:
         return []  # proposed before (pending, approved or rejected)
-    return _fetch(graph, [int(cursor.lastrowid or 0)])
+    return _fetch(graph, [added])
 
 
 def short_answer(answer: str) -> str | None:
@@ -274,10 +259,7 @@ def _key(subject: str, relation: str, obj: str) -> str:
 
 def pending(graph: Graph) -> list[Proposal]:
     """The proposals awaiting a decision, oldest first."""
-    _ensure_table(graph)
-    rows = graph.store.db.execute(
-        f"SELECT {_COLUMNS} FROM proposals WHERE status='pending' ORDER BY id").fetchall()
-    return [_proposal(r) for r in rows]
+    return [_proposal(r) for r in graph.store.proposal_rows(status="pending")]
 
 
 def decide(graph: Graph, ids: Sequence[int], approve: bool) -> list[Proposal]:
@@ -285,19 +267,12 @@ def decide(graph: Graph, ids: Sequence[int], approve: bool) -> list[Proposal]:
     ToolError for an unknown id or one decided already."""
     found = _check(graph, ids)
     now = _now()
-    with graph.store.lock:
-        graph.store.db.execute("BEGIN")
-        try:
-            for proposal in found:
-                if approve:
-                    _insert(graph, proposal)
-                graph.store.db.execute(
-                    "UPDATE proposals SET status=?, decided=? WHERE id=?",
-                    ("approved" if approve else "rejected", now, proposal.id))
-        except BaseException:
-            graph.store.db.execute("ROLLBACK")
-            raise
-        graph.store.db.execute("COMMIT")
+    with graph.store.transaction():
+        for proposal in found:
+            if approve:
+                _insert(graph, proposal)
+            graph.store.set_proposal_status(proposal.id, "approved" if approve else "rejected",
+                                            now)
     if approve and found:
         graph.forget_caches()  # the graph's caches must see the new entities and edge
     return _fetch(graph, [p.id for p in found])
@@ -321,27 +296,18 @@ def reapply(graph: Graph) -> int:
     """Re-insert approved triples that a rebuild, or a re-extraction of their chunk, dropped,
     when their chunk is still indexed and still holds the reviewed sentence. Returns how
     many were restored."""
-    _ensure_table(graph)
-    rows = graph.store.db.execute(
-        f"SELECT {_COLUMNS} FROM proposals WHERE status='approved' ORDER BY id").fetchall()
+    rows = graph.store.proposal_rows(status="approved")
     if not rows:
         return 0
-    present = {json.loads(q).get("proposal") for (q,) in graph.store.db.execute(
-        "SELECT qualifiers FROM relations WHERE source=?", (SOURCE,))}
+    present = {q.get("proposal") for q in graph.store.relation_qualifiers(SOURCE)}
     missing = [p for p in map(_proposal, rows) if str(p.id) not in present]
     chunks = graph.index.store.get_chunks([p.chunk_id for p in missing])
     restored = [p for p in missing if (chunk := chunks.get(p.chunk_id)) is not None and
                 chunk.text[p.start - chunk.start : p.end - chunk.start] == p.sentence]
     if restored:
-        with graph.store.lock:
-            graph.store.db.execute("BEGIN")
-            try:
-                for proposal in restored:
-                    _insert(graph, proposal)
-            except BaseException:
-                graph.store.db.execute("ROLLBACK")
-                raise
-            graph.store.db.execute("COMMIT")
+        with graph.store.transaction():
+            for proposal in restored:
+                _insert(graph, proposal)
         graph.forget_caches()
     return len(restored)
 
@@ -361,24 +327,12 @@ def _check(graph: Graph, ids: Sequence[int]) -> list[Proposal]:
 
 def _insert(graph: Graph, proposal: Proposal) -> None:
     """The relation (source ``reviewed``) and, where missing, mentions in its chunk."""
-    store = graph.store
-    cache: dict[str, int] = {}
-    subject = store._entity(proposal.subject, NEW_ENTITY_TYPE, cache)
-    obj = store._entity(proposal.object, NEW_ENTITY_TYPE, cache)
-    if subject is None or obj is None or subject == obj:
+    triple = Reviewed(proposal.subject, proposal.relation, proposal.object,
+                      {"source": SOURCE, "proposal": str(proposal.id)}, proposal.chunk_id,
+                      proposal.start, proposal.end, SOURCE, NEW_ENTITY_TYPE,
+                      _span(proposal, proposal.subject), _span(proposal, proposal.object))
+    if not graph.store.add_reviewed(triple):
         raise ToolError(f"proposal {proposal.id} does not name two distinct entities")
-    qualifiers = {"source": SOURCE, "proposal": str(proposal.id)}
-    store.db.execute(
-        "INSERT INTO relations (subject, relation, object, qualifiers, chunk_id, start, end, "
-        "source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (subject, proposal.relation, obj, json.dumps(qualifiers), proposal.chunk_id,
-         proposal.start, proposal.end, SOURCE))
-    for entity, name in ((subject, proposal.subject), (obj, proposal.object)):
-        if store.db.execute("SELECT 1 FROM mentions WHERE entity=? AND chunk_id=?",
-                            (entity, proposal.chunk_id)).fetchone() is None:
-            start, end = _span(proposal, name)
-            store.db.execute("INSERT INTO mentions VALUES (?, ?, ?, ?)",
-                             (entity, proposal.chunk_id, start, end))
 
 
 def _span(proposal: Proposal, name: str) -> tuple[int, int]:
@@ -393,20 +347,8 @@ def _span(proposal: Proposal, name: str) -> tuple[int, int]:
 # -- storage ---------------------------------------------------------------------------
 
 
-def _ensure_table(graph: Graph) -> None:
-    with graph.store.lock:
-        graph.store.db.executescript(SCHEMA)
-
-
 def _fetch(graph: Graph, ids: Sequence[int]) -> list[Proposal]:
-    _ensure_table(graph)
-    out: dict[int, Proposal] = {}
-    for start in range(0, len(ids), 900):
-        part = list(ids[start : start + 900])
-        marks = ",".join("?" * len(part))
-        for row in graph.store.db.execute(
-                f"SELECT {_COLUMNS} FROM proposals WHERE id IN ({marks})", part):
-            out[int(row[0])] = _proposal(row)
+    out = {int(row[0]): _proposal(row) for row in graph.store.proposal_rows(ids=ids)}
     return [out[i] for i in ids if i in out]
 
 

@@ -8,7 +8,12 @@ chunks were processed by which extractor, so a re-build only processes new or ch
 chunks and drops what came from chunks that are gone. Alias merging
 (:mod:`sleuth.graph.aliases`) adds further aliases, remembers in ``checked`` which names it
 has paired, and caches name embeddings in ``name_vectors`` (float32 blobs; the embedder's
-name is in ``meta``).
+name is in ``meta``). ``proposals`` holds the triples proposed for review
+(:mod:`sleuth.graph.review`), created on first use.
+
+:class:`GraphBackend` is what the graph needs of its storage; :class:`GraphStore` is the
+SQLite one, :class:`sleuth.graph.pgstore.PostgresGraphStore` keeps the same tables in the
+schema of a PostgreSQL index.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -50,6 +56,17 @@ CREATE TABLE IF NOT EXISTS extracted (
 CREATE TABLE IF NOT EXISTS checked (norm TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS name_vectors (text TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
+PROPOSALS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS proposals (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, subject TEXT NOT NULL,
+    relation TEXT NOT NULL, object TEXT NOT NULL, chunk_id TEXT NOT NULL,
+    start INTEGER NOT NULL, end INTEGER NOT NULL, sentence TEXT NOT NULL,
+    question TEXT NOT NULL, answer TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
+    created TEXT NOT NULL, decided TEXT);
+CREATE INDEX IF NOT EXISTS proposals_status ON proposals (status);
+"""
+PROPOSAL_COLUMNS = ("id", "subject", "relation", "object", "chunk_id", "start", "end",
+                    "sentence", "question", "answer", "status", "created", "decided")
 FORMAT_VERSION = 1
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
 _PUNCT = re.compile(r"[^\w\s]")
@@ -78,11 +95,77 @@ class Entity:
     type: str
 
 
+@dataclass(frozen=True)
+class Reviewed:
+    """An approved triple to insert (:meth:`GraphBackend.add_reviewed`): the relation and,
+    where the chunk does not mention them yet, mentions of its two entities at
+    ``subject_span`` and ``object_span``."""
+
+    subject: str
+    relation: str
+    object: str
+    qualifiers: dict[str, str]
+    chunk_id: str
+    start: int
+    end: int
+    source: str
+    kind: str  # the type of an entity the triple introduces
+    subject_span: tuple[int, int]
+    object_span: tuple[int, int]
+
+
+class GraphBackend(Protocol):
+    """What the knowledge graph needs of its storage. Rows come back in the order SQLite
+    returns them (by id, then insertion), so every backend answers every query alike."""
+
+    @property
+    def folder(self) -> Path:
+        """The local folder for side files (the LLM extraction cache)."""
+
+    def close(self) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]:
+        """All writes inside commit together, or none (nestable: the outer one counts)."""
+    def reset(self) -> None: ...
+    def extracted(self) -> dict[str, tuple[str, str]]: ...
+    def forget(self, chunk_ids: Sequence[str]) -> None: ...
+    def add(self, results: Iterable[tuple[str, str, Extraction]], extractor: str,
+            source: str = "extracted") -> None: ...
+    def add_reviewed(self, triple: Reviewed) -> bool: ...
+    def merge(self, merges: dict[int, int]) -> None: ...
+    def unchecked_entities(self) -> set[int]: ...
+    def mark_checked(self) -> None: ...
+    def name_vectors(self, texts: Sequence[str], embedder: str) -> dict[str, np.ndarray]: ...
+    def all_name_vectors(self, embedder: str) -> dict[str, np.ndarray]: ...
+    def add_name_vectors(self, vectors: dict[str, np.ndarray], embedder: str) -> None: ...
+    def counts(self) -> dict[str, int]: ...
+    def entity(self, entity_id: int) -> Entity | None: ...
+    def by_key(self, key: str) -> Entity | None: ...
+    def entities(self) -> list[tuple[int, str, str, str]]: ...
+    def edges(self) -> list[tuple[int, int]]: ...
+    def mention_rows(self) -> list[tuple[int, str]]: ...
+    def relation_rows(self) -> list[tuple[int, int, str, str]]: ...
+    def extracted_chunks(self) -> list[str]: ...
+    def relations_of(self, entity_id: int) -> list[dict[str, Any]]: ...
+    def aliases(self) -> dict[str, int]: ...
+    def mention_counts(self) -> dict[int, int]: ...
+    def relation_labels(self) -> dict[str, int]: ...
+    def mentions_by_entity(self) -> dict[int, list[str]]: ...
+    def mentions_of(self, entity_ids: Sequence[int]) -> list[tuple[int, str]]: ...
+    def mention_tallies(self, entity_ids: Sequence[int]) -> list[tuple[int, str, int]]: ...
+    def relation_qualifiers(self, source: str) -> list[dict[str, Any]]: ...
+    def add_proposal(self, row: dict[str, Any]) -> int | None: ...
+    def proposal_rows(self, *, status: str | None = None,
+                      ids: Sequence[int] | None = None) -> list[tuple[Any, ...]]: ...
+    def set_proposal_status(self, proposal_id: int, status: str, decided: str) -> None: ...
+
+
 class GraphStore:
     """Read and write access to ``graph.db``."""
 
     def __init__(self, folder: str | Path) -> None:
-        self.path = Path(folder) / GRAPH_DB
+        self.folder = Path(folder)
+        self.path = self.folder / GRAPH_DB
+        self._proposals_ready = False
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -99,6 +182,21 @@ class GraphStore:
 
     def close(self) -> None:
         self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together, or none (nestable: the outer one counts)."""
+        with self.lock:
+            if self.db.in_transaction:
+                yield
+                return
+            self.db.execute("BEGIN")
+            try:
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     # -- writing -----------------------------------------------------------------------
 
@@ -179,6 +277,28 @@ class GraphStore:
                 self.db.execute("UPDATE entities SET type=? WHERE id=?", (kind, entity))
         cache[key] = entity
         return entity
+
+    def add_reviewed(self, triple: Reviewed) -> bool:
+        """Insert an approved triple (see :class:`Reviewed`); False when its subject and
+        object are not two distinct entities (nothing is written then)."""
+        cache: dict[str, int] = {}
+        with self.transaction():
+            subject = self._entity(triple.subject, triple.kind, cache)
+            obj = self._entity(triple.object, triple.kind, cache)
+            if subject is None or obj is None or subject == obj:
+                return False
+            self.db.execute(
+                "INSERT INTO relations (subject, relation, object, qualifiers, chunk_id, start, "
+                "end, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (subject, triple.relation, obj, json.dumps(triple.qualifiers), triple.chunk_id,
+                 triple.start, triple.end, triple.source))
+            for entity, (start, end) in ((subject, triple.subject_span),
+                                         (obj, triple.object_span)):
+                if self.db.execute("SELECT 1 FROM mentions WHERE entity=? AND chunk_id=?",
+                                   (entity, triple.chunk_id)).fetchone() is None:
+                    self.db.execute("INSERT INTO mentions VALUES (?, ?, ?, ?)",
+                                    (entity, triple.chunk_id, start, end))
+        return True
 
     def merge(self, merges: dict[int, int]) -> None:
         """Fold each entity ``drop`` into ``keep`` (``{drop: keep}``, ``keep`` never itself
@@ -323,3 +443,68 @@ class GraphStore:
                 "SELECT DISTINCT entity, chunk_id FROM mentions"):
             out.setdefault(entity, []).append(chunk_id)
         return out
+
+    def mentions_of(self, entity_ids: Sequence[int]) -> list[tuple[int, str]]:
+        """Distinct (entity id, chunk id) mentions of ``entity_ids``, by entity."""
+        out: list[tuple[int, str]] = []
+        for start in range(0, len(entity_ids), 900):
+            part = list(entity_ids[start : start + 900])
+            out += [(int(r[0]), r[1]) for r in self.db.execute(
+                "SELECT DISTINCT entity, chunk_id FROM mentions WHERE entity IN "
+                f"({','.join('?' * len(part))})", part)]
+        return out
+
+    def mention_tallies(self, entity_ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        """(entity id, chunk id, mentions) of ``entity_ids``, by entity and chunk id."""
+        out: list[tuple[int, str, int]] = []
+        for start in range(0, len(entity_ids), 900):
+            part = list(entity_ids[start : start + 900])
+            out += [(int(r[0]), r[1], int(r[2])) for r in self.db.execute(
+                "SELECT entity, chunk_id, count(*) FROM mentions WHERE entity IN "
+                f"({','.join('?' * len(part))}) GROUP BY entity, chunk_id", part)]
+        return out
+
+    def relation_qualifiers(self, source: str) -> list[dict[str, Any]]:
+        """The qualifiers of the relations from ``source``."""
+        return [json.loads(q) for (q,) in self.db.execute(
+            "SELECT qualifiers FROM relations WHERE source=?", (source,))]
+
+    # -- review proposals --------------------------------------------------------------
+
+    def _proposals(self) -> None:
+        if not self._proposals_ready:
+            with self.lock:
+                self.db.executescript(PROPOSALS_SCHEMA)
+            self._proposals_ready = True
+
+    def add_proposal(self, row: dict[str, Any]) -> int | None:
+        """Store a pending proposal (``row``: its columns but id, status and decided);
+        its id, or None when one with the same key exists."""
+        self._proposals()
+        names = [*PROPOSAL_COLUMNS[1:-3], "key", "created"]
+        with self.lock:
+            cursor = self.db.execute(
+                f"INSERT OR IGNORE INTO proposals ({', '.join(names)}) VALUES "
+                f"({', '.join('?' * len(names))})", [row[n] for n in names])
+        return int(cursor.lastrowid or 0) if cursor.rowcount else None
+
+    def proposal_rows(self, *, status: str | None = None,
+                      ids: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+        """Proposals (:data:`PROPOSAL_COLUMNS`) with ``status`` (by id) or ``ids``."""
+        self._proposals()
+        columns = ", ".join(PROPOSAL_COLUMNS)
+        if ids is None:
+            return list(self.db.execute(
+                f"SELECT {columns} FROM proposals WHERE status=? ORDER BY id", (status,)))
+        out: list[tuple[Any, ...]] = []
+        for start in range(0, len(ids), 900):
+            part = list(ids[start : start + 900])
+            out += self.db.execute(f"SELECT {columns} FROM proposals WHERE id IN "
+                                   f"({','.join('?' * len(part))})", part).fetchall()
+        return out
+
+    def set_proposal_status(self, proposal_id: int, status: str, decided: str) -> None:
+        self._proposals()
+        with self.lock:
+            self.db.execute("UPDATE proposals SET status=?, decided=? WHERE id=?",
+                            (status, decided, proposal_id))

@@ -1,17 +1,24 @@
-"""The optional approximate index of the embedded store's sentence vectors (faiss HNSW).
+"""The optional approximate index of the embedded store's sentence vectors (faiss IVF).
 
-One file, ``vectors/hnsw.faiss``: an ``IndexIDMap2`` over ``IndexHNSWFlat`` with the inner
-product (the vectors are unit length), labelled by **sentence id**. Sentence ids are never
-reused and a sentence's vector never changes, so the file stays meaningful when segments
-are compacted, rows die or new segments arrive: it only proposes candidates, and the store
-re-scores every candidate exactly from its own vectors, drops labels that are no longer live
-and searches the live rows the file does not hold (a build in progress) exactly. A missing,
-stale or damaged file can therefore cost speed or recall but never give a wrong score or a
-hidden chunk.
+One file, ``vectors/ivf.faiss``: an ``IndexIDMap2`` over ``IndexIVFFlat`` with the inner
+product (the vectors are unit length), labelled by **sentence id**. The vectors are
+clustered (k-means on a sample, ``nlist`` lists, about 2·√n); a search scans the ``nprobe``
+lists whose centroids are nearest to the query, exactly, and proposes its best candidates.
+On the scale bench's clustered corpus an inverted file reaches recall@10 0.98 where an HNSW
+graph (faiss, M 32, efSearch 800) stopped at 0.86, and it builds 15x faster (k-means and one
+assignment per vector instead of a graph search per insertion).
 
-The file is written to a temporary name and renamed; the manifest records its size and
-count (``manifest["ann"]``), and a file that does not match the record (an interrupted
-build, a partial copy) is ignored until the next build rebuilds it.
+Sentence ids are never reused and a sentence's vector never changes, so the file stays
+meaningful when segments are compacted, rows die or new segments arrive: it only proposes
+candidates, and the store re-scores every candidate exactly from its own vectors, drops
+labels that are no longer live and searches the live rows the file does not hold (a build
+in progress) exactly. A missing, stale or damaged file can therefore cost speed or recall
+but never give a wrong score or a hidden chunk.
+
+The file is written to a temporary name and renamed; the manifest records its kind, size
+and count (``manifest["ann"]``), and a file that does not match the record (an interrupted
+build, a partial copy, the HNSW file of earlier versions) is ignored until the next build
+rebuilds it.
 
 ``faiss`` is imported lazily (the ``ann`` extra, ``faiss-cpu``); without it searches are
 exact and a warning is logged once.
@@ -20,6 +27,7 @@ exact and a warning is logged once.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +37,15 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-FILE = "hnsw.faiss"
+FILE = "ivf.faiss"
+LEGACY_FILES = ("hnsw.faiss",)  # approximate indexes of earlier versions, removed at a build
+KIND = "ivf-flat"
 ADD_BATCH = 65_536  # rows copied out of the memory-mapped segments per faiss add
+TRAIN_PER_LIST = 40  # k-means sample: vectors per list (faiss asks for at least 39)
+TRAIN_ITERATIONS = 10
+MIN_LISTS = 16
+PROBE_SHARE = 0.08  # lists scanned per search unless configured: recall@10 0.98 at 393k
+MIN_PROBES = 8
 _warned = False  # a warning about a missing faiss was logged
 
 
@@ -42,7 +57,7 @@ def load_faiss() -> Any | None:
     except ImportError:
         if not _warned:
             _warned = True
-            log.warning("an HNSW index is configured but faiss is not installed "
+            log.warning("an approximate index is configured but faiss is not installed "
                         "(pip install 'sleuth-rag[ann]'); semantic search stays exact")
         return None
     return faiss
@@ -50,24 +65,37 @@ def load_faiss() -> Any | None:
 
 @dataclass(frozen=True)
 class AnnIndex:
-    """A loaded HNSW index: the faiss object and the sentence ids it holds."""
+    """A loaded inverted-file index: the faiss object and the sentence ids it holds."""
 
-    index: Any  # faiss.IndexIDMap2 over faiss.IndexHNSWFlat
+    index: Any  # faiss.IndexIDMap2 over faiss.IndexIVFFlat
     labels: np.ndarray  # sentence id per faiss row, in insertion order
-    m: int  # the graph degree it was built with
+    trained_on: int  # live sentences when its lists were trained (it is retrained later)
 
     @property
     def size(self) -> int:
         return len(self.labels)
 
-    def search(self, query: np.ndarray, k: int, allowed: Any | None = None) -> np.ndarray:
-        """Labels (sentence ids) of about the ``k`` nearest vectors (search breadth efSearch
-        ``k``), best first; only those in the faiss selector ``allowed`` when one is given."""
+    @property
+    def nlist(self) -> int:
+        return int(self.ivf.nlist)
+
+    @property
+    def ivf(self) -> Any:
+        faiss = load_faiss()
+        assert faiss is not None  # an AnnIndex exists only where faiss does
+        return faiss.extract_index_ivf(self.index)
+
+    def search(self, query: np.ndarray, k: int, nprobe: int | None = None,
+               allowed: Any | None = None) -> np.ndarray:
+        """Labels (sentence ids) of the ``k`` nearest vectors in the ``nprobe`` lists nearest
+        to ``query`` (default: PROBE_SHARE of the lists), best first; only those in the faiss
+        selector ``allowed`` when one is given."""
         faiss = load_faiss()
         if faiss is None or not self.size:
             return np.zeros(0, dtype=np.int64)
+        probes = nprobe or max(MIN_PROBES, round(PROBE_SHARE * self.nlist))
         # a fresh parameter object per call: faiss swaps its selector while searching
-        params = faiss.SearchParametersHNSW(efSearch=k, sel=allowed)
+        params = faiss.SearchParametersIVF(nprobe=min(probes, self.nlist), sel=allowed)
         _, labels = self.index.search(query.reshape(1, -1), min(k, self.size), params=params)
         found: np.ndarray = labels[0]
         return found[found >= 0]
@@ -80,7 +108,14 @@ class AnnIndex:
             part = rows[start : start + ADD_BATCH]
             self.index.add_with_ids(gather(matrices, offsets, part),
                                     np.ascontiguousarray(labels[start : start + ADD_BATCH]))
-        return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.m)
+        return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.trained_on)
+
+
+def lists_for(n: int, nlist: int | None = None) -> int:
+    """The number of lists for ``n`` vectors: ``nlist`` or about 2·√n (at least MIN_LISTS),
+    and never more than k-means can train on ``n`` (TRAIN_PER_LIST vectors per list)."""
+    wanted = nlist or max(MIN_LISTS, round(2 * math.sqrt(n)))
+    return max(1, min(wanted, n // TRAIN_PER_LIST))
 
 
 def gather(matrices: list[np.ndarray], offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -93,19 +128,32 @@ def gather(matrices: list[np.ndarray], offsets: np.ndarray, rows: np.ndarray) ->
                                 else np.zeros((0, dim), dtype=np.float32))
 
 
-def new(dim: int, m: int) -> AnnIndex | None:
-    """An empty index (None without faiss)."""
+def new(matrices: list[np.ndarray], rows: np.ndarray, nlist: int | None = None,
+        seed: int = 0) -> AnnIndex | None:
+    """An empty index whose ``nlist`` lists (default :func:`lists_for`) are trained by
+    k-means on a sample of the vector ``rows`` (global row numbers over ``matrices``); None
+    without faiss."""
     faiss = load_faiss()
     if faiss is None:
         return None
-    inner = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
-    return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), m)
+    dim = int(matrices[0].shape[1])
+    lists = lists_for(len(rows), nlist)
+    take = min(len(rows), lists * TRAIN_PER_LIST)
+    sample = np.sort(np.random.default_rng(seed).choice(rows, take, replace=False))
+    offsets = np.cumsum([0] + [len(m) for m in matrices])
+    inner = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+    inner.cp.niter = TRAIN_ITERATIONS
+    inner.cp.max_points_per_centroid = TRAIN_PER_LIST
+    inner.cp.seed = seed
+    inner.train(gather(matrices, offsets, sample))
+    return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), len(rows))
 
 
 def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | None:
     """The index at ``path`` when it matches the manifest ``record`` and ``dim``; None when
-    it is missing, damaged, stale or faiss is not installed."""
-    if not record or not path.is_file() or path.stat().st_size != record.get("bytes"):
+    it is missing, damaged, stale, of another kind or faiss is not installed."""
+    if not record or record.get("kind") != KIND or not path.is_file() \
+            or path.stat().st_size != record.get("bytes"):
         return None
     faiss = load_faiss()
     if faiss is None:
@@ -113,14 +161,14 @@ def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | N
     try:
         index = faiss.read_index(str(path))
     except (RuntimeError, OSError) as exc:  # faiss raises RuntimeError on a bad file
-        log.warning("ignoring the damaged HNSW index %s (%s); searches are exact until the "
-                    "next build", path, exc)
+        log.warning("ignoring the damaged approximate index %s (%s); searches are exact "
+                    "until the next build", path, exc)
         return None
     if index.d != dim or index.ntotal != record.get("sentences") \
             or not hasattr(index, "id_map"):
         return None
     return AnnIndex(index, faiss.vector_to_array(index.id_map).astype(np.int64),
-                    int(record.get("m") or 0))
+                    int(record.get("trained_on") or 0))
 
 
 def write(ann: AnnIndex, path: Path) -> dict[str, Any]:
@@ -130,8 +178,8 @@ def write(ann: AnnIndex, path: Path) -> dict[str, Any]:
     tmp = path.with_name(path.name + ".tmp")
     faiss.write_index(ann.index, str(tmp))
     tmp.replace(path)
-    return {"file": f"vectors/{path.name}", "sentences": ann.size, "m": ann.m,
-            "bytes": path.stat().st_size}
+    return {"file": f"vectors/{path.name}", "kind": KIND, "sentences": ann.size,
+            "nlist": ann.nlist, "trained_on": ann.trained_on, "bytes": path.stat().st_size}
 
 
 def bitmap_selector(labels: np.ndarray) -> Any | None:

@@ -6,7 +6,7 @@ Layout of an index folder::
     sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters,
                          and an FTS5 index of chunk tokens (the keyword candidates and counts)
     vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy row ids
-    vectors/hnsw.faiss   optional HNSW index of the sentence vectors (see store/ann.py)
+    vectors/ann.faiss   optional HNSW index of the sentence vectors (see store/ann.py)
 
 Crash safety: rows, keyword postings and the vector-segment registry change in one SQLite
 transaction per batch; row ids are reserved (and committed) before anything refers to them,
@@ -27,11 +27,12 @@ access until the next write), and every read drops invisible rows before ranking
 scores, the semantic score vector, BM25 (whose N, document frequencies and average length
 are then counted over the visible chunks only), titles, summaries, spans and reads.
 
-Semantic search is exact (every live vector scored) unless an HNSW index exists: built by
-``finish_build`` per :class:`~sleuth.settings.VectorSettings` (from 200k sentence vectors by
-default), it proposes candidate sentences that are re-scored exactly and ranked like the
-exact path. Restrictions (access, ``doc_ids``) that leave under a fifth of the rows are
-searched exactly over those rows; wider ones filter inside the HNSW search and again after.
+Semantic search is exact (every live vector scored) unless an approximate index exists (a
+faiss inverted file, :mod:`sleuth.store.ann`): built by ``finish_build`` per
+:class:`~sleuth.settings.VectorSettings` (from 200k sentence vectors by default), it proposes
+candidate sentences that are re-scored exactly and ranked like the exact path. Restrictions
+(access, ``doc_ids``) that leave under a fifth of the rows are searched exactly over those
+rows; wider ones filter inside the approximate search and again after.
 
 Migration: format 1 (no collections, groups or word counts) is upgraded in place on open.
 """
@@ -55,7 +56,7 @@ from sleuth._version import __version__
 from sleuth.access import Access, decode_groups, encode_groups, restricted
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
-from sleuth.store import ann as hnsw
+from sleuth.store import ann
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     FORMAT_VERSION,
@@ -77,8 +78,9 @@ MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
 MAX_EXPANSION = 5000  # substring terms per keyword token before falling back to a scan
 MAX_BM25_WITHIN = 5000  # chunks scored by a document-restricted BM25
 EXACT_SHARE = 0.2  # restrictions leaving fewer rows than this share are searched exactly
-MAX_CANDIDATES = 5000  # HNSW candidates asked for before a search settles exactly
-REBUILD_DEAD = 0.2  # share of dead sentences in the HNSW index that triggers a rebuild
+MAX_CANDIDATES = 5000  # approximate candidates asked for before a search settles exactly
+REBUILD_DEAD = 0.2  # share of dead sentences in the approximate index that triggers a rebuild
+RETRAIN_GROWTH = 4.0  # live sentences / sentences its lists were trained on: retrain above
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
@@ -106,17 +108,17 @@ CREATE TABLE IF NOT EXISTS summaries (
 
 class _Vectors:
     """Live sentence vectors, loaded lazily: memory-mapped segments + row → chunk mapping,
-    and the HNSW index when one is in use."""
+    and the approximate index when one is in use."""
 
     def __init__(self, matrices: list[np.ndarray], chunk_of: np.ndarray,
-                 sentence_of: np.ndarray, ann: hnsw.AnnIndex | None = None) -> None:
+                 sentence_of: np.ndarray, ann: ann.AnnIndex | None = None) -> None:
         self.matrices = matrices
         self.offsets = np.cumsum([0] + [len(m) for m in matrices])  # first row per segment
         self.chunk_of = chunk_of  # chunk rowid per vector row, -1 when dead
         self.sentence_of = sentence_of  # sentence id per vector row
         self.masks: dict[str, np.ndarray] = {}  # access key → rows of visible chunks
         self.ann = ann
-        # live rows the HNSW index does not hold (written since the last build): scored exactly
+        # live rows the approximate index lacks (written since the last build): scored exactly
         self.tail = np.zeros(0, dtype=np.int64) if ann is None else np.flatnonzero(
             (chunk_of >= 0) & ~np.isin(sentence_of, ann.labels))
         self.filters: dict[str, tuple[np.ndarray, Any]] = {}  # access key → rows, selector
@@ -150,7 +152,7 @@ class _Vectors:
         """Exact ranking of the sorted live ``rows`` alone (rows as global row numbers)."""
         if not len(rows):
             return []
-        scores = hnsw.gather(self.matrices, self.offsets, rows) @ query
+        scores = ann.gather(self.matrices, self.offsets, rows) @ query
         return [(key, score, [int(rows[r]) for r in found]) for key, score, found
                 in top_chunks_by_best_sentence(scores, self.chunk_of[rows], top_k)]
 
@@ -158,6 +160,22 @@ class _Vectors:
     def by_sentence(self) -> np.ndarray:
         """Rows in sentence id order."""
         return np.argsort(self.sentence_of, kind="stable")
+
+    @cached_property
+    def by_chunk(self) -> np.ndarray:
+        """Rows in chunk order."""
+        return np.argsort(self.chunk_of, kind="stable")
+
+    def with_siblings(self, rows: np.ndarray) -> np.ndarray:
+        """Every live row of the chunks of ``rows`` (sorted): a chunk found by one sentence
+        is scored by its best one."""
+        keys = np.unique(self.chunk_of[rows])
+        keys = keys[keys >= 0]
+        ordered = self.chunk_of[self.by_chunk]
+        lo = np.searchsorted(ordered, keys, side="left")
+        counts = np.searchsorted(ordered, keys, side="right") - lo
+        starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
+        return np.unique(self.by_chunk[starts + np.arange(int(counts.sum()))])
 
     def rows_of(self, sentence_ids: np.ndarray) -> np.ndarray:
         """The live rows holding ``sentence_ids`` (sorted); ids no longer stored are dropped."""
@@ -176,7 +194,7 @@ class _Vectors:
         rows = np.flatnonzero(allowed & (self.chunk_of >= 0))
         selector = None
         if len(rows) >= EXACT_SHARE * len(self.chunk_of):  # few rows are searched exactly
-            selector = hnsw.bitmap_selector(self.sentence_of[rows])
+            selector = ann.bitmap_selector(self.sentence_of[rows])
         if key is not None:
             self.filters[key] = (rows, selector)
         return rows, selector
@@ -227,7 +245,7 @@ class LocalStore:
         self._vectors: _Vectors | None = None
         self._visible: dict[str, _Visible] = {}
         self._vector_settings = VectorSettings()
-        self._ann: tuple[tuple[int, int], hnsw.AnnIndex | None] | None = None  # file stamp
+        self._ann: tuple[tuple[int, int], ann.AnnIndex | None] | None = None  # file stamp
         if self.manifest.get("format_version") == 1:
             self._migrate_from_1()
 
@@ -331,7 +349,8 @@ class LocalStore:
         return visible
 
     def configure_ann(self, settings: VectorSettings) -> None:
-        """Use ``settings`` for the HNSW index: whether searches use it, how builds make it."""
+        """Use ``settings`` for the approximate index: whether searches use it, how builds
+        make it."""
         self._vector_settings = settings
         self._vectors = None
 
@@ -389,7 +408,7 @@ class LocalStore:
         """Vectors, their sentence ids and their chunk rowids, one row per sentence."""
         folder = self.root / "vectors"
         folder.mkdir(exist_ok=True)
-        for name, array in ((f"seg-{seg}.npy", matrix.astype(np.float32)),
+        for name, array in ((f"seg-{seg}.npy", np.asarray(matrix, dtype=np.float32)),
                             (f"seg-{seg}.ids.npy", ids), (f"seg-{seg}.chunks.npy", chunks)):
             tmp = folder / (name + ".tmp")
             with tmp.open("wb") as fh:
@@ -466,7 +485,9 @@ class LocalStore:
             return
         vectors = self._load_vectors()
         keep = vectors.chunk_of >= 0
-        matrix = np.concatenate([np.asarray(m) for m in vectors.matrices])[keep] if segs else None
+        matrix = np.concatenate([np.asarray(m) for m in vectors.matrices]) if segs else None
+        if matrix is not None and not keep.all():  # (a copy: spared when nothing is dead)
+            matrix = matrix[keep]
         ids = vectors.sentence_of[keep]
         new = self._reserve("segment", 1)
         if matrix is not None and len(ids):
@@ -481,13 +502,17 @@ class LocalStore:
         self._remove_orphan_segments({new} if len(ids) else set())
 
     def _update_ann(self) -> None:
-        """Bring the HNSW index in line with the live rows and the settings: drop it where it
-        is not wanted, rebuild it when missing, unreadable, of another M or too full of dead
-        sentences, else add the live rows it lacks. It is built on a fresh copy read from
-        disk, so searches in flight keep the loaded one."""
+        """Bring the approximate index in line with the live rows and the settings: drop it
+        where it is not wanted; rebuild it (lists trained anew) when missing, unreadable,
+        of another ``nlist``, too full of dead sentences or trained on far fewer sentences
+        than are live; else add the live rows it lacks. It is built on a fresh copy read
+        from disk, so searches in flight keep the loaded one."""
         settings = self._vector_settings
-        path = self.root / "vectors" / hnsw.FILE
+        folder = self.root / "vectors"
+        path = folder / ann.FILE
         path.with_name(path.name + ".tmp").unlink(missing_ok=True)  # an interrupted write
+        for legacy in ann.LEGACY_FILES:
+            (folder / legacy).unlink(missing_ok=True)
         vectors = self._load_vectors()
         live = vectors.chunk_of >= 0
         n_live = int(live.sum())
@@ -500,22 +525,25 @@ class LocalStore:
                 self._ann, self._vectors = None, None
             return
         dim = int(vectors.matrices[0].shape[1])
-        current = hnsw.read(path, self.manifest.get("ann"), dim)
-        if current is not None and (current.m != settings.hnsw_m or int(np.isin(
-                current.labels, vectors.sentence_of[live], invert=True).sum())
+        current = ann.read(path, self.manifest.get("ann"), dim)
+        if current is not None and (
+                (settings.nlist is not None
+                 and current.nlist != ann.lists_for(current.trained_on, settings.nlist))
+                or n_live > RETRAIN_GROWTH * current.trained_on
+                or int(np.isin(current.labels, vectors.sentence_of[live], invert=True).sum())
                 > REBUILD_DEAD * current.size):
             current = None
         if current is None:
-            current = hnsw.new(dim, settings.hnsw_m)
+            rows = np.flatnonzero(live)
+            current = ann.new(vectors.matrices, rows, settings.nlist)
             if current is None:  # faiss is missing (logged): searches stay exact
                 return
-            rows = np.flatnonzero(live)
         else:
             rows = np.flatnonzero(live & ~np.isin(vectors.sentence_of, current.labels))
             if not len(rows):
                 return
         current = current.add(vectors.matrices, rows, vectors.sentence_of[rows])
-        self.manifest["ann"] = {**hnsw.write(current, path), "built": now()}
+        self.manifest["ann"] = {**ann.write(current, path), "built": now()}
         self._save_manifest()
         stat = path.stat()
         self._ann, self._vectors = ((stat.st_mtime_ns, stat.st_size), current), None
@@ -550,12 +578,13 @@ class LocalStore:
         self._vectors = _Vectors(matrices, chunk_of, ids, ann)
         return self._vectors
 
-    def _load_ann(self, dim: int) -> hnsw.AnnIndex | None:
-        """The HNSW index on disk (read once per file version), checked against the manifest
-        on disk (another process may have built it); None when off, missing or unusable."""
+    def _load_ann(self, dim: int) -> ann.AnnIndex | None:
+        """The approximate index on disk (read once per file version), checked against the
+        manifest on disk (another process may have built it); None when off, missing or
+        unusable."""
         if self._vector_settings.ann == "off":
             return None
-        path = self.root / "vectors" / hnsw.FILE
+        path = self.root / "vectors" / ann.FILE
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -563,7 +592,7 @@ class LocalStore:
         stamp = (stat.st_mtime_ns, stat.st_size)
         if self._ann is None or self._ann[0] != stamp:
             record = _read_json(self.root / MANIFEST).get("ann")
-            self._ann = (stamp, hnsw.read(path, record, dim))
+            self._ann = (stamp, ann.read(path, record, dim))
         return self._ann[1]
 
     def semantic_search(self, query: np.ndarray, top_k: int,
@@ -608,11 +637,13 @@ class LocalStore:
         in_docs = np.isin(vectors.chunk_of, doc_rows)
         return None, (in_docs if mask is None else in_docs & mask)
 
-    def _approximate(self, vectors: _Vectors, ann: hnsw.AnnIndex, query: np.ndarray,
+    def _approximate(self, vectors: _Vectors, approx: ann.AnnIndex, query: np.ndarray,
                      top_k: int, key: str | None,
                      allowed: np.ndarray | None) -> list[tuple[int, float, list[int]]]:
-        """The exact ranking of HNSW candidates (plus the rows it lacks), asking for more
-        until they span ``top_k`` chunks; restrictions to few rows are searched exactly."""
+        """The exact ranking of the chunks of approximate candidates (every sentence of a
+        candidate's chunk scored, so a hit's score is exact; plus the rows the index lacks),
+        asking for more until they span ``top_k`` chunks; restrictions to few rows are
+        searched exactly."""
         selector = None
         if allowed is not None:
             rows, selector = vectors.filtered(key, allowed)
@@ -620,14 +651,15 @@ class LocalStore:
                 return vectors.ranked_among(rows, query, top_k)
         k = max(top_k * 16, self._vector_settings.ef_search)
         while k <= MAX_CANDIDATES:
-            found = vectors.rows_of(ann.search(query, k, selector))
-            rows = np.union1d(found, vectors.tail)
+            found = vectors.rows_of(approx.search(query, k, self._vector_settings.nprobe,
+                                                              selector))
+            rows = vectors.with_siblings(np.union1d(found, vectors.tail))
             if allowed is not None:  # the selector filtered already: belt and braces
                 rows = rows[allowed[rows]]
             ranked = vectors.ranked_among(rows, query, top_k)
             if len(ranked) >= top_k:
                 return ranked
-            if k >= ann.size:
+            if k >= approx.size:
                 break
             k *= 4
         # fewer than top_k chunks among the candidates: only an exact scan can say why

@@ -28,7 +28,8 @@ exactly in the chunk text, so the result equals :func:`keyword.brute_force`. Tok
 stored cut to ``MAX_TOKEN_CHARS`` (a GIN key must fit in a page); chunks holding a longer
 token are flagged ``has_long`` and always rescored for substrings.
 
-Semantic search walks the HNSW index (``ef_search`` at least ``EF_SEARCH``), growing the
+Semantic search walks the HNSW index (``ef_search`` from ``vectors.ef_search``, at most
+pgvector's 1,000; the index is built with pgvector's m 16, ef_construction 64), growing the
 candidate pool until it holds ``top_k`` distinct chunks; searches within documents, and
 restricted ones the index cannot fill, are exact scans of the visible sentences. A build
 into an index of fewer than ``DEFER_INDEX_ROWS`` sentences drops the HNSW index and builds
@@ -45,6 +46,7 @@ import math
 import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -60,6 +62,7 @@ from psycopg_pool import ConnectionPool
 from sleuth._version import __version__
 from sleuth.access import Access, restricted
 from sleuth.errors import IndexNotFound, StoreError
+from sleuth.settings import VectorSettings
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     PreparedDocument,
@@ -77,13 +80,13 @@ from sleuth.types import Chunk, Document, Hit, Sentence
 DEFAULT_SCHEMA = "sleuth"
 MAX_TOKEN_CHARS = 256  # stored tokens are cut to this length (GIN keys must fit a page)
 MAX_EXPANSION = 5000  # vocabulary terms per substring token before falling back to a scan
-EF_SEARCH = 200  # HNSW candidate list of a semantic search (pgvector's default is 40)
+EF_SEARCH = 800  # HNSW candidate list of a semantic search unless configured (pgvector: 40)
 EF_MAX = 1000  # pgvector's largest ef_search: larger pools are exact scans
 PER_CHUNK = 3  # snippets of a semantic hit: the chunk's best sentences
 POOL_SIZE = 8  # connections shared by concurrent readers and writers
 PAGE = 500  # chunks per query of iter_chunks
 DEFER_INDEX_ROWS = 100_000  # below this many sentences a build rebuilds the HNSW index
-BUILD_MEMORY = "512MB"  # maintenance_work_mem of an HNSW build (slow once it overflows)
+BUILD_MEMORY = "1GB"  # maintenance_work_mem of an HNSW build unless configured
 K1, B = 1.2, 0.75  # BM25 parameters
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -172,6 +175,7 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot connect to {_redacted(location)}: "
                              f"{str(exc).strip()}") from None
+        self._ef_search, self._build_memory = EF_SEARCH, BUILD_MEMORY
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             self.conninfo, min_size=1, max_size=POOL_SIZE, configure=self._configure,
             open=True, name=f"sleuth-{self.schema}")
@@ -225,6 +229,12 @@ class PostgresStore:
         conn.adapters.register_loader(info.oid, _VectorLoader)
         conn.adapters.register_loader(info.oid, _VectorTextLoader)
         conn.commit()
+
+    def configure_ann(self, settings: VectorSettings) -> None:
+        """Use ``settings.ef_search`` (at most pgvector's 1,000) for HNSW searches and
+        ``settings.build_memory`` for building the index."""
+        self._ef_search = min(settings.ef_search, EF_MAX)
+        self._build_memory = settings.build_memory
 
     def _save_manifest(self) -> None:
         with self._pool.connection() as conn:
@@ -280,7 +290,8 @@ class PostgresStore:
         """(Re)build the HNSW index where it was dropped, refresh the planner's statistics
         and mark the index consistent."""
         with self._pool.connection() as conn:
-            conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                         (self._build_memory,))
             conn.execute(HNSW_INDEX)
             # merge the GIN index's pending list: left unmerged, the planner costs the index
             # above a sequential scan and keyword search reads every chunk
@@ -485,7 +496,7 @@ class PostgresStore:
             f"sentences s JOIN {VISIBLE_CHUNKS} ON c.id = s.chunk"
         if not exact:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
-                         (str(max(EF_SEARCH, limit)),))
+                         (str(max(self._ef_search, limit)),))
         rows = conn.execute(
             f'SELECT s.chunk, -(s.embedding <#> %b), s.start, s."end" FROM {source} '
             f"WHERE {where} ORDER BY {order} LIMIT %s",
@@ -625,6 +636,10 @@ class PostgresStore:
 
     def _dim(self) -> int:
         return int((self.manifest.get("embedder") or {}).get("dim") or 0)
+
+    def connection(self) -> AbstractContextManager[Connection]:
+        """A pooled connection, its search path on the index schema (side tables: sessions)."""
+        return self._pool.connection()
 
     def close(self) -> None:
         self._pool.close()
