@@ -132,7 +132,7 @@ def test_ann_results_equal_exact(built: Path, exact: Index,
     assert (built / "vectors" / ann.FILE).is_file()
     with _open(built) as index:
         assert manifest["ann"]["sentences"] == index.stats().sentences
-        assert manifest["ann"]["kind"] == "ivf-flat" and 8 <= manifest["ann"]["nlist"] <= 100
+        assert manifest["ann"]["kind"] == "ivf-sq8" and 8 <= manifest["ann"]["nlist"] <= 100
         assert index.store._load_vectors().ann is not None  # type: ignore[attr-defined]
         a_docs = sorted(d for d in index.document_titles() if d.startswith("a:"))
         for query in _queries(records):
@@ -254,7 +254,7 @@ def test_earlier_hnsw_file_is_ignored_then_replaced(copy: Path, exact: Index,
         index.store.finish_build()
         assert index.store._load_vectors().ann is not None  # type: ignore[attr-defined]
     assert not (copy / "vectors" / "hnsw.faiss").exists()
-    assert json.loads((copy / "manifest.json").read_text())["ann"]["kind"] == "ivf-flat"
+    assert json.loads((copy / "manifest.json").read_text())["ann"]["kind"] == "ivf-sq8"
 
 
 def test_auto_below_threshold_and_off_remove_the_file(copy: Path) -> None:

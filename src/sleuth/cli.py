@@ -193,7 +193,8 @@ def search() -> None:
 
 _session_option = click.option(
     "--session", "session_id", default="cli", show_default=True,
-    help="Session whose reference ids are used and extended (kept in the index folder).")
+    help="Session whose reference ids are used and extended (kept with the index: its "
+         "folder, or the sessions table of a PostgreSQL index).")
 
 
 def _run_session_tool(name: str, arguments: dict[str, Any], session_id: str,
@@ -390,8 +391,9 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
              model: str | None, base_url: str | None, show_steps: bool, verify: bool | None,
              index_dir: str | None, as_json: bool, config: str | None) -> None:
     """Talk with the agent over several questions. Follow-ups see what earlier turns
-    retrieved (reference ids stay valid); the session is saved in the index folder after
-    every answer and resumed with --session ID. Type /exit (or Ctrl-D) to leave."""
+    retrieved (reference ids stay valid); the session is saved with the index (its folder,
+    or a PostgreSQL index's sessions table) after every answer and resumed with --session
+    ID. Type /exit (or Ctrl-D) to leave."""
     from sleuth.index import Index
     from sleuth.session import Session
 

@@ -90,11 +90,16 @@ class VectorSettings(BaseModel):
         800, ge=1, description="Candidate sentences re-scored exactly per search (at least 16 "
         "per hit asked for); in PostgreSQL the HNSW search breadth (hnsw.ef_search)")
     nprobe: int | None = Field(
-        None, ge=1, description="Inverted lists scanned per search (default: 8% of nlist, at "
+        None, ge=1, description="Inverted lists scanned per search (default: 6% of nlist, at "
         "least 8); more: higher recall, slower")
     nlist: int | None = Field(
         None, ge=1, description="Inverted lists (k-means clusters) of the approximate index "
         "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
+    blas_threads: int | None = Field(
+        1, ge=1, description="Threads of the OpenBLAS that numpy (and faiss) use, set for "
+        "the whole process when an embedded index opens: scoring is many small products, "
+        "and idle BLAS threads spinning after each one slowed approximate search 1.7x and "
+        "concurrent searches far more; null leaves OpenBLAS's default")
     build_memory: str = Field(
         "1GB", pattern=r"^[0-9]+(kB|MB|GB|TB)$", description="PostgreSQL store: "
         "maintenance_work_mem of its HNSW index build (about 2 kB per 384-d sentence: 8GB "

@@ -162,6 +162,18 @@ class _Vectors:
         return np.argsort(self.sentence_of, kind="stable")
 
     @cached_property
+    def sorted_sentences(self) -> np.ndarray:
+        """Sentence ids in order (``sentence_of[by_sentence]``)."""
+        ordered: np.ndarray = self.sentence_of[self.by_sentence]
+        return ordered
+
+    @cached_property
+    def sorted_chunks(self) -> np.ndarray:
+        """Chunk rowids in order (``chunk_of[by_chunk]``)."""
+        ordered: np.ndarray = self.chunk_of[self.by_chunk]
+        return ordered
+
+    @cached_property
     def by_chunk(self) -> np.ndarray:
         """Rows in chunk order."""
         return np.argsort(self.chunk_of, kind="stable")
@@ -171,7 +183,7 @@ class _Vectors:
         is scored by its best one."""
         keys = np.unique(self.chunk_of[rows])
         keys = keys[keys >= 0]
-        ordered = self.chunk_of[self.by_chunk]
+        ordered = self.sorted_chunks
         lo = np.searchsorted(ordered, keys, side="left")
         counts = np.searchsorted(ordered, keys, side="right") - lo
         starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
@@ -179,7 +191,7 @@ class _Vectors:
 
     def rows_of(self, sentence_ids: np.ndarray) -> np.ndarray:
         """The live rows holding ``sentence_ids`` (sorted); ids no longer stored are dropped."""
-        ordered = self.sentence_of[self.by_sentence]
+        ordered = self.sorted_sentences
         if not len(ordered):
             return np.zeros(0, dtype=np.int64)
         at = np.minimum(np.searchsorted(ordered, sentence_ids), len(ordered) - 1)
@@ -353,6 +365,7 @@ class LocalStore:
         make it."""
         self._vector_settings = settings
         self._vectors = None
+        limit_blas_threads(settings.blas_threads)
 
     def begin_build(self) -> None:
         self.manifest["build"] = {"state": "building", "started": now()}
@@ -1012,6 +1025,18 @@ class LocalStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def limit_blas_threads(threads: int | None) -> None:
+    """Let OpenBLAS (numpy's, faiss's) use at most ``threads`` threads in this process
+    (threadpoolctl; other BLAS libraries, such as torch's, are left alone)."""
+    if threads is None:
+        return
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - a dependency; the default stays
+        return
+    ThreadpoolController().select(internal_api="openblas").limit(limits=threads)
 
 
 def _batches(items: Sequence[Any], size: int = 900) -> Iterator[list[Any]]:
