@@ -46,7 +46,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -1027,9 +1027,10 @@ class LocalStore:
         self.db.close()
 
 
+@cache
 def limit_blas_threads(threads: int | None) -> None:
     """Let OpenBLAS (numpy's, faiss's) use at most ``threads`` threads in this process
-    (threadpoolctl; other BLAS libraries, such as torch's, are left alone)."""
+    (threadpoolctl; other BLAS libraries, such as torch's, are left alone); once per value."""
     if threads is None:
         return
     try:
