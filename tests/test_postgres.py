@@ -25,7 +25,7 @@ from sleuth.embed import BatchCallback, Embedder, load_embedder  # noqa: E402
 from sleuth.errors import IndexNotFound, StoreError  # noqa: E402
 from sleuth.ingest import chunk_document  # noqa: E402
 from sleuth.quickstart import sample_path  # noqa: E402
-from sleuth.settings import ChunkSettings  # noqa: E402
+from sleuth.settings import ChunkSettings, VectorSettings  # noqa: E402
 from sleuth.store import keyword as kw  # noqa: E402
 from sleuth.store.base import PreparedDocument, Store, open_store  # noqa: E402
 from sleuth.store.copy import copy_store  # noqa: E402
@@ -403,3 +403,25 @@ def test_cli_indexes_into_postgres_and_copies_a_folder_there(
     added = sleuth("index", str(sample_path()), "--store", url(server, "cli_index"), "--json")
     assert added.code == 0, added.err
     assert added.json()["added"] == 3
+
+
+def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder,
+                                             indexes: tuple[Index, Index]) -> None:
+    base = settings()
+    tuned = base.model_copy(update={"vectors": base.vectors.model_copy(
+        update={"hnsw_m": 8, "hnsw_ef_construction": 40})})
+    pg = Index.open(url(server, "hnsw_tuned"), settings=tuned, create=True, embedder=embedder)
+    try:
+        pg.add([sample_path()])
+        assert isinstance(pg.store, PostgresStore)
+        with pg.store.connection() as conn:
+            options = conn.execute(
+                "SELECT reloptions FROM pg_class WHERE oid = 'sentences_embedding'::regclass"
+            ).fetchone()
+        assert options is not None and sorted(options[0]) == ["ef_construction=40", "m=8"]
+        assert key(pg.semantic_search("weak bones", 3)) == \
+            key(indexes[1].semantic_search("weak bones", 3))
+    finally:
+        pg.close()
+    with pytest.raises(ValueError, match="at least 2 x vectors.hnsw_m"):
+        VectorSettings(hnsw_m=32, hnsw_ef_construction=40)

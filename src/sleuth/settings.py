@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sleuth.errors import ConfigError
@@ -77,8 +77,8 @@ class ChunkSettings(BaseModel):
 class VectorSettings(BaseModel):
     """Sentence-vector search of the embedded index: exact, or candidates from an inverted
     file (faiss IVF, the ``ann`` extra) re-scored exactly, for large indexes. A PostgreSQL
-    index always has its pgvector HNSW index and uses ``ef_search`` (at most 1,000) and
-    ``build_memory`` only."""
+    index always has its pgvector HNSW index and uses ``ef_search`` (at most 1,000),
+    ``build_memory``, ``hnsw_m`` and ``hnsw_ef_construction`` only."""
 
     ann: Literal["auto", "on", "off"] = Field(
         "auto", description="'auto': build and use the approximate index once the index "
@@ -104,6 +104,20 @@ class VectorSettings(BaseModel):
         "1GB", pattern=r"^[0-9]+(kB|MB|GB|TB)$", description="PostgreSQL store: "
         "maintenance_work_mem of its HNSW index build (about 2 kB per 384-d sentence: 8GB "
         "for 4M sentences); an index that does not fit builds several times slower")
+    hnsw_m: int = Field(
+        16, ge=2, le=100, description="PostgreSQL store: links per node of the HNSW index "
+        "(pgvector's m); more: higher recall, a slower build and a bigger index. Applies "
+        "when the index is built (see docs/postgres.md to rebuild an existing one)")
+    hnsw_ef_construction: int = Field(
+        64, ge=4, le=1000, description="PostgreSQL store: candidate list of the HNSW build "
+        "(pgvector's ef_construction, at least 2 x hnsw_m); more: higher recall, slower build")
+
+    @model_validator(mode="after")
+    def _hnsw_pair(self) -> VectorSettings:
+        if self.hnsw_ef_construction < 2 * self.hnsw_m:
+            raise ValueError(f"vectors.hnsw_ef_construction ({self.hnsw_ef_construction}) "
+                             f"must be at least 2 x vectors.hnsw_m ({2 * self.hnsw_m})")
+        return self
 
 
 class AgentSettings(BaseModel):

@@ -29,9 +29,10 @@ stored cut to ``MAX_TOKEN_CHARS`` (a GIN key must fit in a page); chunks holding
 token are flagged ``has_long`` and always rescored for substrings.
 
 Semantic search walks the HNSW index (``ef_search`` from ``vectors.ef_search``, at most
-pgvector's 1,000; the index is built with pgvector's m 16, ef_construction 64), growing the
-candidate pool until it holds ``top_k`` distinct chunks; searches within documents, and
-restricted ones the index cannot fill, are exact scans of the visible sentences. A build
+pgvector's 1,000; the index is built with ``vectors.hnsw_m`` and ``hnsw_ef_construction``,
+pgvector's 16 and 64 by default), growing the candidate pool until it holds ``top_k``
+distinct chunks; searches within documents, and restricted ones the index cannot fill, are
+exact scans of the visible sentences. A build
 into an index of fewer than ``DEFER_INDEX_ROWS`` sentences drops the HNSW index and builds
 it once at the end (inserting into it vector by vector is several times slower).
 
@@ -117,7 +118,8 @@ CREATE TABLE terms (term text COLLATE "C" PRIMARY KEY);
 """
 
 HNSW_INDEX = ("CREATE INDEX IF NOT EXISTS sentences_embedding ON sentences "
-              "USING hnsw (embedding vector_ip_ops)")
+              "USING hnsw (embedding vector_ip_ops) WITH (m = {m}, ef_construction = {efc})")
+HNSW_DEFAULTS = (16, 64)  # pgvector's m and ef_construction
 CHUNK_COLUMNS = (
     'c.chunk_id, c.doc_id, c.position, c.start, c."end", c.n_tokens, c.text, '
     "ARRAY(SELECT s.start FROM sentences s WHERE s.chunk = c.id ORDER BY s.id), "
@@ -176,6 +178,7 @@ class PostgresStore:
             raise StoreError(f"cannot connect to {_redacted(location)}: "
                              f"{str(exc).strip()}") from None
         self._ef_search, self._build_memory = EF_SEARCH, BUILD_MEMORY
+        self._hnsw = HNSW_DEFAULTS
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             self.conninfo, min_size=1, max_size=POOL_SIZE, configure=self._configure,
             open=True, name=f"sleuth-{self.schema}")
@@ -213,7 +216,7 @@ class PostgresStore:
             conn.execute(f"SET LOCAL search_path TO \"{self.schema}\", "
                          f"\"{_extension_schema(conn)}\"")
             conn.execute(TABLES.format(dim=int(embedder["dim"])))
-            conn.execute(HNSW_INDEX)
+            conn.execute(_hnsw_index(*HNSW_DEFAULTS))
             conn.execute("INSERT INTO manifest (data) VALUES (%s)", (Jsonb(manifest),))
         return manifest
 
@@ -231,10 +234,12 @@ class PostgresStore:
         conn.commit()
 
     def configure_ann(self, settings: VectorSettings) -> None:
-        """Use ``settings.ef_search`` (at most pgvector's 1,000) for HNSW searches and
-        ``settings.build_memory`` for building the index."""
+        """Use ``settings.ef_search`` (at most pgvector's 1,000) for HNSW searches, and
+        ``settings.build_memory``, ``hnsw_m`` and ``hnsw_ef_construction`` for building the
+        index (an existing index keeps the parameters it was built with)."""
         self._ef_search = min(settings.ef_search, EF_MAX)
         self._build_memory = settings.build_memory
+        self._hnsw = (settings.hnsw_m, settings.hnsw_ef_construction)
 
     def _save_manifest(self) -> None:
         with self._pool.connection() as conn:
@@ -292,7 +297,7 @@ class PostgresStore:
         with self._pool.connection() as conn:
             conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
                          (self._build_memory,))
-            conn.execute(HNSW_INDEX)
+            conn.execute(_hnsw_index(*self._hnsw))
             # merge the GIN index's pending list: left unmerged, the planner costs the index
             # above a sequential scan and keyword search reads every chunk
             conn.execute("SELECT gin_clean_pending_list('chunks_tokens'::regclass)")
@@ -692,6 +697,10 @@ def _extension_schema(conn: Connection) -> str:
     row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
                        "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").fetchone()
     return str(row[0]) if row else "public"
+
+
+def _hnsw_index(m: int, ef_construction: int) -> str:
+    return HNSW_INDEX.format(m=int(m), efc=int(ef_construction))
 
 
 def _first(row: tuple[Any, ...] | None) -> int:
