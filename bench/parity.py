@@ -28,8 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import CORPUS_2WIKI, QUESTIONS_2WIKI, command_line, log, machine_facts, \
-    machine_md, md_table, write_json
+from _common import (
+    CORPUS_2WIKI,
+    QUESTIONS_2WIKI,
+    command_line,
+    log,
+    machine_facts,
+    machine_md,
+    md_table,
+    write_json,
+)
 
 from sleuth import Index, Settings
 from sleuth.store.base import open_store
@@ -149,7 +157,8 @@ def main() -> None:
         write_json(args.json, result)
     rows = [["keyword_search top 10: (chunk, score) lists identical",
              f"{kw_same:,} / {kw_total:,}"],
-            ["semantic_search top 5: chunk ids identical", f"{sem['identical']:,} / {len(questions):,}"],
+            ["semantic_search top 5: chunk ids identical",
+             f"{sem['identical']:,} / {len(questions):,}"],
             ["… differing only by ties (within 1e-5 of the 5th score)", f"{sem['tie']:,}"],
             ["… differing by an HNSW miss", f"{sem['ann']:,}"],
             ["largest score difference of a hit found by both", f"{drift:.2e}"]]
