@@ -460,10 +460,20 @@ def build_params(args: argparse.Namespace, size: int, embedder: Embedder) -> dic
             "embedder": embedder.name, "dim": embedder.dim}
 
 
+def index_tag(side: StoreSide, args: argparse.Namespace, settings: Settings) -> str:
+    """The name part of an index: the embedder, and HNSW parameters other than the
+    defaults (another HNSW index: a PostgreSQL schema of its own)."""
+    vec, default = settings.vectors, VectorSettings()
+    if side.name == "postgres" and (vec.hnsw_m, vec.hnsw_ef_construction) != (
+            default.hnsw_m, default.hnsw_ef_construction):
+        return f"{args.embedder}_m{vec.hnsw_m}_efc{vec.hnsw_ef_construction}"
+    return str(args.embedder)
+
+
 def open_or_build(side: StoreSide, args: argparse.Namespace, settings: Settings,
                   embedder: Embedder, shards: list[Path], size: int) -> dict[str, Any]:
     """Build (or with --keep reuse / resume) the index; the build figures."""
-    tag = args.embedder
+    tag = index_tag(side, args, settings)
     params = build_params(args, size, embedder)
     sidecar = side.sidecar(tag, size)
     location = side.location(tag, size)
@@ -762,11 +772,7 @@ def load(index: Index, kw: list[dict[str, Any]], sem: list[dict[str, Any]], clie
 
 def measure(side: StoreSide, args: argparse.Namespace, settings: Settings, embedder: Embedder,
             corpus: Corpus, size: int) -> dict[str, Any]:
-    tag = args.embedder
-    vec, default = settings.vectors, VectorSettings()
-    if side.name == "postgres" and (vec.hnsw_m, vec.hnsw_ef_construction) != (
-            default.hnsw_m, default.hnsw_ef_construction):  # another HNSW: a schema of its own
-        tag += f"_m{vec.hnsw_m}_efc{vec.hnsw_ef_construction}"
+    tag = index_tag(side, args, settings)
     log(f"{side.name} {size:,}: corpus")
     shards = corpus.shards(size)
     log(f"{side.name} {size:,}: build")

@@ -421,7 +421,20 @@ def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder
         assert options is not None and sorted(options[0]) == ["ef_construction=40", "m=8"]
         assert key(pg.semantic_search("weak bones", 3)) == \
             key(indexes[1].semantic_search("weak bones", 3))
+        with pg.store.connection() as conn:  # the documented rebuild: drop, index again
+            conn.execute("DROP INDEX sentences_embedding")
     finally:
         pg.close()
+    denser = tuned.model_copy(update={"vectors": tuned.vectors.model_copy(
+        update={"hnsw_m": 12, "hnsw_ef_construction": 48})})
+    with Index.open(url(server, "hnsw_tuned"), settings=denser, embedder=embedder) as again:
+        report = again.add([sample_path()])
+        assert report.added == [] and report.unchanged > 0  # nothing re-embedded
+        assert isinstance(again.store, PostgresStore)
+        with again.store.connection() as conn:
+            options = conn.execute(
+                "SELECT reloptions FROM pg_class WHERE oid = 'sentences_embedding'::regclass"
+            ).fetchone()
+        assert options is not None and sorted(options[0]) == ["ef_construction=48", "m=12"]
     with pytest.raises(ValueError, match="at least 2 x vectors.hnsw_m"):
         VectorSettings(hnsw_m=32, hnsw_ef_construction=40)
