@@ -405,6 +405,16 @@ def test_cli_indexes_into_postgres_and_copies_a_folder_there(
     assert added.json()["added"] == 3
 
 
+def hnsw_options(index: Index) -> list[str]:
+    """The build parameters of the index's HNSW index, as PostgreSQL stores them."""
+    assert isinstance(index.store, PostgresStore)
+    with index.store.connection() as conn:
+        row = conn.execute("SELECT reloptions FROM pg_class "
+                           "WHERE oid = 'sentences_embedding'::regclass").fetchone()
+    assert row is not None
+    return sorted(row[0])
+
+
 def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder,
                                              indexes: tuple[Index, Index]) -> None:
     base = settings()
@@ -413,14 +423,10 @@ def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder
     pg = Index.open(url(server, "hnsw_tuned"), settings=tuned, create=True, embedder=embedder)
     try:
         pg.add([sample_path()])
-        assert isinstance(pg.store, PostgresStore)
-        with pg.store.connection() as conn:
-            options = conn.execute(
-                "SELECT reloptions FROM pg_class WHERE oid = 'sentences_embedding'::regclass"
-            ).fetchone()
-        assert options is not None and sorted(options[0]) == ["ef_construction=40", "m=8"]
+        assert hnsw_options(pg) == ["ef_construction=40", "m=8"]
         assert key(pg.semantic_search("weak bones", 3)) == \
             key(indexes[1].semantic_search("weak bones", 3))
+        assert isinstance(pg.store, PostgresStore)
         with pg.store.connection() as conn:  # the documented rebuild: drop, index again
             conn.execute("DROP INDEX sentences_embedding")
     finally:
@@ -430,11 +436,6 @@ def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder
     with Index.open(url(server, "hnsw_tuned"), settings=denser, embedder=embedder) as again:
         report = again.add([sample_path()])
         assert report.added == [] and report.unchanged > 0  # nothing re-embedded
-        assert isinstance(again.store, PostgresStore)
-        with again.store.connection() as conn:
-            options = conn.execute(
-                "SELECT reloptions FROM pg_class WHERE oid = 'sentences_embedding'::regclass"
-            ).fetchone()
-        assert options is not None and sorted(options[0]) == ["ef_construction=48", "m=12"]
+        assert hnsw_options(again) == ["ef_construction=48", "m=12"]
     with pytest.raises(ValueError, match="at least 2 x vectors.hnsw_m"):
         VectorSettings(hnsw_m=32, hnsw_ef_construction=40)
