@@ -24,8 +24,8 @@ For each store (``local``: the embedded SQLite + FTS5 + memory-mapped vectors st
    the server's memory (PSS summed over its processes). Also measured once: the embedder
    alone on corpus sentences (sentences/s), the ceiling of the end-to-end rate.
 3. **Latency** on a freshly opened index: the first keyword and semantic query (cold), then
-   a warm-up, then ``--queries`` ``keyword_search`` and ``semantic_search`` calls
-   (``top_k`` 5), p50/p95. Keyword queries are drawn from sampled corpus documents, a
+   ``--warmup`` calls per tool with queries of their own (reported as "warm-up"), then
+   ``--queries`` ``keyword_search`` and ``semantic_search`` calls (``top_k`` 5), p50/p95. Keyword queries are drawn from sampled corpus documents, a
    quarter each: a rare entity name, a mid-frequency word (rank 300-30,000), a two-word
    phrase, an entity + a word. Semantic queries are corpus sentences perturbed (a third of
    the words dropped, lowercased, no punctuation).
@@ -470,10 +470,9 @@ def index_tag(side: StoreSide, args: argparse.Namespace, settings: Settings) -> 
     return str(args.embedder)
 
 
-def open_or_build(side: StoreSide, args: argparse.Namespace, settings: Settings,
+def open_or_build(side: StoreSide, tag: str, args: argparse.Namespace, settings: Settings,
                   embedder: Embedder, shards: list[Path], size: int) -> dict[str, Any]:
-    """Build (or with --keep reuse / resume) the index; the build figures."""
-    tag = index_tag(side, args, settings)
+    """Build (or with --keep reuse / resume) the index named by ``tag``; the build figures."""
     params = build_params(args, size, embedder)
     sidecar = side.sidecar(tag, size)
     location = side.location(tag, size)
@@ -776,7 +775,7 @@ def measure(side: StoreSide, args: argparse.Namespace, settings: Settings, embed
     log(f"{side.name} {size:,}: corpus")
     shards = corpus.shards(size)
     log(f"{side.name} {size:,}: build")
-    build = open_or_build(side, args, settings, embedder, shards, size)
+    build = open_or_build(side, tag, args, settings, embedder, shards, size)
     log(f"{side.name} {size:,}: built in {build['wall_s']} s "
         f"({build['sentences_per_s']} sentences/s)")
     if args.build_only:
@@ -984,7 +983,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--pg-shared-buffers", default="8GB",
                     help="shared_buffers of the pgserver started here (set with ALTER SYSTEM, "
                     "restarting it; pgserver's own default is 128MB): the HNSW index of 1M "
-                    "chunks is 6.5 GB, and pages outside the buffer cache cost a read each")
+                    "chunks is 6.5 GB, and pages outside the buffer cache cost a read each; "
+                    "'' leaves the server's setting")
     ap.add_argument("--no-embed-lock", action="store_true",
                     help="do not serialise embedder calls (model2vec then fails under "
                     "concurrent clients: 'Already borrowed')")
@@ -1021,7 +1021,7 @@ def main() -> None:
         url, pgdata = args.pg, None
         if url is None:
             log("starting pgserver")
-            url, server = start_pgserver(args.out / "pgdata", args.pg_shared_buffers)
+            url, server = start_pgserver(args.out / "pgdata", args.pg_shared_buffers or None)
             pgdata = args.out / "pgdata"
         sides.append(StoreSide("postgres", args.out, url, pgdata))
         pg_info = {"server": "external (--pg)" if args.pg else "pgserver", **pg_settings(url),

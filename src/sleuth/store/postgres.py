@@ -32,9 +32,9 @@ Semantic search walks the HNSW index (``ef_search`` from ``vectors.ef_search``, 
 pgvector's 1,000; the index is built with ``vectors.hnsw_m`` and ``hnsw_ef_construction``,
 pgvector's 16 and 64 by default), growing the candidate pool until it holds ``top_k``
 distinct chunks; searches within documents, and restricted ones the index cannot fill, are
-exact scans of the visible sentences. A build
-into an index of fewer than ``DEFER_INDEX_ROWS`` sentences drops the HNSW index and builds
-it once at the end (inserting into it vector by vector is several times slower).
+exact scans of the visible sentences. A build into an index of fewer than
+``DEFER_INDEX_ROWS`` sentences drops the HNSW index and builds it once at the end
+(inserting into it vector by vector is several times slower).
 
 Access control: every read joins its rows to ``documents`` and filters on the collection
 and the groups overlap (``&&``) inside the query, before anything is ranked or counted.
