@@ -25,10 +25,11 @@ For each store (``local``: the embedded SQLite + FTS5 + memory-mapped vectors st
    alone on corpus sentences (sentences/s), the ceiling of the end-to-end rate.
 3. **Latency** on a freshly opened index: the first keyword and semantic query (cold), then
    ``--warmup`` calls per tool with queries of their own (reported as "warm-up"), then
-   ``--queries`` ``keyword_search`` and ``semantic_search`` calls (``top_k`` 5), p50/p95. Keyword queries are drawn from sampled corpus documents, a
-   quarter each: a rare entity name, a mid-frequency word (rank 300-30,000), a two-word
-   phrase, an entity + a word. Semantic queries are corpus sentences perturbed (a third of
-   the words dropped, lowercased, no punctuation).
+   ``--queries`` ``keyword_search`` and ``semantic_search`` calls (``top_k`` 5), p50/p95.
+   Keyword queries are drawn from sampled corpus documents, a quarter each: a rare entity
+   name, a mid-frequency word (rank 300-30,000), a two-word phrase, an entity + a word.
+   Semantic queries are corpus sentences perturbed (a third of the words dropped,
+   lowercased, no punctuation).
 4. **Recall@10** of ``semantic_search(query, top_k=10)`` (whatever the store does by
    default: exact scan, HNSW, ...) against the exact chunk ranking by best sentence,
    computed here in numpy from the stored vectors (local: the registered ``vectors/seg-N``
