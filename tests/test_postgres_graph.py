@@ -23,7 +23,8 @@ from sleuth.errors import StoreError  # noqa: E402
 from sleuth.graph import Graph  # noqa: E402
 from sleuth.graph.pgstore import PostgresGraphStore  # noqa: E402
 from sleuth.graph.review import decide, pending, propose  # noqa: E402
-from sleuth.graph.store import Entity, GraphStore  # noqa: E402
+from sleuth.graph.store import COPY_TABLES, Entity, GraphStore  # noqa: E402
+from sleuth.session import Session, session_store  # noqa: E402
 
 PASSAGES = 50
 NAMES = ["Lothair II", "Lothair 2", "Teutberga", "Jan Svěrák", "Empties", "Lotharingia",
@@ -176,3 +177,87 @@ def test_an_unreadable_graph_is_dropped_on_rebuild(pg_server: str, sleuth: Any,
             Graph.open(index)
     again = tool(sleuth, location, "build", "--rebuild")
     assert again["entities"] == first["entities"] and again["processed"] == first["processed"]
+
+
+def tables(location: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every graph table, in the order a copy moves them."""
+    with Index.open(location) as index, Graph.open(index) as graph:
+        return {t: [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                    for row in graph.store.table_rows(t)] for t in COPY_TABLES}
+
+
+def copy(sleuth: Any, *args: str) -> dict[str, Any]:
+    result = sleuth("store", "copy", *args, "--json")
+    assert result.code == 0, result.err
+    return dict(result.json())
+
+
+def test_store_copy_moves_the_graph_and_sessions(pair: tuple[str, str], pg_server: str,
+                                                  sleuth: Any, tmp_path: Path) -> None:
+    """`sleuth store copy` between a folder and PostgreSQL, both ways: the graph (with
+    pending proposals) and the sessions arrive whole, and the copy then evolves as its
+    source does."""
+    source, into_pg, back = str(tmp_path / "a"), url(pg_server, "graph_copy"), \
+        str(tmp_path / "b")
+    first = copy(sleuth, pair[0], source)  # folder to folder
+    assert first["graph"]["outcome"] == "copied" and first["sessions"]["copied"] == 0
+    with Index.open(source) as index, Graph.open(index) as graph:
+        propose(graph, *REVIEW)  # unless the review test proposed them before the copy
+        propose(graph, *REJECT)
+        graph.store.add_name_vectors(  # as alias merging caches them
+            dict(zip(NAMES[:2], index.embedder.embed(NAMES[:2]), strict=True)),
+            index.embedder.name)
+        shared = Session(index, session_id="shared-1")
+        shared.run_tool("keyword_search", {"keywords": ["Lothair"]})
+        tenant = Session(index, session_id="shared-1", owner="acme")
+        tenant.run_tool("graph_entity", {"name": "Teutberga"})
+        saved = {(o, s): session_store(index).load(o, s)
+                 for o, s in ((None, "shared-1"), ("acme", "shared-1"))}
+
+    report = copy(sleuth, source, into_pg)
+    assert report["graph"]["outcome"] == "copied"
+    assert report["sessions"] == {"copied": 2, "same": 0, "kept": 0}
+    expected = tables(source)
+    assert expected["proposals"] and expected["name_vectors"] and expected["aliases"]
+    assert tables(into_pg) == expected
+    assert snapshot_of(into_pg) == snapshot_of(source)
+    with Index.open(into_pg) as index:
+        assert {(o, s): session_store(index).load(o, s) for o, s in saved} == saved
+        again = Session.open(index, "shared-1")  # its reference ids carry on
+        with Index.open(source) as original:
+            mine = Session.open(original, "shared-1")
+            args = {"keywords": ["Lothair", "Teutberga"]}
+            assert again.run_tool("keyword_search", args).text == \
+                mine.run_tool("keyword_search", args).text
+            mine.run_tool("keyword_search", {"keywords": ["Empties"]})  # the two part ways
+
+    assert copy(sleuth, into_pg, back)["graph"]["outcome"] == "copied"  # and back
+    assert tables(back) == tables(into_pg)
+
+    # re-running finds everything there; new documents graphed in source and copy get the
+    # same entity and relation ids
+    rerun = copy(sleuth, source, into_pg)
+    assert rerun["graph"]["outcome"] == "same" and rerun["copied"] == first["documents"]
+    assert rerun["sessions"] == {"copied": 0, "same": 1, "kept": 1}  # the copy's kept
+    more = tmp_path / "more.json"
+    more.write_text(json.dumps(twowiki_records(PASSAGES + 3)[PASSAGES:]))
+    for location in (source, into_pg):
+        with Index.open(location) as index, Graph.open(index) as graph:
+            index.add([more])
+            assert graph.build().processed == 3
+    assert tables(into_pg) == tables(source)
+
+    # another graph in the destination is kept unless replaced
+    kept = copy(sleuth, pair[0], into_pg)
+    assert kept["graph"]["outcome"] == "kept" and tables(into_pg) == tables(source)
+    replaced = copy(sleuth, pair[0], into_pg, "--replace-graph")
+    assert replaced["graph"]["outcome"] == "copied"
+    assert tables(into_pg) == tables(pair[0])
+    assert copy(sleuth, into_pg, back, "--no-graph", "--no-sessions")["graph"] is None
+
+
+def snapshot_of(location: str) -> dict[str, Any]:
+    with Index.open(location) as index:
+        graph = index.graph()
+        assert graph is not None
+        return snapshot(graph)

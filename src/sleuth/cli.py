@@ -1117,35 +1117,74 @@ def store_group() -> None:
 @store_group.command("copy")
 @click.argument("source")
 @click.argument("destination")
+@click.option("--replace-graph", is_flag=True,
+              help="Replace a knowledge graph DESTINATION already has (reviewed proposals "
+              "included) by SOURCE's; without it such a graph is kept and SOURCE's not copied.")
+@click.option("--no-graph", is_flag=True, help="Do not copy the knowledge graph.")
+@click.option("--no-sessions", is_flag=True, help="Do not copy saved sessions.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
-def store_copy_cmd(source: str, destination: str, as_json: bool) -> None:
-    """Copy every document of SOURCE into DESTINATION, with chunks, sentence vectors,
-    summaries, collections and groups (nothing is embedded again). Each is a folder or a
-    store URL, e.g. `sleuth store copy ./my-index 'postgresql://me@db/rag?schema=docs'`.
-    Documents already in DESTINATION under the same ids are replaced; re-running an
-    interrupted copy finishes it. The knowledge graph and sessions are not copied."""
-    from sleuth.store.base import open_store
-    from sleuth.store.copy import copy_store
+def store_copy_cmd(source: str, destination: str, replace_graph: bool, no_graph: bool,
+                   no_sessions: bool, as_json: bool) -> None:
+    """Copy the index SOURCE into DESTINATION: every document with its chunks, sentence
+    vectors, summary, collection and groups (nothing is embedded again), the knowledge
+    graph (entities, relations, aliases, name vectors, reviewed proposals) and the saved
+    sessions (shared and per API key). Each is a folder or a store URL, e.g.
+    `sleuth store copy ./my-index 'postgresql://me@db/rag?schema=docs'`.
 
-    src = open_store(source, create=False, embedder=None)
+    Documents already in DESTINATION under the same ids are replaced, others left alone; a
+    session DESTINATION already has under the same id is kept. Re-running an interrupted
+    copy finishes it."""
+    from sleuth.index import Index
+    from sleuth.store.base import open_store
+    from sleuth.store.copy import copy_graph, copy_sessions, copy_store
+
+    settings = Settings.load()
+    src = Index(open_store(source, create=False, embedder=None), settings)
     try:
-        dst = open_store(destination, create=True, embedder=src.manifest.get("embedder"),
-                         chunk_tokens=src.manifest.get("chunk_tokens"))
+        dst = Index(open_store(destination, create=True,
+                               embedder=src.store.manifest.get("embedder"),
+                               chunk_tokens=src.store.manifest.get("chunk_tokens")), settings)
         try:
             with _Bar(not as_json, "copying", " doc") as bar:
-                copied = copy_store(src, dst, on_progress=lambda done, total: bar.advance(
-                    done, of=total))
-            stats = dst.stats()
+                copied = copy_store(src.store, dst.store, on_progress=lambda done, total:
+                                    bar.advance(done, of=total))
+            graph = None if no_graph else copy_graph(src, dst, replace=replace_graph)
+            sessions = None if no_sessions else copy_sessions(src, dst)
+            stats = dst.store.stats()
         finally:
             dst.close()
     finally:
         src.close()
     if as_json:
         _emit({"copied": copied, "documents": stats.documents, "chunks": stats.chunks,
-               "sentences": stats.sentences})
+               "sentences": stats.sentences,
+               "graph": None if graph is None else {"outcome": graph.outcome, **graph.counts},
+               "sessions": None if sessions is None else vars(sessions)})
         return
     click.echo(f"copied {copied} documents into {destination}: {stats.documents} documents, "
                f"{stats.chunks} chunks, {stats.sentences} sentences")
+    if graph is not None:
+        click.echo(_graph_copy_line(graph))
+    if sessions is not None:
+        line = f"sessions: {sessions.copied} copied"
+        if sessions.same:
+            line += f", {sessions.same} already there"
+        if sessions.kept:
+            line += (f", {sessions.kept} not copied: the destination has a different "
+                     "session under the same id (kept)")
+        click.echo(line)
+
+
+def _graph_copy_line(graph: Any) -> str:
+    counts = graph.counts
+    size = f"{counts.get('entities', 0)} entities, {counts.get('relations', 0)} relations"
+    return {
+        "none": "knowledge graph: the source has none",
+        "copied": f"knowledge graph copied: {size}",
+        "same": f"knowledge graph: already copied ({size})",
+        "kept": "knowledge graph NOT copied: the destination has a graph of its own; "
+                "re-run with --replace-graph to replace it",
+    }[graph.outcome]
 
 
 @cli.group("serve")

@@ -62,6 +62,10 @@ class SessionStore(Protocol):
         """Delete the session; False when there was none."""
         ...
 
+    def owners(self) -> tuple[str | None, ...]:
+        """Whose sessions are saved: None (shared) first, then the key names."""
+        ...
+
 
 def check_session_id(session_id: str) -> str:
     """``session_id`` when it is a valid session id (it names a file), else ConfigError."""
@@ -145,6 +149,11 @@ class FileSessions:
         except FileNotFoundError:
             return False
         return True
+
+    def owners(self) -> tuple[str | None, ...]:
+        keys = sessions_folder(self.index) / "keys"
+        names = sorted(p.name for p in keys.iterdir() if p.is_dir()) if keys.is_dir() else []
+        return (None, *names)
 
 
 class Session:

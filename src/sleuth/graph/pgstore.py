@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,11 +30,14 @@ from sleuth.errors import StoreError
 from sleuth.graph.extract import Extraction
 from sleuth.graph.store import (
     _TYPE_RANK,
+    COPY_BY_KEY,
+    COPY_TABLES,
     FORMAT_VERSION,
     PROPOSAL_COLUMNS,
     Entity,
     Reviewed,
     acronym,
+    copy_columns,
     norm,
 )
 
@@ -79,6 +82,7 @@ CREATE TABLE IF NOT EXISTS graph_proposals (
 CREATE INDEX IF NOT EXISTS graph_proposals_status ON graph_proposals (status);
 """
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.sleuth-graph'))"
+_COPY_ORDER = {"aliases": "rid", "mentions": "rid"}  # SQLite's rowid; else id
 _RELATION_COLUMNS = 'subject, relation, object, qualifiers, chunk_id, start, "end", source'
 
 
@@ -520,3 +524,28 @@ class PostgresGraphStore:
         with self._write() as conn:
             conn.execute("UPDATE graph_proposals SET status=%s, decided=%s WHERE id=%s",
                          (status, decided, proposal_id))
+
+    # -- copying -------------------------------------------------------------------------
+
+    def table_rows(self, table: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of one of :data:`~sleuth.graph.store.COPY_TABLES` in SQLite's order (by
+        id, by ``rid`` for aliases and mentions, bytewise by key), streamed."""
+        order = f'{COPY_TABLES[table][0]} COLLATE "C"' if table in COPY_BY_KEY else \
+            _COPY_ORDER.get(table, "id")
+        with self._conn() as conn:
+            yield from conn.cursor().stream(
+                f"SELECT {copy_columns(table)} FROM graph_{table} ORDER BY {order}")
+
+    def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
+        """Replace every table's rows in one transaction (COPY), relation ids continuing
+        after the largest copied one."""
+        with self._write() as conn:
+            conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY")
+            with conn.cursor() as cur:
+                for table in COPY_TABLES:
+                    with cur.copy(f"COPY graph_{table} ({copy_columns(table)}) "
+                                  "FROM STDIN") as copy:
+                        for row in rows(table):
+                            copy.write_row(row)
+            conn.execute("SELECT setval(pg_get_serial_sequence('graph_relations', 'id'), "
+                         "coalesce(max(id), 0) + 1, false) FROM graph_relations")

@@ -23,7 +23,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +68,30 @@ CREATE INDEX IF NOT EXISTS proposals_status ON proposals (status);
 PROPOSAL_COLUMNS = ("id", "subject", "relation", "object", "chunk_id", "start", "end",
                     "sentence", "question", "answer", "status", "created", "decided")
 FORMAT_VERSION = 1
+# Every table of a graph with its columns, as a copy between backends moves them
+# (:meth:`GraphBackend.table_rows`, :meth:`GraphBackend.replace_tables`): rows by id or in
+# insertion order (so entity ids, alias and mention order and the next ids come out the
+# same), those of the tables in COPY_BY_KEY by their text key (bytewise).
+COPY_TABLES: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "entities": ("id", "norm", "name", "type"),
+    "aliases": ("alias", "entity"),
+    "mentions": ("entity", "chunk_id", "start", "end"),
+    "relations": ("id", "subject", "relation", "object", "qualifiers", "chunk_id", "start",
+                  "end", "source"),
+    "extracted": ("chunk_id", "extractor", "digest"),
+    "checked": ("norm",),
+    "name_vectors": ("text", "vector"),
+    "proposals": ("id", "key", *PROPOSAL_COLUMNS[1:]),
+}
+COPY_BY_KEY = frozenset({"meta", "extracted", "checked", "name_vectors"})
+
+
+def copy_columns(table: str) -> str:
+    """The columns of one of :data:`COPY_TABLES`, quoted for SQL (``end`` is a keyword)."""
+    return ", ".join(f'"{column}"' for column in COPY_TABLES[table])
+
+
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
 _PUNCT = re.compile(r"[^\w\s]")
 _TYPE_RANK = {"TITLE": 0, "PROPN": 9}  # a real NER type beats these when names merge
@@ -157,6 +181,11 @@ class GraphBackend(Protocol):
     def proposal_rows(self, *, status: str | None = None,
                       ids: Sequence[int] | None = None) -> list[tuple[Any, ...]]: ...
     def set_proposal_status(self, proposal_id: int, status: str, decided: str) -> None: ...
+    def table_rows(self, table: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of one of :data:`COPY_TABLES` (its columns), in insertion order."""
+    def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
+        """Replace the whole graph, reviewed proposals included, in one transaction: each
+        of :data:`COPY_TABLES` gets the rows ``rows(table)`` yields, in that order."""
 
 
 class GraphStore:
@@ -508,3 +537,23 @@ class GraphStore:
         with self.lock:
             self.db.execute("UPDATE proposals SET status=?, decided=? WHERE id=?",
                             (status, decided, proposal_id))
+
+    # -- copying -------------------------------------------------------------------------
+
+    def table_rows(self, table: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of one of :data:`COPY_TABLES` in their order (rowid, or the key); none
+        for a proposals table never created."""
+        if table == "proposals" and self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'proposals'").fetchone() is None:
+            return
+        order = COPY_TABLES[table][0] if table in COPY_BY_KEY else "rowid"
+        yield from self.db.execute(f"SELECT {copy_columns(table)} FROM {table} ORDER BY {order}")
+
+    def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
+        """Replace every table's rows (see :meth:`GraphBackend.replace_tables`)."""
+        self._proposals()
+        with self.transaction():
+            for table, columns in COPY_TABLES.items():
+                self.db.execute(f"DELETE FROM {table}")
+                self.db.executemany(f"INSERT INTO {table} ({copy_columns(table)}) "
+                                    f"VALUES ({', '.join('?' * len(columns))})", rows(table))

@@ -87,6 +87,13 @@ class PostgresSessions:
             "DELETE FROM sessions WHERE owner = %s AND id = %s",
             (owner or "", session_id)).rowcount > 0, write=True)
 
+    def owners(self) -> tuple[str | None, ...]:
+        """None (the shared sessions) first, then every key name with sessions."""
+        rows = self._run(lambda conn: conn.execute(
+            'SELECT DISTINCT owner COLLATE "C" FROM sessions WHERE owner <> \'\' '
+            "ORDER BY 1").fetchall())
+        return (None, *(str(r[0]) for r in rows))
+
     def _run(self, work: Callable[[psycopg.Connection[tuple[Any, ...]]], _T], *,
              write: bool = False) -> _T:
         """``work`` on a pooled connection (committed after), the table created first when
