@@ -100,6 +100,8 @@ def test_location_and_errors(server: str, embedder: MemoEmbedder) -> None:
     conninfo, schema = parse_location("postgres://u:p@db:5433/x?sslmode=require&schema=idx_1")
     assert (conninfo, schema) == ("postgresql://u:p@db:5433/x?sslmode=require", "idx_1")
     assert parse_location("postgresql://db/x")[1] == "sleuth"
+    assert parse_location("postgresql://db/x?schema=a&options=-c%20work_mem%3D8MB&x=a+b") == (
+        "postgresql://db/x?options=-c%20work_mem%3D8MB&x=a+b", "a")  # as written, for libpq
     with pytest.raises(StoreError, match="invalid schema"):
         parse_location("postgresql://db/x?schema=a;drop")
     with pytest.raises(IndexNotFound):

@@ -21,7 +21,7 @@ import psycopg  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.errors import ConfigError  # noqa: E402
+from sleuth.errors import ConfigError, StoreError  # noqa: E402
 from sleuth.llm.fake import call, reply  # noqa: E402
 from sleuth.quickstart import sample_path  # noqa: E402
 from sleuth.session import Session  # noqa: E402
@@ -158,3 +158,38 @@ def test_tenant_sessions_are_shared_by_servers_and_kept_apart(servers: Servers,
         assert bob.delete("/v1/sessions/s1").json() == {"deleted": "s1"}
         folder = servers.services[0].index.folder
     assert not (folder / "sessions").exists()
+
+
+def test_a_replica_server_saves_sessions_on_the_primary(endpoint: Any, location: str,
+                                                        tmp_path: Any) -> None:
+    """Servers reading the index from a read-only replica (here: a connection whose
+    transactions are read-only, as on a hot standby) save sessions through
+    ``sessions_store``, the same index on the primary."""
+    replica = location + "&options=-c%20default_transaction_read_only%3Don"
+    with Index.open(location, settings=settings()) as primary:
+        Session.saved(primary)  # the table exists, as on a primary that served sessions
+    server = endpoint([call("keyword_search", keywords=["Greatorex"]), reply("Found him."),
+                       call("keyword_search", keywords=["Greatorex"]), reply("Found him.")])
+    with server:
+        with Index.open(replica, settings=settings()) as index:
+            assert index.keyword_search(["Greatorex"], 3)  # reads work on the replica
+            with pytest.raises(StoreError, match="cannot save sessions in .*read-only"):
+                Session(index, session_id="on-replica").ask("Who is Greatorex?")
+        routed = settings().model_copy(update={"sessions_store": location})
+        with Index.open(replica, settings=routed) as index:
+            session = Session(index, session_id="on-replica", owner="alice")
+            session.ask("Who is Greatorex?")
+            assert [s["id"] for s in Session.saved(index, owner="alice")] == ["on-replica"]
+    assert sql(location, "SELECT owner, id FROM sessions WHERE id = 'on-replica'") == [
+        ("alice", "on-replica")]
+    with Index.open(location, settings=settings()) as primary:
+        resumed = Session.open(primary, "on-replica", owner="alice")
+        assert resumed.tracker.to_dict() == session.tracker.to_dict()
+        assert Session.delete(primary, "on-replica", owner="alice")
+    folder = tmp_path / "folder-index"
+    with Index.open(folder, settings=settings(), create=True) as other:
+        other.add([sample_path()])
+    wrong = settings().model_copy(update={"sessions_store": str(folder)})
+    with Index.open(replica, settings=wrong) as index, \
+            pytest.raises(StoreError, match="is a folder"):
+        Session(index)

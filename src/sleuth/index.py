@@ -129,6 +129,7 @@ class Index:
         self._titles: TitleIndex | None = None
         self._summaries: tuple[list[str], np.ndarray] | None = None
         self._graph: Any = None  # the knowledge graph, opened once (see graph())
+        self._sessions: Store | None = None  # settings.sessions_store, opened once
         self._generation = 0  # bumped by every write, so views drop stale caches
         self._seen = 0  # the base's generation a view's caches were built at
 
@@ -227,6 +228,9 @@ class Index:
         if self._graph is not None:
             self._graph.close()
             self._graph = None
+        if self._sessions is not None:
+            self._sessions.close()
+            self._sessions = None
         self.store.close()
 
     def graph(self) -> Any:
@@ -251,6 +255,31 @@ class Index:
                 return None
             self._graph = graph
         return self._graph
+
+    def sessions_store(self) -> Store | None:
+        """The store that saves this index's sessions when ``settings.sessions_store`` names
+        one (the same index on a writable server, for an index read from a replica), opened
+        once and shared with the views; None: the index's own store saves them."""
+        if self._base is not None:
+            return self._base.sessions_store()
+        location = self.settings.sessions_store
+        if not location:
+            return None
+        if self._sessions is None:
+            store = open_store(location, create=False, embedder=None)
+            if getattr(store, "root", None) is not None:
+                store.close()
+                raise StoreError(f"sessions_store {location!r} is a folder; it takes the URL "
+                                 "of a PostgreSQL index (a folder index keeps its sessions "
+                                 "in its own folder)")
+            if store.manifest.get("embedder") != self.store.manifest.get("embedder") or \
+                    store.manifest.get("chunk_tokens") != self.store.manifest.get("chunk_tokens"):
+                store.close()
+                raise StoreError(f"sessions_store {location!r} holds another index than "
+                                 f"{self.location} (embedder or chunk size differ); point it "
+                                 "at the same index on a writable server")
+            self._sessions = store
+        return self._sessions
 
     def __enter__(self) -> Index:
         return self

@@ -84,12 +84,14 @@ def sessions_folder(index: Index, owner: str | None = None) -> Path:
 
 
 def session_store(index: Index) -> SessionStore:
-    """The sessions of ``index``: rows of its schema for a PostgreSQL store, else files."""
+    """The sessions of ``index``: rows of its schema for a PostgreSQL store (or of the
+    store ``settings.sessions_store`` names), else files."""
+    store = index.sessions_store() or index.store
     postgres = sys.modules.get("sleuth.store.postgres")  # loaded whenever one is open
-    if postgres is not None and isinstance(index.store, postgres.PostgresStore):
+    if postgres is not None and isinstance(store, postgres.PostgresStore):
         from sleuth.store.pg_sessions import PostgresSessions
 
-        return PostgresSessions(index.store)
+        return PostgresSessions(store)
     return FileSessions(index)
 
 

@@ -236,6 +236,10 @@ class Settings(BaseSettings):
 
     index: str = Field(".sleuth", description="Index folder, or a store URL "
                        "(postgresql://user@host/db?schema=NAME)")
+    sessions_store: str | None = Field(
+        None, description="Where sessions are saved when not with the index: a PostgreSQL "
+        "URL of the same index on a writable server (the primary, for servers reading the "
+        "index from a read-only replica). None: in the index (its folder or schema)")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)

@@ -49,7 +49,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -653,14 +653,18 @@ class PostgresStore:
 def parse_location(location: str) -> tuple[str, str]:
     """``(libpq conninfo, schema)`` of a ``postgresql://…[?schema=NAME]`` location."""
     parts = urlsplit(location)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for key, value in query if key == "schema"]
-    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    schema, rest = DEFAULT_SCHEMA, []
+    for item in filter(None, parts.query.split("&")):  # the rest goes to libpq as written
+        key, _, value = item.partition("=")
+        if unquote(key) == "schema":
+            schema = unquote(value)
+        else:
+            rest.append(item)
     if not _SCHEMA_NAME.match(schema):
         raise StoreError(f"invalid schema name {schema!r} in the index location: use letters, "
                          "digits and '_' (at most 63, not starting with a digit)")
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
-    return urlunsplit(("postgresql", parts.netloc, parts.path, rest, parts.fragment)), schema
+    return urlunsplit(("postgresql", parts.netloc, parts.path, "&".join(rest),
+                       parts.fragment)), schema
 
 
 def _access_sql(access: Access | None) -> tuple[str, list[Any]]:
