@@ -1138,7 +1138,7 @@ def store_copy_cmd(source: str, destination: str, replace_graph: bool, no_graph:
     from sleuth.store.base import open_store
     from sleuth.store.copy import copy_graph, copy_sessions, copy_store
 
-    settings = Settings.load()
+    settings = Settings.load().model_copy(update={"sessions_store": None})  # each its own
     src = Index(open_store(source, create=False, embedder=None), settings)
     try:
         dst = Index(open_store(destination, create=True,

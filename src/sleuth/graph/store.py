@@ -182,7 +182,8 @@ class GraphBackend(Protocol):
                       ids: Sequence[int] | None = None) -> list[tuple[Any, ...]]: ...
     def set_proposal_status(self, proposal_id: int, status: str, decided: str) -> None: ...
     def table_rows(self, table: str) -> Iterator[tuple[Any, ...]]:
-        """The rows of one of :data:`COPY_TABLES` (its columns), in insertion order."""
+        """The rows of one of :data:`COPY_TABLES` (its columns), in the order that list
+        describes."""
     def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
         """Replace the whole graph, reviewed proposals included, in one transaction: each
         of :data:`COPY_TABLES` gets the rows ``rows(table)`` yields, in that order."""
