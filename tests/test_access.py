@@ -324,7 +324,7 @@ def test_a_format_1_index_is_migrated_on_open(sample_index: Path, tmp_path: Path
     manifest["format_version"] = 1
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with Index.open(folder) as index, Index.open(sample_index) as current:
-        assert index.store.manifest["format_version"] == 2
+        assert index.store.manifest["format_version"] == 3
         assert index.store.manifest["migrated"]["from"] == 1
         assert set(index.store.document_access().values()) == {("default", ())}
         open_all = Access.of("default", [])
@@ -332,3 +332,97 @@ def test_a_format_1_index_is_migrated_on_open(sample_index: Path, tmp_path: Path
         assert index.scoped(open_all).bm25_search(query) == \
             current.scoped(open_all).bm25_search(query)
         assert index.keyword_search("tobacco") == current.keyword_search("tobacco")
+
+
+def _mcp_answers(url: str, key: str) -> list[Any]:
+    """Every call of :func:`_calls` through the official MCP client, as ``(tool, error,
+    structured content or text)``."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    async def main() -> list[Any]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        out: list[Any] = []
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            for name, arguments in _calls():
+                result = await client.call_tool(name, arguments)
+                text = [getattr(c, "text", "") for c in result.content]
+                out.append((name, result.is_error, result.structured_content or text))
+        return out
+
+    return anyio.run(main)
+
+
+def test_an_access_change_by_another_process_applies_to_the_next_request(
+        full: Path, corpus: Path, tmp_path: Path) -> None:
+    """A running server (HTTP and MCP) keeps nothing stale: after the CLI, in other
+    processes, moves the roadmap into group ``hr`` and opens the salaries to the whole
+    collection, the very next requests of every key answer exactly as a server over an
+    index built with the new layout does, and no call fails."""
+    pytest.importorskip("mcp")
+    import subprocess
+    import sys
+
+    from sleuth.server.mcp import http_app
+
+    folder = tmp_path / "idx"
+    shutil.copytree(full, folder)
+    api = Api(folder)
+    mcp = LiveServer(http_app(api.service))
+    try:
+        for key in VISIBLE:  # caches warm: every tool, every key, both servers
+            with api.client(key) as client:
+                before = _answers(client)
+            assert all(status < 500 for _, _, status, _ in before[1:])
+            _mcp_answers(mcp.url, key)
+        with api.client("k-staff") as client:
+            hits = client.post("/v1/tools/keyword_search",
+                               json={"keywords": ["zephyrine"]}).json()["data"]["hits"]
+        assert {h["doc_id"] for h in hits} == {"acme:roadmap.md"}
+        for name, groups in (("roadmap.md", ["--groups", "hr"]), ("salaries.md", [])):
+            done = subprocess.run(
+                [sys.executable, "-m", "sleuth", "index", str(corpus / name), "--index",
+                 str(folder), "--collection", "acme", *groups, "--chunk-tokens", "40"],
+                capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+            assert "updated 1" in done.stdout
+        now = {"roadmap.md": ("acme", ("hr",)), "salaries.md": ("acme", ())}
+        now_visible = {"k-staff": ["salaries.md"], "k-hr": ["roadmap.md", "salaries.md"],
+                       "k-globex": ["plans.md"]}
+        for key, files in now_visible.items():
+            layout = [(name, *now.get(name, (c, g))) for name, c, g in LAYOUT if name in files]
+            reference = Api(_build_layout(tmp_path / f"ref-{key}", corpus, layout))
+            try:
+                with api.client(key) as mine, reference.client(key) as theirs:
+                    got, expected = _answers(mine), _answers(theirs)
+            finally:
+                reference.close()
+            for a, b in zip(got, expected, strict=True):
+                assert a == b
+            assert all(status < 500 for _, _, status, _ in got[1:])
+            over_mcp = _mcp_answers(mcp.url, key)
+            text = json.dumps(over_mcp)
+            if key == "k-staff":
+                for secret in ("Lisbon", "pilot customers", "Acme Roadmap", "mobile client"):
+                    assert secret not in text  # (its id, echoed back as unknown, is no leak)
+            if key == "k-hr":
+                found = next(r for name, _, r in over_mcp if name == "keyword_search")
+                assert {h["doc_id"] for h in found["hits"]} == \
+                    {"acme:roadmap.md", "acme:salaries.md"}
+    finally:
+        mcp.close()
+        api.close()
+
+
+def _build_layout(folder: Path, corpus: Path,
+                  layout: list[tuple[str, str, tuple[str, ...]]]) -> Path:
+    """An index of ``layout``'s files only, graphed (the reference a server must match)."""
+    from sleuth.graph import Graph
+
+    with Index.open(folder, settings=_settings(), create=True) as index:
+        for name, collection, groups in layout:
+            index.add([corpus / name], collection=collection, groups=groups)
+        with Graph.open(index) as graph:
+            graph.build()
+    return folder

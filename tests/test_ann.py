@@ -13,10 +13,12 @@ import json
 import logging
 import re
 import shutil
+import sqlite3
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -126,13 +128,28 @@ def exact(built: Path) -> Iterator[Index]:
         yield index
 
 
+def _record(folder: Path) -> dict[str, Any]:
+    """The approximate index's record (kind, size, count, checksum) in ``sleuth.db``."""
+    with sqlite3.connect(folder / "sleuth.db") as db:
+        row = db.execute("SELECT value FROM meta WHERE name='ann'").fetchone()
+    record: dict[str, Any] = json.loads(row[0])
+    return record
+
+
+def _set_record(folder: Path, record: dict[str, Any]) -> None:
+    with sqlite3.connect(folder / "sleuth.db") as db:
+        db.execute("UPDATE meta SET value=? WHERE name='ann'", (json.dumps(record),))
+        db.execute("UPDATE counters SET next = next + 1 WHERE name='generation'")
+
+
 def test_ann_results_equal_exact(built: Path, exact: Index,
                                   records: list[dict[str, str]]) -> None:
-    manifest = json.loads((built / "manifest.json").read_text())
+    record = _record(built)
     assert (built / "vectors" / ann.FILE).is_file()
     with _open(built) as index:
-        assert manifest["ann"]["sentences"] == index.stats().sentences
-        assert manifest["ann"]["kind"] == "ivf-sq8" and 8 <= manifest["ann"]["nlist"] <= 100
+        assert record["sentences"] == index.stats().sentences
+        assert record["kind"] == "ivf-sq8" and 8 <= record["nlist"] <= 100
+        assert index.stats().manifest["ann"] == record
         assert index.store._load_vectors().ann is not None  # type: ignore[attr-defined]
         a_docs = sorted(d for d in index.document_titles() if d.startswith("a:"))
         for query in _queries(records):
@@ -164,8 +181,7 @@ def test_deleted_documents_never_return(copy: Path, records: list[dict[str, str]
     with _open(copy) as index:
         gone = [f"a:{r['id']}" for r in records[:20]]
         index.delete(gone)
-        manifest = json.loads((copy / "manifest.json").read_text())
-        assert manifest["ann"]["sentences"] > index.stats().sentences  # dead labels kept
+        assert _record(copy)["sentences"] > index.stats().sentences  # dead labels kept
         for record in records[:20]:  # their own text: the best match were they still there
             hits = index.semantic_search(record["text"][:200], top_k=10)
             assert hits and not {h.doc_id for h in hits} & set(gone)
@@ -183,7 +199,7 @@ def test_new_rows_are_searched_before_and_after_the_build(
             raise Stop
 
     with _open(copy) as index:
-        before = json.loads((copy / "manifest.json").read_text())["ann"]["sentences"]
+        before = _record(copy)["sentences"]
         with pytest.raises(Stop):  # written but not built: the file lacks these rows
             index.add([extra], collection="c", on_progress=interrupt, batch_sentences=8)
         assert len(index.store._load_vectors().tail)  # type: ignore[attr-defined]
@@ -192,7 +208,7 @@ def test_new_rows_are_searched_before_and_after_the_build(
         hit = index.semantic_search(query, top_k=1)[0]
         assert hit.doc_id.startswith("c:") and hit.score == pytest.approx(1.0, abs=0.05)
         index.add([extra], collection="c")
-        after = json.loads((copy / "manifest.json").read_text())["ann"]["sentences"]
+        after = _record(copy)["sentences"]
         assert after == index.stats().sentences > before
         assert not len(index.store._load_vectors().tail)  # type: ignore[attr-defined]
         assert index.semantic_search(query, top_k=1)[0].chunk_id == hit.chunk_id
@@ -203,7 +219,7 @@ def test_damaged_file_means_exact_then_rebuilt(copy: Path, exact: Index,
                                                caplog: pytest.LogCaptureFixture) -> None:
     path = copy / "vectors" / ann.FILE
     path.write_bytes(b"\x00garbage" * (path.stat().st_size // 8) + b"\x00" *
-                     (path.stat().st_size % 8))  # same size: the manifest check passes
+                     (path.stat().st_size % 8))  # same size: the checksum tells
     with caplog.at_level(logging.WARNING), _open(copy) as index:
         for query in _queries(records, 10):
             _same(index.semantic_search(query, 5), exact, query)
@@ -211,9 +227,9 @@ def test_damaged_file_means_exact_then_rebuilt(copy: Path, exact: Index,
         assert "damaged approximate index" in caplog.text
         index.store.finish_build()
         assert index.store._load_vectors().ann is not None  # type: ignore[attr-defined]
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["ann"]["bytes"] += 1  # a file the manifest does not describe is not used
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    record = _record(copy)
+    record["bytes"] += 1  # a file its record does not describe is not used
+    _set_record(copy, record)
     with _open(copy) as index:
         assert index.store._load_vectors().ann is None  # type: ignore[attr-defined]
 
@@ -239,14 +255,12 @@ def test_few_probes_approximate_but_never_misscore(built: Path, exact: Index,
 
 def test_earlier_hnsw_file_is_ignored_then_replaced(copy: Path, exact: Index,
                                                     records: list[dict[str, str]]) -> None:
-    """An index built by an earlier version (HNSW file and manifest record) searches exactly
+    """An index built by an earlier version (HNSW file and its record) searches exactly
     until the next build replaces the file with an inverted file."""
     (copy / "vectors" / ann.FILE).rename(copy / "vectors" / "hnsw.faiss")
-    manifest = json.loads((copy / "manifest.json").read_text())
     size = (copy / "vectors" / "hnsw.faiss").stat().st_size
-    manifest["ann"] = {"file": "vectors/hnsw.faiss", "sentences": manifest["ann"]["sentences"],
-                       "m": 32, "bytes": size}
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    _set_record(copy, {"file": "vectors/hnsw.faiss", "sentences": _record(copy)["sentences"],
+                       "m": 32, "bytes": size})
     with _open(copy) as index:
         assert index.store._load_vectors().ann is None  # type: ignore[attr-defined]
         for query in _queries(records, 5):
@@ -254,14 +268,15 @@ def test_earlier_hnsw_file_is_ignored_then_replaced(copy: Path, exact: Index,
         index.store.finish_build()
         assert index.store._load_vectors().ann is not None  # type: ignore[attr-defined]
     assert not (copy / "vectors" / "hnsw.faiss").exists()
-    assert json.loads((copy / "manifest.json").read_text())["ann"]["kind"] == "ivf-sq8"
+    assert _record(copy)["kind"] == "ivf-sq8"
 
 
 def test_auto_below_threshold_and_off_remove_the_file(copy: Path) -> None:
     with _open(copy, ann="auto") as index:  # 200k sentences by default: exact
         index.store.finish_build()
     assert not (copy / "vectors" / ann.FILE).exists()
-    assert "ann" not in json.loads((copy / "manifest.json").read_text())
+    with sqlite3.connect(copy / "sleuth.db") as db:
+        assert db.execute("SELECT count(*) FROM meta WHERE name='ann'").fetchone() == (0,)
 
 
 def test_without_faiss_search_is_exact(built: Path, exact: Index, records: list[dict[str, str]],

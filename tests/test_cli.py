@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -86,16 +88,106 @@ def test_bad_input_keeps_the_index_intact(sleuth, tmp_path: Path, case: str):
         target = tmp_path / "empty"
         target.mkdir()
     result = sleuth("index", str(target), "--index", str(index))
+    assert result.code == 1
+    message = result.err.strip().splitlines()[-1]
+    assert message.startswith("error: ") and str(target.name) in message
+    assert "Traceback" not in result.err
     if case == "empty-folder":
-        assert result.code == 0 and "added 0" in result.out
-    else:
-        assert result.code == 1
-        message = result.err.strip().splitlines()[-1]
-        assert message.startswith("error: ") and str(target.name) in message
-        assert "Traceback" not in result.err
+        assert message.startswith("error: no documents found in ")
     assert _counts(sleuth, index) == (1, 1)
     hits = sleuth("search", "keyword", "herons", "--index", str(index), "--json").json()["hits"]
     assert [h["doc_id"] for h in hits] == ["good.md"]
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and UNIX sockets")
+@pytest.mark.timeout(300)  # reading the FIFO would hang the run forever
+def test_index_skips_special_files_deep_json_and_counts_unsupported(
+        sleuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nA note about herons.", "utf-8")
+    os.mkfifo(docs / "pipe.txt")
+    (docs / "deep.json").write_text(DEEP_JSON)
+    for name in ("a.bin", "b.bin", "c.xyz", ".hidden.bin"):
+        (docs / name).write_bytes(b"\x01")
+    monkeypatch.chdir(docs)  # a short relative name: socket paths are limited to ~100 bytes
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind("sock.md")
+        index = tmp_path / "idx"
+        result = sleuth("index", str(docs), "--index", str(index))
+        assert result.code == 0, result.err
+        assert "Traceback" not in result.err and "added 1," in result.out
+        reasons = dict(line.removeprefix("skipped ").split(": ", 1)
+                       for line in result.err.splitlines() if line.startswith("skipped /"))
+        assert {Path(path).name: reason for path, reason in reasons.items()} == {
+            "pipe.txt": "not a regular file (FIFO)",
+            "sock.md": "not a regular file (socket)",
+            "deep.json": "JSON nested too deeply to parse (more than about 1000 levels)",
+        }
+        assert "skipped 3 unsupported files (.bin ×2, .xyz ×1)" in result.err.splitlines()
+        report = sleuth("index", str(docs), "--index", str(index), "--json").json()
+    assert report["unchanged"] == 1 and report["unsupported"] == {".bin": 2, ".xyz": 1}
+    assert len(report["skipped"]) == 3
+
+
+def test_index_deep_json_named_directly_is_one_clear_error(sleuth, tmp_path: Path):
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP_JSON)
+    result = sleuth("index", str(deep), "--index", str(tmp_path / "idx"))
+    assert result.code == 1
+    assert result.err.strip().splitlines()[-1] == (
+        f"error: {deep}: JSON nested too deeply to parse (more than about 1000 levels)")
+    assert "Traceback" not in result.err and "RecursionError" not in result.err
+
+
+def test_index_writes_nothing_when_there_is_nothing_to_index(sleuth, tmp_path: Path):
+    index = tmp_path / "idx"
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nA note about herons.", "utf-8")
+    missing = sleuth("index", str(good), str(tmp_path / "nowhere"), "--index", str(index))
+    assert missing.code == 1
+    assert missing.err.strip().splitlines() == [
+        f"error: no such file or folder: {tmp_path / 'nowhere'}"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".notes.md").write_text("# Hidden\n")
+    result = sleuth("index", str(empty), "--index", str(index), "--json")
+    assert result.code == 1 and result.out == ""
+    assert result.err.strip().splitlines() == [
+        f"error: no documents found in {empty}: no files to read there (supported: "
+        ".docx .htm .html .json .jsonl .markdown .md .ndjson .pdf .rst .text .txt)"]
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for name in ("a.bin", "b.bin", "c.xyz"):
+        (odd / name).write_bytes(b"\x01")
+    result = sleuth("index", str(odd), "--index", str(index))
+    assert result.code == 1
+    assert result.err.strip().splitlines()[-1].startswith(
+        f"error: no documents found in {odd}: skipped 3 unsupported files (.bin ×2, .xyz ×1) "
+        "(supported: ")
+    assert not index.exists()
+
+
+def test_an_emptied_folder_removes_its_documents_with_a_warning(sleuth, tmp_path: Path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    note = docs / "note.md"
+    note.write_text("# Note\n\nA note about herons.", "utf-8")
+    index = tmp_path / "idx"
+    assert sleuth("index", str(docs), "--index", str(index)).code == 0
+    note.unlink()
+    (docs / "empty.txt").write_bytes(b"")
+    result = sleuth("index", str(docs), "--index", str(index))
+    assert result.code == 0, result.err
+    assert "removed 1," in result.out
+    assert f"warning: no documents found in {docs}: skipped " in result.err
+    assert "removed the 1 document indexed from there" in result.err
+    again = sleuth("index", str(docs), "--index", str(index))
+    assert again.code == 1 and "error: no documents found in" in again.err
+    assert _counts(sleuth, index) == (0, 0)
 
 
 def test_corpus_json_and_chunks_json_keep_source_ids(sleuth, tmp_path: Path):

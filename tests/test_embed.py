@@ -78,7 +78,7 @@ def test_embedder_failure_mid_build_keeps_batches_and_resumes(tmp_path: Path,
             index.add([wiki_corpus], batch_sentences=200)
         partial = index.stats()
         assert 0 < partial.documents < 300
-        assert partial.manifest["build"]["state"] == "building"
+        assert partial.manifest["build"]["state"] == "interrupted"
     with Index.open(folder, settings=settings) as index:
         report = index.add([wiki_corpus])
         assert report.resumed and report.unchanged == partial.documents

@@ -267,6 +267,46 @@ def test_add_upload_and_delete_documents(sample_index: Path, tmp_path: Path) -> 
         running.close()
 
 
+def test_upload_with_a_long_name_and_server_io_errors(sample_index: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "idx"
+    shutil.copytree(sample_index, folder)
+    running = Running(Service(folder, _settings()))
+    api = running.client
+    try:
+        name = "kakapo-" + "\u00e9" * 150 + ".md"
+        assert len(name.encode()) > 300  # over the 255-byte limit of file names
+        body = b"# Kakapo\nThe kakapo is a flightless parrot."
+        uploaded = api.post("/v1/documents", files=[("files", (name, body))])
+        assert uploaded.status_code == 200, uploaded.text
+        [doc_id] = uploaded.json()["added_ids"]
+        assert doc_id.startswith("kakapo-\u00e9") and doc_id.endswith(".md")
+        assert len(doc_id.encode()) <= 120
+        hits = api.post("/v1/tools/keyword_search", json={"keywords": ["kakapo"]}).json()
+        assert hits["data"]["hits"][0]["doc_id"] == doc_id
+        again = api.post("/v1/documents", files=[("files", (name, body))]).json()
+        assert again["unchanged"] == 1 and again["added_ids"] == []  # the same saved name
+        other = api.post("/v1/documents", files=[("files", (name[:-3] + "x.md", body))])
+        assert other.json()["added_ids"] != [doc_id]  # a shortened name stays unique
+        # a file where the uploads folder should be: a JSON 500, the connection stays usable
+        shutil.rmtree(folder / "uploads")
+        (folder / "uploads").write_text("not a folder")
+        failed = api.post("/v1/documents", files=[("files", ("note.md", body))])
+        assert failed.status_code == 500
+        assert failed.json()["detail"].startswith("cannot save upload 'note.md'")
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise OSError(28, "No space left on device", str(folder))
+
+        monkeypatch.setattr(Service, "status", broken)
+        status = api.get("/v1/status")
+        assert status.status_code == 500
+        assert status.json() == {"detail": "server I/O error: No space left on device"}
+        assert api.get("/v1/tools").status_code == 200
+    finally:
+        running.close()
+
+
 def test_the_app_serves_eval_runs_and_the_viewer(sample_copy: Path, tmp_path: Path) -> None:
     run = tmp_path / "runs" / "full"
     run.mkdir(parents=True)

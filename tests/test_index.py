@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import twowiki_records
 from sleuth import Index, Settings, StoreError
 from sleuth.index import IndexProgress
 from sleuth.store.keyword import brute_force
@@ -65,7 +66,10 @@ def test_interrupted_build_resumes(tmp_path: Path, wiki_corpus: Path) -> None:
     with Index.open(folder, settings=settings) as index:
         partial = index.stats()
         assert 0 < partial.documents < 300
-        assert index.stats().manifest["build"]["state"] == "building"
+        build = index.stats().manifest["build"]
+        assert build["state"] == "interrupted"  # its process let go of the index
+        assert build["interrupted"][0]["command"] == \
+            f"sleuth index {wiki_corpus} --index {folder}"
         report = index.add([wiki_corpus])
         assert report.resumed and report.unchanged == partial.documents
         assert index.stats().documents == 300
@@ -145,5 +149,60 @@ def test_damaged_vectors_get_a_clear_error(tmp_path: Path, sample_index: Path) -
         path.unlink()
     with Index.open(copy, settings=Settings.load()) as index:
         assert index.keyword_search(["Greatorex"])  # keyword search does not need vectors
-        with pytest.raises(StoreError, match="rebuild the index"):
+        with pytest.raises(StoreError, match=r"seg-1\.chunks\.npy is missing; `sleuth index "
+                           r"--repair"):
             index.semantic_search("levers")
+    with Index.open(sample_index, settings=Settings.load()) as pristine:
+        expected = pristine.semantic_search("levers")
+    with Index.open(copy, settings=Settings.load()) as index:
+        assert index.repair().sentences_embedded == index.stats().sentences
+        assert index.check() == []
+        got = index.semantic_search("levers")
+    assert [h.chunk_id for h in got] == [h.chunk_id for h in expected]
+    assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-4)
+
+
+def test_a_long_document_is_stored_in_parts_and_resumed_after_the_last_one(
+        tmp_path: Path) -> None:
+    """A document longer than a batch is committed in parts: interrupted after two, the
+    index holds them (marked partial, the build interrupted), and the next run embeds only
+    the rest; the result equals an uninterrupted build."""
+    records = twowiki_records(60)
+    text = "\n\n".join(r["text"] for r in records)
+    source = tmp_path / "long.txt"
+    source.write_text("A long report\n\n" + text)
+    settings = Settings.load(chunk={"tokens": 200})
+
+    class Stop(Exception):
+        pass
+
+    written: list[int] = []
+
+    def interrupt(progress: IndexProgress) -> None:
+        written.append(progress.sentences)
+        if progress.chunks >= 4 and not progress.done:
+            raise Stop
+
+    folder = tmp_path / "idx"
+    with Index.open(folder, settings=settings, create=True) as index, pytest.raises(Stop):
+        index.add([source], on_progress=interrupt, batch_sentences=40)
+    with Index.open(folder, settings=settings) as index:
+        stored = index.store.document_hashes()["long.txt"]
+        assert stored.startswith("partial:")
+        kept = len(index.store.chunk_spans("long.txt"))
+        assert kept >= 4 and index.stats().manifest["build"]["state"] == "interrupted"
+        seen: list[int] = []
+        report = index.add([source], batch_sentences=40,
+                           on_progress=lambda p: seen.append(p.sentences))
+        assert report.resumed and report.updated == ["long.txt"]
+        chunks = [(c.chunk_id, c.text) for c in index.store.iter_chunks()]
+        vectors = index.store.document_vectors("long.txt")
+        assert not index.check()
+    whole = tmp_path / "whole"
+    with Index.open(whole, settings=settings, create=True) as index:
+        index.add([source])
+        assert index.store.document_hashes()["long.txt"] == stored.removeprefix("partial:")
+        assert [(c.chunk_id, c.text) for c in index.store.iter_chunks()] == chunks
+        total = index.stats().sentences
+        assert np.allclose(index.store.document_vectors("long.txt"), vectors, atol=1e-5)
+    assert max(seen) < total  # only the rest was embedded again

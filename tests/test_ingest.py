@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from sleuth.ingest import (
     Skipped,
     chunk_document,
     cut_sentence,
+    has_sources,
     iter_documents,
     split_sentences,
 )
@@ -460,6 +462,82 @@ def test_permission_error_is_reported(tmp_path: Path, monkeypatch: pytest.Monkey
     docs, report = load([tmp_path])
     assert [d.doc_id for d in docs] == ["open.md"]
     assert report.skipped == [Skipped(str(locked), "cannot read file: permission denied")]
+
+
+def _unix_socket(folder: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> socket.socket:
+    """A listening-capable UNIX socket file ``folder/name`` (bound by a short relative path:
+    socket paths are limited to about 100 bytes)."""
+    monkeypatch.chdir(folder)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(name)
+    return sock
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and UNIX sockets")
+@pytest.mark.timeout(30)  # opening the FIFO would block forever
+def test_fifos_sockets_and_devices_are_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "in"
+    good = write(folder / "good.md", "# Good\n\nHerons.")
+    os.mkfifo(folder / "pipe.txt")
+    (folder / "link.md").symlink_to(good)
+    (folder / "pipe-link.md").symlink_to(folder / "pipe.txt")
+    with _unix_socket(folder, "sock.md", monkeypatch):
+        docs, report = load([folder])
+        assert [d.doc_id for d in docs] == ["good.md", "link.md"]
+        assert {Path(s.path).name: s.reason for s in report.skipped} == {
+            "pipe.txt": "not a regular file (FIFO)",
+            "pipe-link.md": "not a regular file (FIFO)",
+            "sock.md": "not a regular file (socket)",
+        }
+        named = [folder / "pipe.txt", folder / "sock.md", Path(os.devnull)]
+        docs, report = load(named)
+        assert docs == []
+        assert [s.reason for s in report.skipped] == [
+            "not a regular file (FIFO)",
+            "not a regular file (socket)",
+            "not a regular file (character device)",
+        ]
+
+
+def test_json_nested_too_deeply_is_skipped_or_one_clear_error(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    folder = tmp_path / "in"
+    write(folder / "deep.json", deep)
+    write(folder / "lines.jsonl", '{"id": "a", "text": "Fine."}\n' + deep + "\n")
+    nested_meta = json.loads("[" * 150 + "]" * 150)
+    write(folder / "meta.json", json.dumps([{"id": "m", "text": "Deep extra.", "x": nested_meta},
+                                            {"id": "n", "text": "Flat.", "x": [[1]]}]))
+    docs, report = load([folder])
+    assert [d.doc_id for d in docs] == ["a", "n"]
+    reasons = {s.path: s.reason for s in report.skipped}
+    assert reasons[str(folder / "deep.json")].startswith("JSON nested too deeply to parse")
+    assert reasons[f"{folder / 'lines.jsonl'}:2"].startswith("JSON nested too deeply")
+    assert "nested more than 100 levels" in reasons[f"{folder / 'meta.json'}[0]"]
+    with pytest.raises(IngestError, match=r"deep\.json: JSON nested too deeply") as info:
+        list(iter_documents([folder / "deep.json"]))
+    assert "\n" not in str(info.value)
+
+
+def test_unsupported_files_in_folders_are_counted(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    write(folder / "a.bin", b"\x01")
+    write(folder / "sub" / "b.BIN", b"\x01")
+    write(folder / "c.xyz", "text")
+    write(folder / "Makefile", "all:")
+    write(folder / ".hidden.bin", b"\x01")
+    write(folder / "drafts" / "d.bin", b"\x01")
+    docs, report = load([folder], exclude=["drafts"])
+    assert docs == [] and report.skipped == []
+    assert report.unsupported == {".bin": 2, ".xyz": 1, "(none)": 1}
+    found = IngestReport()
+    assert not has_sources([folder], exclude=["drafts"], report=found)
+    assert found.unsupported == report.unsupported
+    write(folder / "z.md", "# Z\n")
+    assert has_sources([folder])
+    with pytest.raises(IngestError, match="no such file or folder"):
+        has_sources([folder, tmp_path / "missing"])
 
 
 def test_bom_offsets_and_utf16(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ exit status 1; Ctrl-C exits 130 and an interrupted ``index`` resumes when run ag
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Self, TypeVar
@@ -17,6 +18,7 @@ from sleuth.errors import SleuthError, StoreError
 from sleuth.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+MANIFEST_NAME = "manifest.json"
 
 
 def common(func: F) -> F:
@@ -77,7 +79,7 @@ def cli() -> None:
 
 
 @cli.command("index")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--include", multiple=True, help="Glob of files to take inside folders (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
 @click.option("--id-field", default="id", show_default=True, help="JSON/JSONL record id key.")
@@ -95,31 +97,53 @@ def cli() -> None:
               "the whole collection).")
 @click.option("--keep-missing", is_flag=True,
               help="Keep indexed documents whose source no longer has them.")
+@click.option("--repair", is_flag=True,
+              help="First repair what `sleuth check` finds damaged: re-embed missing or damaged "
+              "sentence vectors from the stored text, rebuild a damaged approximate index, "
+              "restore a damaged manifest (PATHS optional).")
 @common
 def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
               id_field: str, title_field: str, text_field: str, chunk_tokens: int | None,
               embedder: str | None, batch_size: int | None, device: str | None,
-              keep_missing: bool, collection: str, groups: str | None, index_dir: str | None,
-              as_json: bool, config: str | None) -> None:
+              keep_missing: bool, repair: bool, collection: str, groups: str | None,
+              index_dir: str | None, as_json: bool, config: str | None) -> None:
     """Index files, folders, corpus.json / chunks.json / JSONL (incremental, resumable).
 
     New documents are added, changed ones re-indexed (by content hash), and documents that
     disappeared from an indexed folder or corpus file are removed. Re-run an interrupted
-    build with the same arguments to resume it.
+    build with the same arguments to resume it. Every path is checked before anything is
+    written; a run that finds no document fails (exit 1), unless it removed the documents
+    of a folder that was emptied (then it warns).
 
     Multi-tenant indexes: --collection puts the documents in a tenant's collection (their
     ids get the prefix COLLECTION:), --groups gives them access groups; a server key of
     that collection sees a document when it is open (no groups) or the key holds one.
     """
+    from sleuth.errors import IndexNotFound, IngestError
     from sleuth.index import Index
-    from sleuth.ingest import JsonFields
+    from sleuth.ingest import IngestReport, JsonFields, has_sources
 
     settings = _settings(config, index_dir, chunk={"tokens": chunk_tokens},
                          embed={"model": embedder, "batch_size": batch_size, "device": device})
+    if repair:
+        _repair(settings, as_json)
+        if not paths:
+            return
+    elif not paths:
+        raise click.UsageError("give PATHS to index (files or folders), or --repair")
     fields = JsonFields(id=id_field, title=title_field, text=text_field)
-    if not as_json:
+    # every path is checked, and files looked for, before an index is opened or created
+    listing = IngestReport()
+    found = has_sources(paths, include=include, exclude=exclude, report=listing)
+    if not found and keep_missing:  # nothing to add and nothing to remove
+        raise IngestError(_nothing_found(paths, listing))
+    if found and not as_json:
         _status(f"loading embedder {settings.embed.model!r} ...")
-    with Index.open(settings=settings, create=True) as index, _IndexBar(not as_json) as bar:
+    try:  # with no file to add, only an existing index has documents to remove
+        opened = Index.open(settings=settings, create=found)
+    except IndexNotFound:
+        raise IngestError(_nothing_found(paths, listing)) from None
+    with opened as index, _IndexBar(not as_json) as bar:
         report = index.add(list(paths), include=include, exclude=exclude, fields=fields,
                            delete_missing=not keep_missing, on_progress=bar.update,
                            collection=collection, groups=groups or ())
@@ -128,15 +152,72 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
         _emit({"index": str(settings.index), **report.to_dict(),
                "totals": {"documents": stats.documents, "chunks": stats.chunks,
                           "sentences": stats.sentences}})
+    else:
+        for skipped in report.skipped + report.duplicates:
+            _status(f"skipped {skipped.path}: {skipped.reason}")
+        if report.unsupported:
+            _status(_unsupported(report.unsupported))
+        click.echo(
+            f"{'resumed; ' if report.resumed else ''}added {len(report.added)}, updated "
+            f"{len(report.updated)}, unchanged {report.unchanged}, removed "
+            f"{len(report.deleted)}, skipped {len(report.skipped) + len(report.duplicates)} | "
+            f"index {settings.index}: {stats.documents} documents, {stats.chunks} chunks, "
+            f"{stats.sentences} sentences"
+        )
+    if report.added or report.updated or report.unchanged:
         return
-    for skipped in report.skipped + report.duplicates:
-        _status(f"skipped {skipped.path}: {skipped.reason}")
-    click.echo(
-        f"{'resumed; ' if report.resumed else ''}added {len(report.added)}, updated "
-        f"{len(report.updated)}, unchanged {report.unchanged}, removed {len(report.deleted)}, "
-        f"skipped {len(report.skipped) + len(report.duplicates)} | index {settings.index}: "
-        f"{stats.documents} documents, {stats.chunks} chunks, {stats.sentences} sentences"
-    )
+    if not report.deleted:
+        raise IngestError(_nothing_found(paths, report))
+    removed = len(report.deleted)
+    _status(f"warning: {_nothing_found(paths, report)}; removed the {removed} "
+            f"document{'s' * (removed != 1)} indexed from there")
+
+
+def _repair(settings: Settings, as_json: bool) -> None:
+    """``sleuth index --repair``: what the repair did, then whatever is still damaged."""
+    from sleuth.index import Index
+
+    with Index.open(settings=settings, repair=True) as index, \
+            _Bar(not as_json, "re-embedding", "sentences") as bar:
+        report = index.repair(on_progress=lambda done, total: bar.advance(done))
+        problems = index.check(full=False)
+    if as_json:
+        _emit({"repair": vars(report), "problems": [vars(p) for p in problems]})
+    else:
+        done = [f"restored {MANIFEST_NAME}"] if report.manifest_restored else []
+        if report.segments_dropped:
+            done.append(f"dropped {report.segments_dropped} damaged vector segments")
+        if report.sentences_embedded:
+            done.append(f"re-embedded {report.sentences_embedded} sentences")
+        if report.ann_rebuilt:
+            done.append("rebuilt the approximate index")
+        _status(f"repair: {', '.join(done) or 'nothing to repair'}")
+        _print_problems(problems)
+    if problems:
+        sys.exit(1)
+
+
+def _unsupported(counts: dict[str, int]) -> str:
+    """``skipped 3 unsupported files (.bin ×2, .xyz ×1)``."""
+    total = sum(counts.values())
+    kinds = ", ".join(f"{suffix} ×{n}" for suffix, n in
+                      sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"skipped {total} unsupported file{'s' * (total != 1)} ({kinds})"
+
+
+def _nothing_found(paths: Sequence[str], report: Any) -> str:
+    """Why ``sleuth index PATHS`` found no document: where it looked and what it skipped."""
+    from sleuth.ingest import SUPPORTED_SUFFIXES
+
+    where = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    why = [_unsupported(report.unsupported)] if report.unsupported else []
+    if len(report.skipped) == 1:
+        why.append(f"skipped {report.skipped[0].path}: {report.skipped[0].reason}")
+    elif report.skipped:
+        why.append(f"skipped {len(report.skipped)} unusable files or records (the first, "
+                   f"{report.skipped[0].path}: {report.skipped[0].reason})")
+    return (f"no documents found in {where}: {'; '.join(why) or 'no files to read there'} "
+            f"(supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})")
 
 
 class _Bar:
@@ -785,21 +866,75 @@ class _RunBar(_Bar):
 @cli.command("status")
 @common
 def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Show what an index holds and how it was built."""
+    """Show what an index holds, how it was built, and whether a build was interrupted.
+
+    The vector files are checked against their checksums (reading them once); a damaged
+    part is named with its repair and the exit status is 1. `sleuth check` also runs the
+    slow checks of the database."""
     from sleuth.index import Index
 
     with Index.open(settings=_settings(config, index_dir)) as index:
         stats = index.stats()
+        problems = index.check(full=False)
+    build = dict(stats.manifest.get("build") or {})
     info = {"index": index.location, "documents": stats.documents, "chunks": stats.chunks,
-            "sentences": stats.sentences, "manifest": dict(stats.manifest)}
+            "sentences": stats.sentences, "build": build, "manifest": dict(stats.manifest),
+            "problems": [vars(p) for p in problems]}
     if as_json:
         _emit(info)
-        return
-    m = stats.manifest
-    click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
-               f"{stats.sentences} sentences\nembedder {m.get('embedder')}, chunk tokens "
-               f"{m.get('chunk_tokens')}, format {m.get('format_version')}, build "
-               f"{(m.get('build') or {}).get('state')}")
+    else:
+        m = stats.manifest
+        click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
+                   f"{stats.sentences} sentences\nembedder {m.get('embedder')}, chunk tokens "
+                   f"{m.get('chunk_tokens')}, format {m.get('format_version')}, build "
+                   f"{build.get('state')}")
+        for entry in build.get("running") or []:
+            click.echo(f"running since {entry['started']} (process {entry['pid']} on "
+                       f"{entry['host']}): {entry['command']}")
+        for entry in build.get("interrupted") or []:
+            click.echo(f"interrupted (started {entry['started']}); resume it with: "
+                       f"{entry['command']}")
+        _print_problems(problems)
+    if problems:
+        sys.exit(1)
+
+
+def _print_problems(problems: Sequence[Any]) -> None:
+    for p in problems:
+        _status(f"damaged: {p.part} {p.problem}; repair: {p.repair}")
+
+
+@cli.command("check")
+@click.option("--quick", is_flag=True,
+              help="Skip SQLite's integrity check, which reads the whole database.")
+@common
+def check_cmd(quick: bool, index_dir: str | None, as_json: bool, config: str | None) -> None:
+    """Verify every part of an index and say what is damaged and how to repair it.
+
+    \b
+    Checks: the manifest against its copy in sleuth.db; SQLite's integrity check and the
+    keyword index's (unless --quick); every vector segment file against its size and
+    checksum; that every stored sentence has exactly one vector; the approximate index's
+    checksum. Exit status 0 when intact, 1 when something is damaged. Damaged or missing
+    vectors are repaired from the stored text by `sleuth index --repair`.
+    """
+    from sleuth.index import Index
+
+    with Index.open(settings=_settings(config, index_dir)) as index:
+        problems = index.check(full=not quick)
+        stats = index.stats()
+    if as_json:
+        _emit({"index": index.location, "ok": not problems,
+               "problems": [vars(p) for p in problems],
+               "documents": stats.documents, "chunks": stats.chunks,
+               "sentences": stats.sentences})
+    elif not problems:
+        click.echo(f"ok: {index.location}: {stats.documents} documents, {stats.chunks} "
+                   f"chunks, {stats.sentences} sentences; every part verified")
+    else:
+        _print_problems(problems)
+    if problems:
+        sys.exit(1)
 
 
 @cli.command("tools")
@@ -1293,6 +1428,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(130)
     except SleuthError as exc:
         _status(f"error: {exc}")
+        sys.exit(1)
+    except OSError as exc:  # the machine's own failures: disk full, permissions, ...
+        where = f": {exc.filename}" if exc.filename else ""
+        _status(f"error: {exc.strerror or exc}{where}")
+        sys.exit(1)
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get("SLEUTH_DEBUG"):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _status(f"error: unexpected {type(exc).__name__}: {first} (this is a bug in Sleuth; "
+                "SLEUTH_DEBUG=1 shows the traceback to report)")
         sys.exit(1)
 
 

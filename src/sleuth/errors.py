@@ -44,6 +44,11 @@ class IndexNotFound(StoreError):
     """No index exists at the given location."""
 
 
+class IndexDamaged(StoreError):
+    """A part of an index is missing or does not match what was written; the message names
+    the part and the command that repairs it."""
+
+
 class RequestError(SleuthError):
     """A caller's request is invalid or over a serving limit; servers answer 4xx with it."""
 

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import os
+import shlex
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,15 @@ from sleuth.errors import IndexNotFound, StoreError
 from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
 from sleuth.pipeline import pipelined
 from sleuth.settings import Settings
-from sleuth.store.base import PreparedDocument, Store, StoreStats, open_store
+from sleuth.store.base import (
+    PARTIAL,
+    PreparedDocument,
+    Problem,
+    RepairReport,
+    Store,
+    StoreStats,
+    open_store,
+)
 from sleuth.store.keyword import KeywordMode
 from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
@@ -68,6 +77,7 @@ class AddReport:
     deleted: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     duplicates: list[Skipped] = field(default_factory=list)
+    unsupported: dict[str, int] = field(default_factory=dict)  # suffix -> files in folders
     resumed: bool = False
     chunks: int = 0
     sentences: int = 0
@@ -79,6 +89,7 @@ class AddReport:
             "resumed": self.resumed,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "duplicates": [{"path": s.path, "reason": s.reason} for s in self.duplicates],
+            "unsupported": dict(self.unsupported),
         }
 
 
@@ -107,6 +118,32 @@ def _serialised(callback: ProgressCallback | None) -> ProgressCallback:
 
 
 @dataclass(frozen=True)
+class _Part:
+    """Chunks of one document to store together: all of them, or a part of a long one."""
+
+    doc: Document
+    digest: str
+    chunks: list[Chunk]
+    opens: bool
+    closes: bool
+
+
+def _parts(chunks: list[Chunk], sentences: int) -> Iterator[list[Chunk]]:
+    """``chunks`` in consecutive parts of about ``sentences`` sentences (at least one chunk
+    each; no chunks: one empty part, so the document row is stored)."""
+    part: list[Chunk] = []
+    size = 0
+    for chunk in chunks:
+        part.append(chunk)
+        size += len(chunk.sentences)
+        if size >= sentences:
+            yield part
+            part, size = [], 0
+    if part or not chunks:
+        yield part
+
+
+@dataclass(frozen=True)
 class ReadResult:
     """Chunks found (requested ones first, then neighbours) and ids that do not exist."""
 
@@ -130,8 +167,7 @@ class Index:
         self._summaries: tuple[list[str], np.ndarray] | None = None
         self._graph: Any = None  # the knowledge graph, opened once (see graph())
         self._sessions: Store | None = None  # settings.sessions_store, opened once
-        self._generation = 0  # bumped by every write, so views drop stale caches
-        self._seen = 0  # the base's generation a view's caches were built at
+        self._seen: int | None = None  # the store generation the caches were built at
 
     def scoped(self, access: Access | None) -> Index:
         """A read view that sees only the documents ``access`` allows (``self`` when it
@@ -148,27 +184,30 @@ class Index:
 
     def _forget(self) -> None:
         """Drop caches derived from the documents (after a write, or a view's first use)."""
-        self._titles, self._summaries = None, None
+        self._titles, self._summaries, self._seen = None, None, None
         if self._base is not None:
-            self._graph, self._seen = None, self._base._generation
-        else:
-            self._generation += 1
+            self._graph = None
 
     def _fresh(self) -> None:
-        """A view whose base has been written to since its caches were built drops them."""
-        if self._base is not None and self._seen != self._base._generation:
+        """Drop the derived caches when the index changed since they were built, by this
+        process or any other (the store's generation, read per call)."""
+        generation = self.store.generation()
+        if self._seen != generation:
             self._forget()
+            self._seen = generation
 
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, settings: Settings | None = None,
-             create: bool = False, embedder: Embedder | None = None) -> Index:
-        """Open the index at ``path`` (default: settings.index); ``create`` builds a new one."""
+             create: bool = False, embedder: Embedder | None = None,
+             repair: bool = False) -> Index:
+        """Open the index at ``path`` (default: settings.index); ``create`` builds a new one;
+        ``repair`` opens a damaged one for :meth:`repair` (its manifest restored)."""
         settings = settings or Settings.load()
         location = str(path if path is not None else settings.index)
         try:
-            store = open_store(location, create=False, embedder=None)
+            store = open_store(location, create=False, embedder=None, repair=repair)
         except IndexNotFound:
             if not create:
                 raise
@@ -244,6 +283,8 @@ class Index:
                 self._graph = None if full is None else \
                     full.scoped(self.store.visible_documents(self.access))
             return self._graph
+        if self._graph is not None:
+            self._graph.refresh()  # another process may have built or changed it
         if self._graph is None:
             from sleuth.graph import Graph
 
@@ -312,10 +353,12 @@ class Index:
                              "index itself")
         check_name("collection", collection)
         access = (collection, parse_groups(groups))
-        report = AddReport(resumed=(self.store.manifest.get("build") or {}).get("state")
-                           == "building")
-        ingest = IngestReport(skipped=[], duplicates=[])
         paths = [Path(p).expanduser().resolve() for p in paths]
+        command = resume_command(self.location, paths, include, exclude, fields, collection,
+                                 access[1], delete_missing)
+        report = AddReport(resumed=any(b.get("command") == command for b in
+                                       self.store.build_status().get("interrupted", [])))
+        ingest = IngestReport(skipped=[], duplicates=[])
         docs = iter_documents(paths, include=include, exclude=exclude,
                               fields=fields or JsonFields(), report=ingest)
         known = self.store.document_hashes()
@@ -324,39 +367,53 @@ class Index:
         seen: set[str] = set()
 
         def batches() -> Iterator[_Batch]:
-            """Documents read, chunked and embedded, a batch at a time (in a worker thread)."""
-            pending: list[tuple[Document, str, list[Chunk]]] = []
+            """Documents read, chunked and embedded, a batch at a time (in a worker thread);
+            a document longer than a batch goes in parts (see PreparedDocument)."""
+            pending: list[_Part] = []
             for doc in docs:
                 if collection != DEFAULT_COLLECTION:
                     doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
                 seen.add(doc.doc_id)
                 progress.documents_seen += 1
                 digest = self._hash(doc, access)
-                if known.get(doc.doc_id) == digest:
+                stored = known.get(doc.doc_id)
+                if stored == digest:
                     report.unchanged += 1
                     progress.documents_unchanged += 1
                     continue
                 (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-                pending.append((doc, digest, chunk_document(doc, self.settings.chunk.tokens)))
-                if sum(len(c.sentences) for _, _, cs in pending for c in cs) >= batch_sentences:
-                    yield self._prepare(pending, progress, report_progress, access)
-                    pending = []
+                chunks = chunk_document(doc, self.settings.chunk.tokens)
+                done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + digest \
+                    else 0  # a long document interrupted after its first parts: resumed
+                for part in _parts(chunks[done:], batch_sentences):
+                    pending.append(_Part(doc, digest, part, opens=not done,
+                                         closes=done + len(part) == len(chunks)))
+                    done += len(part)
+                    if sum(len(c.sentences) for p in pending for c in p.chunks) \
+                            >= batch_sentences:
+                        yield self._prepare(pending, progress, report_progress, access)
+                        pending = []
             if pending:
                 yield self._prepare(pending, progress, report_progress, access)
 
-        self.store.begin_build()
-        self.embedder  # noqa: B018 - loaded here, not in the worker thread
-        for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
-            self.store.write(batch.documents)
-            self._forget()
-            progress.documents_indexed += len(batch.documents)
-            progress.chunks += batch.chunks
-            report.chunks += batch.chunks
-            report.sentences += batch.sentences
-            report_progress(progress)
+        self.store.begin_build(command)
+        try:
+            self.embedder  # noqa: B018 - loaded here, not in the worker thread
+            for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
+                self.store.write(batch.documents)
+                self._forget()
+                progress.documents_indexed += sum(d.closes for d in batch.documents)
+                progress.chunks += batch.chunks
+                report.chunks += batch.chunks
+                report.sentences += batch.sentences
+                report_progress(progress)
+        except BaseException:
+            self.store.stop_build()
+            raise
         if delete_missing:
             report.deleted = self._delete_missing(paths, seen, collection)
-        report.skipped, report.duplicates = ingest.skipped, ingest.duplicates
+        report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
+                                                                  ingest.unsupported)
         self.store.finish_build()
         progress.done = True
         report_progress(progress)
@@ -372,20 +429,13 @@ class Index:
     def _embed_inputs(self, doc: Document, chunks: Sequence[Chunk]) -> list[str]:
         """Sentences to embed, each prefixed with its document title for context."""
         title = doc.title.strip()
-        out = []
-        for chunk in chunks:
-            for s in chunk.sentences:
-                text = s.text
-                if title and not text.startswith(title):
-                    text = f"{title}: {text}"
-                out.append(text)
-        return out
+        return [_with_title(title, s.text) for chunk in chunks for s in chunk.sentences]
 
-    def _prepare(self, pending: list[tuple[Document, str, list[Chunk]]],
-                 progress: IndexProgress, on_progress: ProgressCallback,
-                 access: tuple[str, tuple[str, ...]]) -> _Batch:
-        """Embed the sentences and summaries of ``pending`` documents, ready to store."""
-        inputs = [self._embed_inputs(doc, chunks) for doc, _, chunks in pending]
+    def _prepare(self, pending: list[_Part], progress: IndexProgress,
+                 on_progress: ProgressCallback, access: tuple[str, tuple[str, ...]]) -> _Batch:
+        """Embed the sentences of ``pending`` document parts, and the summaries of the
+        documents they open (from the opening part's sentences), ready to store."""
+        inputs = [self._embed_inputs(p.doc, p.chunks) for p in pending]
         flat = [t for group in inputs for t in group]
 
         def embedded(n: int) -> None:
@@ -397,15 +447,14 @@ class Index:
         for group in inputs:
             groups.append(matrix[row : row + len(group)])
             row += len(group)
-        summaries = [summarize(doc, chunks, vectors)
-                     for (doc, _, chunks), vectors in zip(pending, groups, strict=True)]
-        summary_vectors = [_blend(text, vectors) for text, vectors in zip(
-            self.embedder.embed(summaries), groups, strict=True)]
-        prepared = [PreparedDocument(doc, digest, chunks, vectors, summary, summary_vector,
-                                     *access)
-                    for (doc, digest, chunks), vectors, summary, summary_vector
-                    in zip(pending, groups, summaries, summary_vectors, strict=True)]
-        return _Batch(prepared, sum(len(c) for _, _, c in pending), len(flat))
+        opening = [i for i, p in enumerate(pending) if p.opens]
+        summaries = {i: summarize(pending[i].doc, pending[i].chunks, groups[i]) for i in opening}
+        blended = {i: _blend(vector, groups[i]) for i, vector in zip(
+            opening, self.embedder.embed([summaries[i] for i in opening]), strict=True)}
+        prepared = [PreparedDocument(p.doc, p.digest, p.chunks, vectors, summaries.get(i, ""),
+                                     blended.get(i), *access, opens=p.opens, closes=p.closes)
+                    for i, (p, vectors) in enumerate(zip(pending, groups, strict=True))]
+        return _Batch(prepared, sum(len(p.chunks) for p in pending), len(flat))
 
     def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
                         collection: str) -> list[str]:
@@ -428,6 +477,28 @@ class Index:
         self.store.delete(doc_ids)
         self._forget()
         self.store.finish_build()
+
+    # -- integrity ---------------------------------------------------------------------
+
+    def check(self, full: bool = True) -> list[Problem]:
+        """The damaged parts of the index, each with its repair (empty: intact); ``full``
+        adds SQLite's integrity check (reads the whole database)."""
+        return self.store.check(full)
+
+    def repair(self, on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
+        """Re-embed the sentence vectors that are missing or damaged from the stored text
+        (with this index's embedder, title context as at indexing), rebuild a damaged
+        approximate index, restore a damaged manifest from the database's copy."""
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; repair the index itself")
+
+        def embed(pairs: list[tuple[str, str]]) -> np.ndarray:
+            return self.embedder.embed([_with_title(title.strip(), text)
+                                        for title, text in pairs])
+
+        report = self.store.repair(embed, on_progress)
+        self._forget()
+        return report
 
     # -- retrieval ---------------------------------------------------------------------
 
@@ -572,6 +643,34 @@ def _blend(summary: np.ndarray, sentences: np.ndarray) -> np.ndarray:
     centroid = sentences.mean(axis=0)
     vector: np.ndarray = summary + centroid / max(1e-9, float(np.linalg.norm(centroid)))
     return (vector / max(1e-9, float(np.linalg.norm(vector)))).astype(np.float32)
+
+
+def _with_title(title: str, text: str) -> str:
+    """A sentence as it is embedded: prefixed with its document's title for context."""
+    return f"{title}: {text}" if title and not text.startswith(title) else text
+
+
+def resume_command(location: str, paths: Sequence[str | Path], include: Sequence[str],
+                   exclude: Sequence[str], fields: JsonFields | None, collection: str,
+                   groups: Sequence[str], delete_missing: bool) -> str:
+    """The ``sleuth index`` command line that repeats an ``add`` (and resumes it)."""
+    args = ["sleuth", "index", *map(str, paths), "--index", location]
+    for flag, values in (("--include", include), ("--exclude", exclude)):
+        for value in values:
+            args += [flag, value]
+    given, default = fields or JsonFields(), JsonFields()
+    for flag, value, standard in (("--id-field", given.id, default.id),
+                                  ("--title-field", given.title, default.title),
+                                  ("--text-field", given.text, default.text)):
+        if value != standard:
+            args += [flag, value]
+    if collection != DEFAULT_COLLECTION:
+        args += ["--collection", collection]
+    if groups:
+        args += ["--groups", ",".join(groups)]
+    if not delete_missing:
+        args.append("--keep-missing")
+    return shlex.join(args)
 
 
 def _identity(embedder: Embedder) -> dict[str, Any]:

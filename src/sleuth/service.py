@@ -16,6 +16,7 @@ updates are serialized with locks.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -31,7 +32,7 @@ from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
 from sleuth.agent.tracker import Tracker
-from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError
+from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
 from sleuth.index import Index
 from sleuth.llm import LLM
 from sleuth.session import Session
@@ -43,6 +44,24 @@ QUERY_ARGUMENTS = frozenset({"query", "queries", "keywords", "patterns", "entiti
                              "entity", "source", "target"})
 _SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
+# Saved upload names stay well under the 255-byte limit file systems put on a name.
+UPLOAD_NAME_BYTES = 120
+
+
+def _upload_name(filename: str) -> str:
+    """The name an upload is saved (and indexed) under: the base name of ``filename`` with
+    characters other than letters, digits, ``.``, ``-`` and ``_`` replaced and no leading
+    dot ("" when nothing is left). A name over :data:`UPLOAD_NAME_BYTES` bytes of UTF-8 is
+    shortened, keeping its suffix and adding a hash of the whole name, so names stay unique
+    and the same upload always gets the same name."""
+    name = _UPLOAD_NAME.sub("_", Path(filename or "upload.txt").name).lstrip(".")
+    if len(name.encode()) <= UPLOAD_NAME_BYTES:
+        return name
+    suffix = Path(name).suffix if len(Path(name).suffix) <= 16 else ""
+    tag = "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    budget = UPLOAD_NAME_BYTES - len(tag) - len(suffix.encode())
+    stem = name[: len(name) - len(suffix)].encode()[:budget].decode("utf-8", "ignore")
+    return stem + tag + suffix
 
 
 @dataclass(frozen=True)
@@ -217,15 +236,16 @@ class Service:
                     collection: str | None = None,
                     groups: Sequence[str] | str | None = None) -> dict[str, Any]:
         """Save uploaded ``(filename, content)`` pairs under ``<index>/uploads/<collection>``
-        and index them (a file uploaded again under the same name updates that document)."""
+        (names made safe and short by :func:`_upload_name`) and index them; a file uploaded
+        again under the same name updates that document. A file that cannot be saved raises
+        :class:`StoreError` (HTTP 500)."""
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
         target, _ = self._write_target(caller, collection, groups)
         folder = self.index.folder / "uploads" / target
-        folder.mkdir(parents=True, exist_ok=True)
         names: dict[str, bytes] = {}
         for filename, content in files:
-            name = _UPLOAD_NAME.sub("_", Path(filename or "upload.txt").name).lstrip(".")
+            name = _upload_name(filename)
             if not name:
                 raise RequestError(f"invalid upload file name {filename!r}")
             if name in names:
@@ -235,7 +255,12 @@ class Service:
         saved: list[str | Path] = []
         for name, content in names.items():
             path = folder / name
-            path.write_bytes(content)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content)
+            except OSError as err:
+                raise StoreError(f"cannot save upload {name!r} on the server: "
+                                 f"{err.strerror or type(err).__name__}") from None
             saved.append(path)
         return self._add(saved, caller, target, groups)
 

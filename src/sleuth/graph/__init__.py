@@ -273,6 +273,7 @@ class Graph:
         self._labels: dict[str, set[str]] | None = None  # label word stem → labels
         self._label_counts: dict[str, int] = {}
         self._removed: frozenset[int] = frozenset()
+        self._version: int | None = None  # the store's version the caches were built at
         self.last_trace: dict[str, Any] = {}  # what the last ``progressive`` call did
 
     @property
@@ -297,6 +298,13 @@ class Graph:
             graph._index = None
             graph._labels = None
             graph._scope = None
+
+    def refresh(self) -> None:
+        """Drop the caches when another process changed the stored graph (a build)."""
+        version = self.store.version()
+        if self._version is not None and version != self._version:
+            self.forget_caches()
+        self._version = version
 
     def scoped(self, visible_docs: frozenset[str] | None) -> Graph:
         """This graph as a caller who may read only the documents ``visible_docs`` sees it

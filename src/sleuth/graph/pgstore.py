@@ -203,6 +203,14 @@ class PostgresGraphStore:
     def close(self) -> None:
         """Nothing to close: the connections are the index store's."""
 
+    def version(self) -> int:
+        """The id of the last write transaction (``graph_meta`` key ``generation``, set by
+        every write; not copied between stores)."""
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT value FROM graph_meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside commit together, or none (nestable: the outer one counts)."""
@@ -216,6 +224,8 @@ class PostgresGraphStore:
                 yield
             finally:
                 self._local.conn = None
+            conn.execute("INSERT INTO graph_meta VALUES ('generation', txid_current()::text) "
+                         "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
 
     @contextmanager
     def _conn(self) -> Iterator[Connection]:
@@ -532,9 +542,10 @@ class PostgresGraphStore:
         id, by ``rid`` for aliases and mentions, bytewise by key), streamed."""
         order = f'{COPY_TABLES[table][0]} COLLATE "C"' if table in COPY_BY_KEY else \
             _COPY_ORDER.get(table, "id")
+        where = " WHERE key <> 'generation'" if table == "meta" else ""
         with self._conn() as conn:
             yield from conn.cursor().stream(
-                f"SELECT {copy_columns(table)} FROM graph_{table} ORDER BY {order}")
+                f"SELECT {copy_columns(table)} FROM graph_{table}{where} ORDER BY {order}")
 
     def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
         """Replace every table's rows in one transaction (COPY), relation ids continuing

@@ -147,6 +147,8 @@ class GraphBackend(Protocol):
         """The local folder for side files (the LLM extraction cache)."""
 
     def close(self) -> None: ...
+    def version(self) -> int:
+        """A number that changes when another process commits to the graph."""
     def transaction(self) -> AbstractContextManager[None]:
         """All writes inside commit together, or none (nestable: the outer one counts)."""
     def reset(self) -> None: ...
@@ -212,6 +214,9 @@ class GraphStore:
 
     def close(self) -> None:
         self.db.close()
+
+    def version(self) -> int:
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

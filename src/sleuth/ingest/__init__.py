@@ -8,6 +8,7 @@ from sleuth.ingest.loaders import (
     IngestReport,
     JsonFields,
     Skipped,
+    has_sources,
     iter_documents,
 )
 from sleuth.ingest.sentences import split_sentences
@@ -20,6 +21,7 @@ __all__ = [
     "chunk_document",
     "cut_sentence",
     "document_sentences",
+    "has_sources",
     "iter_documents",
     "split_sentences",
 ]

@@ -18,12 +18,19 @@ from pathlib import Path, PurePosixPath
 from sleuth.errors import IngestError
 from sleuth.ingest.html import parse_html
 from sleuth.ingest.pdf import DOCX_SUFFIXES, PDF_SUFFIXES, docx_document, pdf_document
-from sleuth.ingest.reading import BadStructure, SkipSource, read_text
+from sleuth.ingest.reading import BadStructure, SkipSource, check_regular, read_text
 from sleuth.ingest.records import JsonFields, RecordItem, RecordSkip, json_records, jsonl_records
 from sleuth.ingest.textfiles import markdown_title, plain_title, with_title
 from sleuth.types import DocType, Document
 
-__all__ = ["IngestReport", "JsonFields", "Skipped", "SUPPORTED_SUFFIXES", "iter_documents"]
+__all__ = [
+    "IngestReport",
+    "JsonFields",
+    "Skipped",
+    "SUPPORTED_SUFFIXES",
+    "has_sources",
+    "iter_documents",
+]
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst"})
@@ -52,10 +59,12 @@ class Skipped:
 
 @dataclass
 class IngestReport:
-    """What :func:`iter_documents` left out: unusable sources and duplicate doc ids."""
+    """What :func:`iter_documents` left out: unusable sources, duplicate doc ids, and the
+    number of files of each unsupported suffix found in folders (``"(none)"``: no suffix)."""
 
     skipped: list[Skipped] = field(default_factory=list)
     duplicates: list[Skipped] = field(default_factory=list)
+    unsupported: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,20 +87,53 @@ def iter_documents(
     """Stream the documents found in ``paths`` (files and folders, walked recursively).
 
     Every path is checked before anything is read: a missing one raises :class:`IngestError`.
-    Folders are walked in sorted order, skipping hidden entries and files of unsupported
-    types; ``include``/``exclude`` globs (:func:`fnmatch` syntax, ``**`` allowed) are matched
-    against the path relative to the folder, and a pattern without ``/`` also against the
-    base name (or any parent folder's name, for ``exclude``). Files named directly are always
-    read. Unusable files and records are recorded in ``report.skipped``; a later document
-    with an already seen doc id is recorded in ``report.duplicates``. A JSON file of the wrong
-    shape raises :class:`IngestError` when named directly, and is skipped in a folder walk.
+    Folders are walked in sorted order, skipping hidden entries, and files of unsupported
+    types (counted in ``report.unsupported``); ``include``/``exclude`` globs (:func:`fnmatch`
+    syntax, ``**`` allowed) are matched against the path relative to the folder, and a
+    pattern without ``/`` also against the base name (or any parent folder's name, for
+    ``exclude``). Files named directly are always read. Only regular files (or links to
+    them) are opened: a FIFO, socket or device is skipped. Unusable files and records are
+    recorded in ``report.skipped``; a later document with an already seen doc id is recorded
+    in ``report.duplicates``. A JSON file of the wrong shape (or nested too deeply to parse)
+    raises :class:`IngestError` when named directly, and is skipped in a folder walk.
     """
+    roots = _roots(paths)
+    sink = report if report is not None else IngestReport()
+    return _documents(roots, tuple(include), tuple(exclude), fields, sink)
+
+
+def has_sources(
+    paths: Sequence[str | Path],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    report: IngestReport | None = None,
+) -> bool:
+    """Whether ``paths`` hold a file :func:`iter_documents` would read, found without
+    opening any (a directory listing and a ``stat`` per file, up to the first one).
+
+    A missing path raises :class:`IngestError`. When the answer is no, ``report`` says why:
+    unsupported types found in folders are counted, other files recorded as skipped.
+    """
+    sink = report if report is not None else IngestReport()
+    for root in _roots(paths):
+        for source in _sources(root, tuple(include), tuple(exclude), sink):
+            try:
+                _check_source(source.path)
+            except SkipSource as err:
+                sink.skipped.append(Skipped(str(source.path), str(err)))
+                continue
+            return True
+    return False
+
+
+def _roots(paths: Sequence[str | Path]) -> list[Path]:
+    """``paths`` as paths; raises :class:`IngestError` for the first that does not exist."""
     roots = [Path(p) for p in paths]
     for root in roots:
         if not root.exists():
             raise IngestError(f"no such file or folder: {root}")
-    sink = report if report is not None else IngestReport()
-    return _documents(roots, tuple(include), tuple(exclude), fields, sink)
+    return roots
 
 
 def _documents(
@@ -144,13 +186,19 @@ def _sources(
         )
         for name in sorted(filenames):
             rel = rel_dir / name
-            if _wanted(rel, include, exclude):
-                yield _Source(base / name, rel.as_posix().removeprefix("./"), explicit=False)
+            if not _wanted(rel, include, exclude):
+                continue
+            suffix = rel.suffix.lower()
+            if suffix not in SUPPORTED_SUFFIXES:
+                key = suffix or "(none)"
+                report.unsupported[key] = report.unsupported.get(key, 0) + 1
+                continue
+            yield _Source(base / name, rel.as_posix().removeprefix("./"), explicit=False)
 
 
 def _wanted(rel: PurePosixPath, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
-    """Whether a walked file is read: visible, supported, included and not excluded."""
-    if rel.name.startswith(".") or rel.suffix.lower() not in SUPPORTED_SUFFIXES:
+    """Whether a walked file is considered: visible, included and not excluded."""
+    if rel.name.startswith("."):
         return False
     if include and not any(_matches(rel, pattern) for pattern in include):
         return False
@@ -204,13 +252,22 @@ def _load(source: _Source, fields: JsonFields, report: IngestReport) -> Iterator
             yield item
 
 
+def _check_source(path: Path) -> None:
+    """Raise :class:`SkipSource` for a file that is not read at all: missing, not a regular
+    file (a FIFO, socket, device), or of an unsupported type."""
+    check_regular(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        raise SkipSource(f"unsupported file type {suffix or '(none)'!r} (supported: {supported})")
+
+
 def _parse(source: _Source, fields: JsonFields) -> Iterator[RecordItem]:
     """Parse one file by its extension; raises :class:`SkipSource` or :class:`BadStructure`."""
     path = source.path
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        raise SkipSource(f"unsupported file type {suffix or '(none)'!r} (supported: {supported})")
+        _check_source(path)  # raises: not a regular file, or an unsupported type
     if suffix in PDF_SUFFIXES:
         return iter([pdf_document(path, source.doc_id)])
     if suffix in DOCX_SUFFIXES:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import codecs
 import errno
+import os
+import stat
 from pathlib import Path
 
 BINARY_PROBE = 8192
@@ -32,15 +34,45 @@ def read_text(path: Path) -> str:
 
 
 def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, which must be a regular file (checked before it is opened)."""
+    check_regular(path)
     try:
         return path.read_bytes()
-    except PermissionError:
-        raise SkipSource("cannot read file: permission denied") from None
-    except IsADirectoryError:
-        raise SkipSource("is a folder, not a file") from None
     except OSError as err:
-        reason = err.strerror or errno.errorcode.get(err.errno or 0, str(err))
-        raise SkipSource(f"cannot read file: {reason}") from None
+        raise SkipSource(_os_reason(err)) from None
+
+
+def check_regular(path: Path) -> None:
+    """Raise :class:`SkipSource` unless ``path`` (a link followed) is a regular file.
+
+    Only ``os.stat`` is called: a FIFO, socket or device is never opened, since reading one
+    can block forever or have side effects.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        raise SkipSource(_os_reason(err)) from None
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise SkipSource("is a folder, not a file")
+    raise SkipSource(f"not a regular file ({_file_kind(mode)})")
+
+
+def _os_reason(err: OSError) -> str:
+    if isinstance(err, PermissionError):
+        return "cannot read file: permission denied"
+    if isinstance(err, IsADirectoryError):
+        return "is a folder, not a file"
+    reason = err.strerror or errno.errorcode.get(err.errno or 0, str(err))
+    return f"cannot read file: {reason}"
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is neither regular nor a folder is, in words."""
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+             (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+    return next((name for test, name in kinds if test(mode)), f"file type {stat.S_IFMT(mode):#o}")
 
 
 def decode_utf8(data: bytes) -> str:

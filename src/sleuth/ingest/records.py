@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,6 +14,9 @@ from sleuth.ingest.textfiles import derived_title, one_line, with_title
 from sleuth.types import DocType, Document
 
 _WRAPPER_KEYS = ("documents", "docs", "data", "records", "items", "corpus", "chunks", "passages")
+# Deeper metadata is refused: storing or serving it would hit Python's recursion limit.
+MAX_METADATA_DEPTH = 100
+TOO_DEEP = "JSON nested too deeply to parse (more than about {} levels)"
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,9 @@ RecordItem = Document | RecordSkip
 def json_records(path: Path, text: str, fields: JsonFields) -> Iterator[RecordItem]:
     """Documents of a ``.json`` file (a list of strings or of records).
 
-    Raises :class:`BadStructure` for invalid JSON or a value of the wrong shape. A file holding
-    one JSON object per line (JSONL under a ``.json`` name) is read as JSONL.
+    Raises :class:`BadStructure` for invalid JSON, JSON nested too deeply to parse, or a
+    value of the wrong shape. A file holding one JSON object per line (JSONL under a
+    ``.json`` name) is read as JSONL.
     """
     try:
         value = json.loads(text)
@@ -49,6 +54,8 @@ def json_records(path: Path, text: str, fields: JsonFields) -> Iterator[RecordIt
         raise BadStructure(
             f"invalid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
         ) from None
+    except RecursionError:
+        raise BadStructure(_too_deep()) from None
     items = _unwrap(value)
     if not items:
         raise SkipSource("JSON list is empty: no records")
@@ -149,12 +156,36 @@ def record_document(
     if not body:
         raise SkipSource(f"record {doc_id!r}: {fields.text!r} field is empty")
     metadata = {k: v for k, v in record.items() if k not in (fields.id, fields.text, fields.title)}
+    if _nested_over(metadata, MAX_METADATA_DEPTH):
+        raise SkipSource(f"record {doc_id!r}: other fields nested more than "
+                         f"{MAX_METADATA_DEPTH} levels deep")
     metadata["index"] = index
     raw_title = record.get(fields.title)
     title = one_line(raw_title) if isinstance(raw_title, str) else ""
     if not title:
         return _untitled(doc_id, body, kind, path, metadata)
     return Document(doc_id, title, with_title(title, body), kind, str(path), metadata)
+
+
+def _nested_over(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _too_deep() -> str:
+    return TOO_DEEP.format(sys.getrecursionlimit())
 
 
 def _record_id(value: Any, path: Path, index: int) -> str:
@@ -175,6 +206,9 @@ def jsonl_records(path: Path, text: str, fields: JsonFields) -> Iterator[RecordI
             record = json.loads(line)
         except json.JSONDecodeError as err:
             yield RecordSkip(where, f"invalid JSON ({err.msg} at column {err.colno})")
+            continue
+        except RecursionError:
+            yield RecordSkip(where, _too_deep())
             continue
         if not isinstance(record, dict):
             yield RecordSkip(where, f"expected a JSON object, got {_json_type(record)}")

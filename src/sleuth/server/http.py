@@ -3,7 +3,8 @@
 Routes parse, authenticate and render; every decision is the service's. API keys come as
 ``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY``; errors are JSON
 ``{"detail": "..."}`` with 401 (key), 404 (unknown tool, document, session), 400 (invalid
-request, over a limit, bad tool arguments), 413 (body too large) or 422 (malformed body).
+request, over a limit, bad tool arguments), 413 (body too large), 422 (malformed body) or
+500 (a server-side failure, such as a file that cannot be written).
 """
 
 from __future__ import annotations
@@ -176,6 +177,12 @@ def _install_errors(app: FastAPI, limit: int) -> None:
     @app.exception_handler(SleuthError)
     async def sleuth_error(request: Request, exc: SleuthError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
+
+    @app.exception_handler(OSError)
+    async def os_error(request: Request, exc: OSError) -> JSONResponse:
+        # handled here, an I/O failure answers JSON and the client's connection stays open
+        reason = exc.strerror or type(exc).__name__
+        return JSONResponse({"detail": f"server I/O error: {reason}"}, status_code=500)
 
     @app.exception_handler(_Unauthorized)
     async def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:

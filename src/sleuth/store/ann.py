@@ -17,10 +17,10 @@ labels that are no longer live and searches the live rows the file does not hold
 in progress) exactly. A missing, stale or damaged file can therefore cost speed or recall
 but never give a wrong score or a hidden chunk.
 
-The file is written to a temporary name and renamed; the manifest records its kind, size
-and count (``manifest["ann"]``), and a file that does not match the record (an interrupted
-build, a partial copy, the HNSW file of earlier versions) is ignored until the next build
-rebuilds it.
+The file is written to a temporary name and renamed; the store records its kind, size,
+count and sha256 (the ``ann`` record in ``sleuth.db``), and a file that does not match the
+record (an interrupted build, a partial copy, damage, the HNSW file of earlier versions) is
+ignored, with a warning when damaged, until the next build or repair rebuilds it.
 
 ``faiss`` is imported lazily (the ``ann`` extra, ``faiss-cpu``); without it searches are
 exact and a warning is logged once.
@@ -28,6 +28,7 @@ exact and a warning is logged once.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections.abc import Mapping
@@ -164,6 +165,13 @@ def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | N
     faiss = load_faiss()
     if faiss is None:
         return None
+    if record.get("sha256"):
+        with path.open("rb") as fh:
+            if hashlib.file_digest(fh, "sha256").hexdigest() != record["sha256"]:
+                log.warning("ignoring the damaged approximate index %s (it does not match "
+                            "its checksum); searches are exact until `sleuth index "
+                            "--repair` rebuilds it", path)
+                return None
     try:
         index = faiss.read_index(str(path))
     except (RuntimeError, OSError) as exc:  # faiss raises RuntimeError on a bad file
@@ -184,9 +192,12 @@ def write(ann: AnnIndex, path: Path) -> dict[str, Any]:
     assert faiss is not None  # an AnnIndex exists only where faiss does
     tmp = path.with_name(path.name + ".tmp")
     faiss.write_index(ann.index, str(tmp))
+    with tmp.open("rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
     tmp.replace(path)
     return {"file": f"vectors/{path.name}", "kind": KIND, "sentences": ann.size,
-            "nlist": ann.nlist, "trained_on": ann.trained_on, "bytes": path.stat().st_size}
+            "nlist": ann.nlist, "trained_on": ann.trained_on, "bytes": path.stat().st_size,
+            "sha256": digest}
 
 
 def bitmap_selector(labels: np.ndarray) -> Any | None:

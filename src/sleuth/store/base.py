@@ -21,13 +21,22 @@ from sleuth.store.keyword import KeywordMode
 from sleuth.types import Chunk, Document, Hit
 
 FORMAT = "sleuth-index"
-FORMAT_VERSION = 2  # 2: documents carry a collection and access groups; chunks a word count
-OLDEST_MIGRATABLE = 1  # older formats are refused; 1 is migrated in place when opened
+FORMAT_VERSION = 3  # 2: documents carry a collection and access groups; chunks a word count
+# 3: (embedded store) checksums, leases, the generation (several processes, one index)
+OLDEST_MIGRATABLE = 1  # older formats are refused; 1 and 2 are migrated in place when opened
+
+
+PARTIAL = "partial:"  # the hash of a document whose last part is not stored yet
 
 
 @dataclass(frozen=True)
 class PreparedDocument:
-    """A document ready to store: its chunks and one unit vector per sentence (chunk order)."""
+    """A document ready to store: its chunks and one unit vector per sentence (chunk order).
+
+    A long document is stored in parts, each its own transaction: the part that ``opens``
+    it replaces any earlier version and stores the document row with the hash
+    ``PARTIAL + content_hash``; later parts add their chunks; the part that ``closes`` it
+    sets the real hash. An interrupted document is resumed after its stored chunks."""
 
     document: Document
     content_hash: str
@@ -37,6 +46,32 @@ class PreparedDocument:
     summary_vector: np.ndarray | None = None
     collection: str = DEFAULT_COLLECTION  # the tenant it belongs to
     groups: tuple[str, ...] = ()  # access groups; none: open to the whole collection
+    opens: bool = True  # this part starts the document (the whole document: both)
+    closes: bool = True  # this part completes it
+
+    @property
+    def stored_hash(self) -> str:
+        """The hash the document row carries once this part is stored."""
+        return self.content_hash if self.closes else PARTIAL + self.content_hash
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One damaged part of an index: which, what is wrong, and the command that repairs it."""
+
+    part: str
+    problem: str
+    repair: str
+
+
+@dataclass
+class RepairReport:
+    """What a repair did."""
+
+    segments_dropped: int = 0  # damaged vector segments unregistered
+    sentences_embedded: int = 0  # sentences whose vectors were missing, embedded again
+    ann_rebuilt: bool = False
+    manifest_restored: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,11 +111,31 @@ class Store(Protocol):
 
     def delete(self, doc_ids: Sequence[str]) -> None: ...
 
-    def begin_build(self) -> None:
-        """Mark a build as running (an interrupted one is resumed by the next build)."""
+    def begin_build(self, command: str = "") -> None:
+        """Mark a build as running (an interrupted one is resumed by the next build);
+        ``command`` is what resumes it."""
+
+    def stop_build(self) -> None:
+        """The build this process began failed; it shows as interrupted."""
 
     def finish_build(self) -> None:
         """Compact and mark the index consistent."""
+
+    def build_status(self) -> dict[str, Any]:
+        """``{"state": "empty" | "running" | "interrupted" | "complete", "running": [...],
+        "interrupted": [{"command", "started", ...}], ...}``."""
+
+    def generation(self) -> int:
+        """A number that changes with every commit that changes what a read returns, by
+        any process (cheap: callers check it per request to drop derived caches)."""
+
+    def check(self, full: bool = True) -> list[Problem]:
+        """The damaged parts of the index (empty: intact); ``full`` adds the slow checks."""
+
+    def repair(self, embed: Callable[[list[tuple[str, str]]], np.ndarray],
+               on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
+        """Repair what :meth:`check` finds that the stored text can restore (sentence
+        vectors, through ``embed`` of ``(title, sentence)`` pairs)."""
 
     def keyword_search(
         self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word",
@@ -137,8 +192,9 @@ def register_store(scheme: str, factory: StoreFactory) -> None:
 
 
 def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any] | None,
-               chunk_tokens: int | None = None) -> Store:
-    """Open (or create) the store at ``location``; the scheme picks the backend."""
+               chunk_tokens: int | None = None, repair: bool = False) -> Store:
+    """Open (or create) the store at ``location``; the scheme picks the backend. ``repair``:
+    open a damaged index as far as its repair needs (a manifest restored from its copy)."""
     text = str(location)
     scheme = text.split("://", 1)[0] if "://" in text else ""
     if scheme == "" and "" not in _REGISTRY:
@@ -153,6 +209,9 @@ def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any
     if factory is None:
         known = ", ".join(sorted(s or "<folder>" for s in _REGISTRY)) or "<folder>"
         raise StoreError(f"no store backend for {scheme}:// (known: {known})")
+    if repair:
+        return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens,
+                       repair=True)
     return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens)
 
 

@@ -2,17 +2,41 @@
 
 Layout of an index folder::
 
-    manifest.json        format version, embedder, chunk size, build state
-    sleuth.db            SQLite (WAL): documents, chunks, sentences, vector segments, counters,
-                         and an FTS5 index of chunk tokens (the keyword candidates and counts)
-    vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy row ids
-    vectors/ann.faiss   optional HNSW index of the sentence vectors (see store/ann.py)
+    manifest.json        format version, embedder, chunk size (a copy lives in sleuth.db)
+    sleuth.db            SQLite (WAL): documents, chunks, sentences, the vector-segment
+                         registry with checksums, builds, counters, and an FTS5 index of chunk
+                         tokens (the keyword candidates and counts)
+    vectors/seg-N.npy    float32 unit sentence vectors (memory-mapped), seg-N.ids.npy their
+                         sentence ids, seg-N.chunks.npy their chunk rowids
+    vectors/ivf.faiss    optional approximate index of the sentence vectors (store/ann.py)
+    locks/               leases of the processes writing (store/lease.py)
 
-Crash safety: rows, keyword postings and the vector-segment registry change in one SQLite
-transaction per batch; row ids are reserved (and committed) before anything refers to them,
-and a vector segment is written before the transaction that registers it. A segment file
-no transaction registered is ignored and deleted later. So an interrupted build leaves the
-previous state readable and the next build resumes.
+Several processes, one index. SQLite is the one source of truth for what exists. A writer
+takes a lease (:mod:`sleuth.store.lease`) and reserves row ids and a segment number in one
+committed transaction, which records the segment as *pending* under its lease; it writes
+the segment's files (a temporary name, fsync, rename) and then registers the segment, with
+the checksums of its files, in the same transaction as the rows that use it. Compaction
+merges only the segments it read, and registers its merged segment only if all of them are
+still registered; it deletes exactly the files its own transaction unregistered. Other
+files are deleted only when no registered or pending segment names them, or when the lease
+of the process that was writing them is gone. So a kill -9 at any moment, or any number of
+writers at once, loses nothing, and an interrupted build leaves the previous state
+readable and the next build resumes it.
+
+Readers stay current. Every commit that changes what a read returns bumps a *generation*
+counter in the same transaction. Each public read runs in one read transaction (a
+snapshot: every row it sees belongs to one generation) on the calling thread's own
+connection, and starts by reading the generation; a change drops the per-access caches and
+reloads the vectors incrementally (new segments are mapped, rows of chunks deleted since
+are marked dead; a compaction means a full reload). A file that vanished under a read (a
+concurrent compaction) retries the read in a fresh snapshot.
+
+Damage is named. Every segment file's size and sha256 are registered with it and checked
+the first time this process maps it (and again only if the file changes); the approximate
+index carries its own checksum. A missing or damaged part is one :class:`IndexDamaged`
+error that names it and the repair command (``sleuth index --repair`` re-embeds missing
+vectors from the stored text); :meth:`LocalStore.check` walks the whole index.
+Opening an index never creates or changes a file, except a one-time format migration.
 
 Keyword search: the FTS5 table holds the ``\\w+`` tokens of each lowercased chunk (the
 ``ascii`` tokenizer on space-joined tokens, so its terms are exactly those tokens). A
@@ -23,7 +47,7 @@ exactly in the chunk text. Either way the result equals :func:`keyword.brute_for
 
 Access control: each document row carries its collection and groups. A restricting
 :class:`~sleuth.access.Access` is turned once into the set of visible chunk rows (cached per
-access until the next write), and every read drops invisible rows before ranking: keyword
+access and generation), and every read drops invisible rows before ranking: keyword
 scores, the semantic score vector, BM25 (whose N, document frequencies and average length
 are then counted over the visible chunks only), titles, summaries, spans and reads.
 
@@ -34,33 +58,41 @@ candidate sentences that are re-scored exactly and ranked like the exact path. R
 (access, ``doc_ids``) that leave under a fifth of the rows are searched exactly over those
 rows; wider ones filter inside the approximate search and again after.
 
-Migration: format 1 (no collections, groups or word counts) is upgraded in place on open.
+Migration: formats 1 (no collections, groups or word counts) and 2 (no checksums, leases
+or generation) are upgraded in place on open.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import logging
 import math
+import os
+import socket
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from sleuth._version import __version__
 from sleuth.access import Access, decode_groups, encode_groups, restricted
-from sleuth.errors import IndexNotFound, StoreError
+from sleuth.errors import IndexDamaged, IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
 from sleuth.store import ann
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     FORMAT_VERSION,
     PreparedDocument,
+    Problem,
+    RepairReport,
     StoreStats,
     check_embedder,
     check_manifest,
@@ -70,10 +102,15 @@ from sleuth.store.base import (
     register_store,
     top_chunks_by_best_sentence,
 )
+from sleuth.store.lease import LOCKS, Lease, Maintenance
 from sleuth.types import Chunk, Document, Hit, Sentence
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 DB = "sleuth.db"
+VECTORS = "vectors"
+SEGMENT_FILES = (".npy", ".ids.npy", ".chunks.npy")  # vectors, sentence ids, chunk rowids
 MAX_TOKEN_CHARS = 4096  # index and query tokens are cut to this length alike
 MAX_EXPANSION = 5000  # substring terms per keyword token before falling back to a scan
 MAX_BM25_WITHIN = 5000  # chunks scored by a document-restricted BM25
@@ -81,6 +118,10 @@ EXACT_SHARE = 0.2  # restrictions leaving fewer rows than this share are searche
 MAX_CANDIDATES = 5000  # approximate candidates asked for before a search settles exactly
 REBUILD_DEAD = 0.2  # share of dead sentences in the approximate index that triggers a rebuild
 RETRAIN_GROWTH = 4.0  # live sentences / sentences its lists were trained on: retrain above
+BUSY_SECONDS = 300.0  # how long a connection waits for another process's write to commit
+READ_ATTEMPTS = 5  # snapshots a read tries when files vanish under it (concurrent compaction)
+REPAIR_BATCH = 2048  # sentences re-embedded per repaired segment
+KEEP_BUILDS = 50  # finished build records kept
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
@@ -96,7 +137,8 @@ CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id, position);
 CREATE TABLE IF NOT EXISTS sentences (
     id INTEGER PRIMARY KEY, chunk INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS sentences_chunk ON sentences (chunk);
-CREATE TABLE IF NOT EXISTS segments (seg INTEGER PRIMARY KEY, rows INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS segments (seg INTEGER PRIMARY KEY, rows INTEGER NOT NULL,
+    checksum TEXT);
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5 (
     tokens, content='', tokenize="ascii tokenchars '_'", detail=full);
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword_postings USING fts5vocab (keyword, instance);
@@ -105,22 +147,105 @@ CREATE TABLE IF NOT EXISTS summaries (
     doc_id TEXT PRIMARY KEY, text TEXT NOT NULL, vector BLOB NOT NULL);
 """
 
+# Format 3: several processes on one index (see the module docstring).
+SCHEMA_3 = """
+CREATE TABLE IF NOT EXISTS pending (seg INTEGER PRIMARY KEY, owner TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dead_chunks (chunk INTEGER PRIMARY KEY, generation INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS builds (
+    id INTEGER PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+    command TEXT NOT NULL, started TEXT NOT NULL, finished TEXT);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+TABLES = ("counters", "documents", "chunks", "sentences", "segments", "keyword", "summaries",
+          "pending", "dead_chunks", "builds", "meta")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";\n") if s.strip()]
+
+
+class _Broken(Exception):
+    """A registered file is missing or does not match what was written. ``retry``: it is
+    missing, which a compaction committed since the read's snapshot explains (the read is
+    retried in a fresh snapshot; missing again at the same generation, it is damage)."""
+
+    def __init__(self, part: str, problem: str, *, retry: bool = False) -> None:
+        super().__init__(f"{part} {problem}")
+        self.part, self.problem, self.retry = part, problem, retry
+
+
+class _Superseded(Exception):
+    """The segments a compaction merged changed meanwhile (another compaction or repair)."""
+
+
+def _reads(method: Callable[Concatenate[LocalStore, P], R]
+           ) -> Callable[Concatenate[LocalStore, P], R]:
+    """Run a public read in one snapshot of the database (nested reads share it)."""
+
+    @functools.wraps(method)
+    def read(self: LocalStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._tls.__dict__.get("generation") is not None:
+            return method(self, *args, **kwargs)
+        last: int | None = None
+        for _ in range(READ_ATTEMPTS):
+            generation: int | None = None
+            try:
+                with self._snapshot() as generation:
+                    return method(self, *args, **kwargs)
+            except _Broken as broken:
+                if not broken.retry or generation == last:  # not a concurrent compaction
+                    raise self._damaged(f"{broken.part} {broken.problem}") from None
+                last = generation
+        raise StoreError(f"{self.root} kept changing under a read ({READ_ATTEMPTS} tries); "
+                         "try again")
+
+    return read
+
+
+class _HashingWriter:
+    """A file wrapper that hashes what is written through it."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        self.hash.update(view)
+        self.size += view.nbytes
+        return self.fh.write(view)
+
+
+def file_digest(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
 
 class _Vectors:
-    """Live sentence vectors, loaded lazily: memory-mapped segments + row → chunk mapping,
-    and the approximate index when one is in use."""
+    """Live sentence vectors at one generation: memory-mapped segments + row → chunk
+    mapping, and the approximate index when one is in use."""
 
     def __init__(self, matrices: list[np.ndarray], chunk_of: np.ndarray,
-                 sentence_of: np.ndarray, ann: ann.AnnIndex | None = None) -> None:
+                 sentence_of: np.ndarray, ann: ann.AnnIndex | None = None, *,
+                 generation: int = 0, segs: tuple[int, ...] = (),
+                 tail: np.ndarray | None = None) -> None:
         self.matrices = matrices
         self.offsets = np.cumsum([0] + [len(m) for m in matrices])  # first row per segment
         self.chunk_of = chunk_of  # chunk rowid per vector row, -1 when dead
         self.sentence_of = sentence_of  # sentence id per vector row
+        self.generation = generation
+        self.segs = segs  # the segments mapped, in row order
         self.masks: dict[str, np.ndarray] = {}  # access key → rows of visible chunks
         self.ann = ann
         # live rows the approximate index lacks (written since the last build): scored exactly
-        self.tail = np.zeros(0, dtype=np.int64) if ann is None else np.flatnonzero(
-            (chunk_of >= 0) & ~np.isin(sentence_of, ann.labels))
+        if tail is None:
+            tail = np.zeros(0, dtype=np.int64) if ann is None else np.flatnonzero(
+                (chunk_of >= 0) & ~np.isin(sentence_of, ann.labels))
+        self.tail = tail
         self.filters: dict[str, tuple[np.ndarray, Any]] = {}  # access key → rows, selector
 
     def visible(self, key: str, rows: frozenset[int]) -> np.ndarray:
@@ -222,92 +347,307 @@ class _Visible:
     words: int  # total words of the visible chunks (BM25's average length)
 
 
+
 class LocalStore:
     """SQLite (rows + FTS5) and memory-mapped ``.npy`` vectors in one folder."""
 
     def __init__(self, location: str, *, create: bool, embedder: Mapping[str, Any] | None,
-                 chunk_tokens: int | None = None) -> None:
+                 chunk_tokens: int | None = None, repair: bool = False) -> None:
         self.root = Path(location).expanduser()
-        self._lock = threading.RLock()
-        manifest_path = self.root / MANIFEST
+        self._lock = threading.RLock()  # this process's writes, one at a time
+        self._load_lock = threading.Lock()  # one vector (re)load at a time
+        self._tls = threading.local()  # per thread: its read connection, its snapshot
+        self._connections: list[sqlite3.Connection] = []
+        self._writer: sqlite3.Connection | None = None
+        self._lease = Lease(self.root)
+        self._build: int | None = None  # this process's running build (builds.id)
+        self._vectors: _Vectors | None = None
+        self._visible: dict[str, _Visible] = {}
+        self._visible_generation = -1
+        self._verified: set[tuple[Any, ...]] = set()  # files whose checksum matched
+        self._vector_settings = VectorSettings()
+        self._ann: tuple[tuple[int, int], ann.AnnIndex | None] | None = None  # file stamp
+        self.restored_manifest = False  # a repair wrote the manifest from its copy
+        manifest_path, db_path = self.root / MANIFEST, self.root / DB
+        if repair and db_path.exists():
+            self._restore_manifest_file()
         if manifest_path.is_file():
-            self.manifest = _read_json(manifest_path)
+            self.manifest = self._read_manifest()
             check_manifest(self.manifest, str(self.root))
             check_embedder(self.manifest, embedder, str(self.root))
+            self._check_database()
+        elif db_path.exists() and not create:
+            raise self._damaged(f"{MANIFEST} is missing", repair=f"restores it from {DB}")
         elif create:
-            if self.root.exists() and any(self.root.iterdir()):
-                raise StoreError(
-                    f"{self.root} exists and is not a Sleuth index; choose an empty folder"
-                )
-            if embedder is None:
-                raise StoreError("an embedder is needed to create an index")
-            self.manifest = new_manifest(embedder, chunk_tokens or 1000)
-            self.root.mkdir(parents=True, exist_ok=True)
-            (self.root / "vectors").mkdir(exist_ok=True)
-            self._save_manifest()
+            self._create(embedder, chunk_tokens)
         else:
             raise IndexNotFound(
                 f"no Sleuth index at {self.root}; build one with `sleuth index PATH --index "
                 f"{self.root}`"
             )
-        self.db = sqlite3.connect(self.root / DB, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self._vectors: _Vectors | None = None
-        self._visible: dict[str, _Visible] = {}
-        self._vector_settings = VectorSettings()
-        self._ann: tuple[tuple[int, int], ann.AnnIndex | None] | None = None  # file stamp
-        if self.manifest.get("format_version") == 1:
+        original = self.manifest.get("format_version")
+        if original == 1:
             self._migrate_from_1()
+        if self.manifest.get("format_version") == 2:
+            self._migrate_to_3(original)
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _create(self, embedder: Mapping[str, Any] | None, chunk_tokens: int | None) -> None:
+        """A new index: the database first (with a copy of the manifest), the manifest file
+        last, so a folder with a manifest is a whole index. Processes creating the same
+        index at once take turns (the maintenance lock): the later ones open it."""
+        own = {LOCKS, VECTORS, DB, f"{DB}-wal", f"{DB}-shm"}
+        if self.root.exists() and any(p.name not in own for p in self.root.iterdir()):
+            raise StoreError(f"{self.root} exists and is not a Sleuth index; choose an empty "
+                             "folder")
+        if embedder is None:
+            raise StoreError("an embedder is needed to create an index")
+        self.root.mkdir(parents=True, exist_ok=True)
+        with Maintenance(self.root, wait=True):
+            if (self.root / MANIFEST).is_file():  # another process created it meanwhile
+                self.manifest = self._read_manifest()
+                check_manifest(self.manifest, str(self.root))
+                check_embedder(self.manifest, embedder, str(self.root))
+                self._check_database()
+                return
+            if (self.root / DB).exists() and self._unfinished_creation():
+                return
+            self.manifest = _essential(new_manifest(embedder, chunk_tokens or 1000))
+            (self.root / VECTORS).mkdir(exist_ok=True)
+            db = self._connect()
+            db.execute("PRAGMA journal_mode=WAL")
+            db.close()
+            with self._transaction() as w:
+                for statement in _statements(SCHEMA) + _statements(SCHEMA_3):
+                    w.execute(statement)
+                w.execute("INSERT OR REPLACE INTO meta VALUES ('manifest', ?)",
+                          (json.dumps(self.manifest),))
+            self._save_manifest()
+
+    def _unfinished_creation(self) -> bool:
+        """A database without a manifest file, left by an interrupted creation: with no
+        table yet it is created anew (False); with its manifest copy and no document the
+        manifest is written now (True); anything else is a damaged index."""
+        try:
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc) from None
+        if not tables:
+            return False
+        self._check_database()
+        saved = self._meta("manifest")
+        if saved is None or self.db.execute("SELECT 1 FROM documents LIMIT 1").fetchone():
+            raise self._damaged(f"{MANIFEST} is missing", repair=f"restores it from {DB}")
+        self.manifest = json.loads(saved)
+        self._save_manifest()
+        return True
+
+    def _restore_manifest_file(self) -> None:
+        """Write the manifest from the database's copy when the file is missing, unreadable
+        or differs (``sleuth index --repair``)."""
+        self._check_database()
+        saved = self._meta("manifest")
+        if saved is None:
+            return
+        try:
+            current = self._read_manifest()
+        except IndexDamaged:
+            current = None
+        if current is None or _essential(current) != _essential(json.loads(saved)):
+            self.manifest = json.loads(saved)
+            self._save_manifest()
+            self.restored_manifest = True
+
+    def _read_manifest(self) -> dict[str, Any]:
+        path = self.root / MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON, bad UTF-8
+            raise self._damaged(f"{MANIFEST} cannot be read ({_short(exc)})",
+                                repair=f"restores it from {DB}") from None
+        if not isinstance(data, dict):
+            raise self._damaged(f"{MANIFEST} is not a JSON object",
+                                repair=f"restores it from {DB}")
+        return data
+
+    def _check_database(self) -> None:
+        """Refuse a missing, empty or unreadable ``sleuth.db`` before anything reads it (an
+        empty file would otherwise read as an empty index)."""
+        path = self.root / DB
+        if not path.is_file():
+            raise self._damaged(f"{DB} is missing", repair=None)
+        if path.stat().st_size == 0:
+            raise self._damaged(f"{DB} is empty (0 bytes)", repair=None)
+        try:
+            names = {r[0] for r in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc) from None
+        format_version = self.manifest.get("format_version") if hasattr(self, "manifest") \
+            else FORMAT_VERSION
+        wanted = TABLES if format_version == FORMAT_VERSION else TABLES[:7]
+        missing = [t for t in wanted if t not in names]
+        if missing:
+            raise self._damaged(f"{DB} lacks the table {missing[0]!r}", repair=None)
+
+    def _damaged(self, problem: str, repair: str | None = "re-embeds the vectors from the "
+                 "stored text") -> IndexDamaged:
+        """The one error for a damaged part: what is wrong and how to repair it."""
+        if repair is None:
+            return IndexDamaged(f"index {self.root} is damaged: {problem}; its documents must "
+                                "be indexed again (move the folder away and run `sleuth index "
+                                "PATH` into a new one)")
+        return IndexDamaged(f"index {self.root} is damaged: {problem}; `sleuth index --repair "
+                            f"--index {self.root}` {repair}")
+
+    def _db_error(self, exc: sqlite3.DatabaseError) -> StoreError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+            return StoreError(f"{self.root / DB} is locked by another process ({text}); try "
+                              "again")
+        return self._damaged(f"{DB} cannot be read ({text})", repair=None)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.root / DB, check_same_thread=False, isolation_level=None,
+                             timeout=BUSY_SECONDS)
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's read connection (reads of one public call share its snapshot)."""
+        db: sqlite3.Connection | None = self._tls.__dict__.get("db")
+        if db is None:
+            db = self._tls.db = self._connect()
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[int]:
+        """One read transaction on this thread's connection; yields its generation."""
+        db = self.db
+        try:
+            db.execute("BEGIN")
+            generation = self._tls.generation = self._read_generation(db)
+            try:
+                yield generation
+            finally:
+                self._tls.generation = None
+                db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise self._db_error(exc) from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: it waits for other writers)."""
+        with self._lock:
+            if self._writer is None:
+                self._writer = self._connect()
+            w = self._writer
+            w.execute("BEGIN IMMEDIATE")
+            try:
+                yield w
+                w.execute("COMMIT")
+            except BaseException:
+                w.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _read_generation(db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT next FROM counters WHERE name='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _bump(w: sqlite3.Connection) -> int:
+        """Inside a write transaction: the next generation (what readers compare)."""
+        w.execute("INSERT INTO counters VALUES ('generation', 1) "
+                  "ON CONFLICT(name) DO UPDATE SET next = next + 1")
+        return int(w.execute("SELECT next FROM counters WHERE name='generation'").fetchone()[0])
+
+    def generation(self) -> int:
+        """The index's generation: it changes with every commit that changes a read."""
+        generation: int | None = self._tls.__dict__.get("generation")
+        if generation is not None:
+            return generation
+        try:
+            return self._read_generation(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc) from None
+
+    def _meta(self, name: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE name=?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- migrations --------------------------------------------------------------------
 
     def _migrate_from_1(self) -> None:
         """Format 1 → 2: add documents' collection and groups, chunks' word counts."""
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                columns = {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}
-                if "collection" not in columns:
-                    self.db.execute("ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL "
-                                    "DEFAULT 'default'")
-                    self.db.execute("ALTER TABLE documents ADD COLUMN groups TEXT NOT NULL "
-                                    "DEFAULT '[]'")
-                if "n_words" not in {r[1] for r in self.db.execute("PRAGMA table_info(chunks)")}:
-                    self.db.execute("ALTER TABLE chunks ADD COLUMN n_words INTEGER NOT NULL "
-                                    "DEFAULT 0")
-                    self.db.executemany(
-                        "UPDATE chunks SET n_words=? WHERE id=?",
-                        [(len(kw.tokenize(text.lower())), rowid) for rowid, text
-                         in self.db.execute("SELECT id, text FROM chunks").fetchall()])
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        self.manifest["format_version"] = FORMAT_VERSION
+        with self._transaction() as w:
+            columns = {r[1] for r in w.execute("PRAGMA table_info(documents)")}
+            if "collection" not in columns:
+                w.execute("ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL "
+                          "DEFAULT 'default'")
+                w.execute("ALTER TABLE documents ADD COLUMN groups TEXT NOT NULL "
+                          "DEFAULT '[]'")
+            if "n_words" not in {r[1] for r in w.execute("PRAGMA table_info(chunks)")}:
+                w.execute("ALTER TABLE chunks ADD COLUMN n_words INTEGER NOT NULL DEFAULT 0")
+                w.executemany(
+                    "UPDATE chunks SET n_words=? WHERE id=?",
+                    [(len(kw.tokenize(text.lower())), rowid) for rowid, text
+                     in w.execute("SELECT id, text FROM chunks").fetchall()])
+        self.manifest["format_version"] = 2
         self.manifest["migrated"] = {"from": 1, "at": now()}
         self._save_manifest()
 
-    # -- bookkeeping -------------------------------------------------------------------
+    def _migrate_to_3(self, original: Any) -> None:
+        """Format 2 → 3: leases, builds, the generation, dead-chunk log, a copy of the
+        manifest and the checksums of the existing segment files (taken as they are)."""
+        build, record = self.manifest.pop("build", None), self.manifest.pop("ann", None)
+        with self._transaction() as w:
+            for statement in _statements(SCHEMA_3):
+                w.execute(statement)
+            if "checksum" not in {r[1] for r in w.execute("PRAGMA table_info(segments)")}:
+                w.execute("ALTER TABLE segments ADD COLUMN checksum TEXT")
+            for seg, in w.execute("SELECT seg FROM segments WHERE checksum IS NULL").fetchall():
+                files = [self.root / VECTORS / f"seg-{seg}{s}" for s in SEGMENT_FILES]
+                if all(f.is_file() for f in files):
+                    checksum = {s: [f.stat().st_size, file_digest(f)]
+                                for s, f in zip(SEGMENT_FILES, files, strict=True)}
+                    w.execute("UPDATE segments SET checksum=? WHERE seg=?",
+                              (json.dumps(checksum), seg))
+            path = self.root / VECTORS / ann.FILE
+            if record and path.is_file():
+                record["sha256"] = file_digest(path)
+                w.execute("INSERT OR REPLACE INTO meta VALUES ('ann', ?)", (json.dumps(record),))
+            if (build or {}).get("state") == "building":
+                w.execute("INSERT INTO builds (owner, host, pid, command, started) "
+                          "VALUES ('format-2', '', 0, 'sleuth index PATH', ?)",
+                          (build.get("started") or now(),))
+            self.manifest["format_version"] = FORMAT_VERSION
+            self.manifest["migrated"] = {"from": original, "at": now()}
+            w.execute("INSERT OR REPLACE INTO meta VALUES ('manifest', ?)",
+                      (json.dumps(self.manifest),))
+            self._bump(w)
+        self._save_manifest()
 
     def _save_manifest(self) -> None:
-        tmp = self.root / (MANIFEST + ".tmp")
+        tmp = self.root / f"{MANIFEST}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=True), encoding="utf-8")
         tmp.replace(self.root / MANIFEST)
 
-    def _reserve(self, name: str, count: int) -> int:
-        """Reserve ``count`` ids and commit at once, so a crash can never reuse them."""
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            row = self.db.execute("SELECT next FROM counters WHERE name=?", (name,)).fetchone()
-            first = row[0] if row else 1
-            self.db.execute(
-                "INSERT OR REPLACE INTO counters (name, next) VALUES (?, ?)", (name, first + count)
-            )
-            self.db.execute("COMMIT")
-            return int(first)
+    # -- counts and state --------------------------------------------------------------
 
+    @_reads
     def stats(self, access: Access | None = None) -> StoreStats:
         q = self.db.execute
+        manifest = {**self.manifest, "build": self.build_status()}
+        record = self._meta("ann")
+        if record:
+            manifest["ann"] = json.loads(record)
         visible = self._visible_for(access)
         if visible is not None:
             rows = sorted(visible.rows)
@@ -315,36 +655,73 @@ class LocalStore:
                               f"({','.join('?' * len(part))})", part).fetchone()[0]
                             for part in _batches(rows))
             return StoreStats(len(visible.docs), len(visible.rows), sentences,
-                              manifest=dict(self.manifest))
+                              manifest=manifest)
         return StoreStats(
             documents=q("SELECT count(*) FROM documents").fetchone()[0],
             chunks=q("SELECT count(*) FROM chunks").fetchone()[0],
             sentences=q("SELECT count(*) FROM sentences").fetchone()[0],
-            manifest=dict(self.manifest),
+            manifest=manifest,
         )
 
+    @_reads
+    def build_status(self) -> dict[str, Any]:
+        """The state of the builds: ``complete``, ``running`` (a live process is writing)
+        or ``interrupted`` (a build's process ended before it finished: re-running its
+        ``command`` resumes it), with the builds behind it; ``empty`` before any build."""
+        rows = self.db.execute("SELECT owner, host, pid, command, started FROM builds "
+                               "WHERE finished IS NULL ORDER BY id").fetchall()
+        running: list[dict[str, Any]] = []
+        interrupted: list[dict[str, Any]] = []
+        for owner, host, pid, command, started in rows:
+            entry = {"command": command, "started": started, "host": host, "pid": pid}
+            (running if self._lease.alive(owner) else interrupted).append(entry)
+        last = self.db.execute("SELECT max(finished) FROM builds").fetchone()[0]
+        state = "interrupted" if interrupted else "running" if running else \
+            "complete" if last or self.db.execute(
+                "SELECT 1 FROM documents LIMIT 1").fetchone() else "empty"
+        return {"state": state, "running": running, "interrupted": interrupted,
+                "finished": last}
+
+    @_reads
     def document_hashes(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT doc_id, hash FROM documents").fetchall())
 
+    @_reads
     def document_sources(self) -> dict[str, str | None]:
         return dict(self.db.execute("SELECT doc_id, path FROM documents").fetchall())
 
+    @_reads
     def document_access(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         return {doc_id: (collection, decode_groups(groups)) for doc_id, collection, groups
                 in self.db.execute("SELECT doc_id, collection, groups FROM documents")}
 
+    @_reads
     def visible_documents(self, access: Access | None) -> frozenset[str] | None:
         visible = self._visible_for(access)
         return None if visible is None else visible.docs
 
     def _visible_for(self, access: Access | None) -> _Visible | None:
-        """The visible rows of a restricting ``access`` (cached); None when all are."""
+        """The visible rows of a restricting ``access`` (cached per generation); None when
+        all are. Called inside a snapshot."""
         access = restricted(access)
         if access is None:
             return None
-        found = self._visible.get(access.key)
+        generation = self.generation()
+        with self._load_lock:
+            if self._visible_generation != generation:
+                if generation < self._visible_generation:  # an older snapshot: not cached
+                    return self._compute_visible(access)
+                self._visible, self._visible_generation = {}, generation
+            found = self._visible.get(access.key)
         if found is not None:
             return found
+        visible = self._compute_visible(access)
+        with self._load_lock:
+            if self._visible_generation == generation:
+                self._visible[access.key] = visible
+        return visible
+
+    def _compute_visible(self, access: Access) -> _Visible:
         docs = frozenset(doc_id for doc_id, (collection, groups)
                          in self.document_access().items()
                          if access.allows(collection, groups))
@@ -356,9 +733,7 @@ class LocalStore:
                     f"({','.join('?' * len(part))})", part):
                 rows.add(rowid)
                 words += n_words
-        visible = _Visible(access.key, docs, frozenset(rows), words)
-        self._visible[access.key] = visible
-        return visible
+        return _Visible(access.key, docs, frozenset(rows), words)
 
     def configure_ann(self, settings: VectorSettings) -> None:
         """Use ``settings`` for the approximate index: whether searches use it, how builds
@@ -367,16 +742,51 @@ class LocalStore:
         self._vectors = None
         limit_blas_threads(settings.blas_threads)
 
-    def begin_build(self) -> None:
-        self.manifest["build"] = {"state": "building", "started": now()}
-        self._save_manifest()
+    # -- builds ------------------------------------------------------------------------
+
+    def begin_build(self, command: str = "") -> None:
+        """Record a running build under this process's lease (``command`` resumes it)."""
+        owner = self._lease.take()
+        with self._transaction() as w:
+            cursor = w.execute(
+                "INSERT INTO builds (owner, host, pid, command, started) VALUES (?,?,?,?,?)",
+                (owner, socket.gethostname(), os.getpid(), command or "sleuth index PATH",
+                 now()))
+            self._build = cursor.lastrowid
+
+    def stop_build(self) -> None:
+        """This process's build failed: it shows as interrupted (its command resumes it)."""
+        if self._build is not None:
+            with self._transaction() as w:
+                w.execute("UPDATE builds SET owner='' WHERE id=?", (self._build,))
+            self._build = None
 
     def finish_build(self) -> None:
-        self._compact_vectors()
-        self._update_ann()
-        self.manifest["build"] = {"state": "complete", "finished": now()}
-        self.manifest["sleuth_version"] = __version__
-        self._save_manifest()
+        """Maintain the vectors (compaction, clean-up, the approximate index) unless another
+        process is doing it, and mark this build and the interrupted ones it resumed (same
+        command) finished."""
+        with Maintenance(self.root) as held:
+            if held:
+                self._compact_vectors()
+                self._clean_files()
+                self._update_ann()
+        self._lease.take()
+        finished = now()
+        with self._transaction() as w:
+            if self._build is not None:
+                command = w.execute("SELECT command FROM builds WHERE id=?",
+                                    (self._build,)).fetchone()
+                w.execute("UPDATE builds SET finished=? WHERE id=?", (finished, self._build))
+                for build_id, owner in w.execute(
+                        "SELECT id, owner FROM builds WHERE finished IS NULL AND command=?",
+                        (command[0] if command else "",)).fetchall():
+                    if not self._lease.alive(owner):
+                        w.execute("UPDATE builds SET finished=? WHERE id=?",
+                                  (finished, build_id))
+                self._build = None
+            w.execute("DELETE FROM builds WHERE finished IS NOT NULL AND id NOT IN (SELECT id "
+                      "FROM builds WHERE finished IS NOT NULL ORDER BY id DESC LIMIT ?)",
+                      (KEEP_BUILDS,))
 
     # -- writing -----------------------------------------------------------------------
 
@@ -386,19 +796,48 @@ class LocalStore:
         n_chunks = sum(len(d.chunks) for d in docs)
         n_sents = sum(len(c.sentences) for d in docs for c in d.chunks)
         check_vectors(docs)
-        chunk_row = self._reserve("chunk", n_chunks)
-        sent_row = self._reserve("sentence", n_sents)
-        seg = self._reserve("segment", 1)
+        chunk_row, sent_row, seg = self._reserve(n_chunks, n_sents, segment=n_sents > 0)
         rows = self._rows(docs, chunk_row, sent_row)
-        if n_sents:
-            chunk_of = np.fromiter((row[1] for row in rows["sentences"]), dtype=np.int64,
-                                   count=n_sents)
-            self._write_segment(seg, np.concatenate([d.vectors for d in docs]),
-                                np.arange(sent_row, sent_row + n_sents, dtype=np.int64),
-                                chunk_of)
-        self._commit_rows(docs, rows, seg if n_sents else None)
-        self._vectors = None
-        self._visible = {}
+        checksum = None
+        try:
+            if seg is not None:
+                chunk_of = np.fromiter((row[1] for row in rows["sentences"]), dtype=np.int64,
+                                       count=n_sents)
+                checksum = self._write_segment(
+                    seg, np.concatenate([d.vectors for d in docs]),
+                    np.arange(sent_row, sent_row + n_sents, dtype=np.int64), chunk_of)
+            self._commit_rows(docs, rows, seg, checksum)
+        except BaseException:
+            if seg is not None:
+                self._abandon(seg)
+            raise
+
+    def _reserve(self, n_chunks: int, n_sents: int, *,
+                 segment: bool) -> tuple[int, int, int | None]:
+        """Reserve row ids and a segment number in one committed transaction, the segment
+        recorded as pending under this process's lease (so no one deletes its files)."""
+        owner = self._lease.take()
+        with self._transaction() as w:
+            firsts = []
+            for name, count in (("chunk", n_chunks), ("sentence", n_sents),
+                                ("segment", 1 if segment else 0)):
+                row = w.execute("SELECT next FROM counters WHERE name=?", (name,)).fetchone()
+                first = row[0] if row else 1
+                w.execute("INSERT OR REPLACE INTO counters (name, next) VALUES (?, ?)",
+                          (name, first + count))
+                firsts.append(int(first))
+            if segment:
+                w.execute("INSERT INTO pending VALUES (?, ?)", (firsts[2], owner))
+        return firsts[0], firsts[1], firsts[2] if segment else None
+
+    def _abandon(self, seg: int) -> None:
+        """Forget a pending segment of this process that will not be registered."""
+        self._remove_segment_files(seg)
+        try:
+            with self._transaction() as w:
+                w.execute("DELETE FROM pending WHERE seg=?", (seg,))
+        except sqlite3.Error:  # the next clean-up removes it
+            pass
 
     def _rows(self, docs: Sequence[PreparedDocument], chunk_row: int,
               sent_row: int) -> dict[str, list[Any]]:
@@ -417,102 +856,176 @@ class LocalStore:
         return {"chunks": chunks, "sentences": sentences, "chunk_text": chunk_text}
 
     def _write_segment(self, seg: int, matrix: np.ndarray, ids: np.ndarray,
-                       chunks: np.ndarray) -> None:
-        """Vectors, their sentence ids and their chunk rowids, one row per sentence."""
-        folder = self.root / "vectors"
+                       chunks: np.ndarray) -> str:
+        """Vectors, their sentence ids and their chunk rowids, one row per sentence, each
+        file written whole (temporary name, fsync, rename); returns their checksum record."""
+        folder = self.root / VECTORS
         folder.mkdir(exist_ok=True)
-        for name, array in ((f"seg-{seg}.npy", np.asarray(matrix, dtype=np.float32)),
-                            (f"seg-{seg}.ids.npy", ids), (f"seg-{seg}.chunks.npy", chunks)):
-            tmp = folder / (name + ".tmp")
+        record: dict[str, list[Any]] = {}
+        for suffix, array in zip(SEGMENT_FILES, (np.asarray(matrix, dtype=np.float32),
+                                                 np.asarray(ids, dtype=np.int64),
+                                                 np.asarray(chunks, dtype=np.int64)),
+                                 strict=True):
+            path = folder / f"seg-{seg}{suffix}"
+            tmp = path.with_name(path.name + ".tmp")
             with tmp.open("wb") as fh:
-                np.save(fh, array)
-            tmp.replace(folder / name)
+                writer = _HashingWriter(fh)
+                np.save(writer, array)  # type: ignore[arg-type]
+                fh.flush()
+                os.fsync(fh.fileno())
+            tmp.replace(path)
+            record[suffix] = [writer.size, writer.hash.hexdigest()]
+        return json.dumps(record)
 
     def _commit_rows(self, docs: Sequence[PreparedDocument], rows: dict[str, list[Any]],
-                     seg: int | None) -> None:
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                self._drop_docs([d.document.doc_id for d in docs])
-                self.db.executemany(
-                    "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
-                      d.content_hash, json.dumps(dict(d.document.metadata), default=str),
-                      d.document.text, len(d.chunks), d.collection, encode_groups(d.groups))
-                     for d in docs],
-                )
-                self.db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
-                                    rows["chunks"])
-                self.db.executemany("INSERT INTO sentences VALUES (?,?,?,?)", rows["sentences"])
-                self.db.executemany(
-                    "INSERT INTO keyword (rowid, tokens) VALUES (?, ?)",
-                    [(rowid, _tokens(text)) for rowid, _, text in rows["chunk_text"]],
-                )
-                self._insert_summaries([(d.document.doc_id, d.summary, d.summary_vector)
-                                        for d in docs if d.summary_vector is not None])
-                if seg is not None:
-                    self.db.execute("INSERT INTO segments VALUES (?, ?)",
-                                    (seg, len(rows["sentences"])))
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-
-    def _drop_docs(self, doc_ids: Sequence[str]) -> None:
-        """Inside a transaction: remove documents, their chunks, sentences and postings."""
-        for doc_id in doc_ids:
-            old = self.db.execute("SELECT id, text FROM chunks WHERE doc_id=?", (doc_id,))
-            self.db.executemany(  # a contentless FTS5 row is deleted by replaying its tokens
-                "INSERT INTO keyword (keyword, rowid, tokens) VALUES ('delete', ?, ?)",
-                [(rowid, _tokens(text)) for rowid, text in old.fetchall()],
+                     seg: int | None, checksum: str | None) -> None:
+        with self._transaction() as w:
+            generation = self._bump(w)
+            opening = [d for d in docs if d.opens]
+            self._drop_docs(w, [d.document.doc_id for d in opening], generation)
+            w.executemany(
+                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
+                  d.stored_hash, json.dumps(dict(d.document.metadata), default=str),
+                  d.document.text, len(d.chunks), d.collection, encode_groups(d.groups))
+                 for d in opening],
             )
-            self.db.execute(
+            for d in docs:
+                if not d.opens and not w.execute(
+                        "UPDATE documents SET n_chunks = n_chunks + ?, hash = ? WHERE doc_id=?",
+                        (len(d.chunks), d.stored_hash, d.document.doc_id)).rowcount:
+                    raise StoreError(f"{d.document.doc_id}: a later part of a document whose "
+                                     "first part is not stored")
+            w.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", rows["chunks"])
+            w.executemany("INSERT INTO sentences VALUES (?,?,?,?)", rows["sentences"])
+            w.executemany(
+                "INSERT INTO keyword (rowid, tokens) VALUES (?, ?)",
+                [(rowid, _tokens(text)) for rowid, _, text in rows["chunk_text"]],
+            )
+            self._insert_summaries(w, [(d.document.doc_id, d.summary, d.summary_vector)
+                                       for d in docs if d.summary_vector is not None])
+            if seg is not None:
+                w.execute("INSERT INTO segments VALUES (?, ?, ?)",
+                          (seg, len(rows["sentences"]), checksum))
+                w.execute("DELETE FROM pending WHERE seg=?", (seg,))
+
+    @staticmethod
+    def _drop_docs(w: sqlite3.Connection, doc_ids: Sequence[str], generation: int) -> None:
+        """Inside a transaction: remove documents, their chunks, sentences and postings;
+        their chunk rows are logged dead at ``generation`` (readers mark their vectors)."""
+        for doc_id in doc_ids:
+            old = w.execute("SELECT id, text FROM chunks WHERE doc_id=?", (doc_id,)).fetchall()
+            if not old:
+                w.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+                w.execute("DELETE FROM summaries WHERE doc_id=?", (doc_id,))
+                continue
+            w.executemany(  # a contentless FTS5 row is deleted by replaying its tokens
+                "INSERT INTO keyword (keyword, rowid, tokens) VALUES ('delete', ?, ?)",
+                [(rowid, _tokens(text)) for rowid, text in old],
+            )
+            w.executemany("INSERT OR REPLACE INTO dead_chunks VALUES (?, ?)",
+                          [(rowid, generation) for rowid, _ in old])
+            w.execute(
                 "DELETE FROM sentences WHERE chunk IN (SELECT id FROM chunks WHERE doc_id=?)",
                 (doc_id,),
             )
-            self.db.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
-            self.db.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
-            self.db.execute("DELETE FROM summaries WHERE doc_id=?", (doc_id,))
+            w.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+            w.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            w.execute("DELETE FROM summaries WHERE doc_id=?", (doc_id,))
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         if not doc_ids:
             return
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                self._drop_docs(doc_ids)
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        self._vectors = None
-        self._visible = {}
+        with self._transaction() as w:
+            self._drop_docs(w, doc_ids, self._bump(w))
+
+    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        with self._transaction() as w:
+            self._insert_summaries(w, rows)
+            self._bump(w)
+
+    @staticmethod
+    def _insert_summaries(w: sqlite3.Connection,
+                          rows: Sequence[tuple[str, str, np.ndarray | None]]) -> None:
+        w.executemany(
+            "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
+            [(doc_id, text, np.asarray(vector, dtype=np.float32).tobytes())
+             for doc_id, text, vector in rows if vector is not None])
+
+    # -- maintenance (one process at a time: lease.Maintenance) --------------------------
 
     def _compact_vectors(self) -> None:
-        """Merge segments into one and drop dead rows once deletions or fragments pile up."""
-        segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
-        live = self.db.execute("SELECT count(*) FROM sentences").fetchone()[0]
-        total = sum(r[0] for r in self.db.execute("SELECT rows FROM segments"))
-        if len(segs) <= 1 and total == live:
-            self._remove_orphan_segments(set(segs))
-            return
-        vectors = self._load_vectors()
+        """Merge the registered segments into one and drop dead rows, once deletions or
+        fragments pile up. Only the segments read are merged; if any of them left the
+        registry meanwhile, the merge is abandoned."""
+        with self._snapshot() as generation:
+            segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
+            live = self.db.execute("SELECT count(*) FROM sentences").fetchone()[0]
+            total = self.db.execute("SELECT coalesce(sum(rows), 0) FROM segments").fetchone()[0]
+            if len(segs) <= 1 and total == live:
+                return
+            vectors = self._load_vectors_or_fail()
         keep = vectors.chunk_of >= 0
-        matrix = np.concatenate([np.asarray(m) for m in vectors.matrices]) if segs else None
-        if matrix is not None and not keep.all():  # (a copy: spared when nothing is dead)
-            matrix = matrix[keep]
         ids = vectors.sentence_of[keep]
-        new = self._reserve("segment", 1)
-        if matrix is not None and len(ids):
-            self._write_segment(new, matrix, ids, vectors.chunk_of[keep])
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute("DELETE FROM segments")
-            if matrix is not None and len(ids):
-                self.db.execute("INSERT INTO segments VALUES (?, ?)", (new, len(ids)))
-            self.db.execute("COMMIT")
-        self._vectors = None
-        self._remove_orphan_segments({new} if len(ids) else set())
+        new = self._reserve(0, 0, segment=True)[2] if len(ids) else None
+        try:
+            checksum = None
+            if new is not None:
+                matrix = np.concatenate([np.asarray(m) for m in vectors.matrices])
+                if not keep.all():  # (a copy: spared when nothing is dead)
+                    matrix = matrix[keep]
+                checksum = self._write_segment(new, matrix, ids, vectors.chunk_of[keep])
+            with self._transaction() as w:
+                marks = ",".join("?" * len(segs))
+                still = w.execute(f"SELECT count(*) FROM segments WHERE seg IN ({marks})",
+                                  segs).fetchone()[0]
+                if still != len(segs):
+                    raise _Superseded
+                w.execute(f"DELETE FROM segments WHERE seg IN ({marks})", segs)
+                if new is not None:
+                    w.execute("INSERT INTO segments VALUES (?, ?, ?)", (new, len(ids), checksum))
+                    w.execute("DELETE FROM pending WHERE seg=?", (new,))
+                w.execute("DELETE FROM dead_chunks WHERE generation <= ?", (generation,))
+                self._bump(w)
+        except _Superseded:
+            if new is not None:
+                self._abandon(new)
+            return
+        except BaseException:
+            if new is not None:
+                self._abandon(new)
+            raise
+        for seg in segs:  # unregistered by this process's transaction: its files to delete
+            self._remove_segment_files(seg)
+
+    def _clean_files(self) -> None:
+        """Delete what no one will register: the pending segments of processes that are
+        gone, and segment files that neither the registry nor a pending entry names (left
+        by a process killed while it compacted or cleaned)."""
+        with self._snapshot():
+            pending = dict(self.db.execute("SELECT seg, owner FROM pending").fetchall())
+            registered = {r[0] for r in self.db.execute("SELECT seg FROM segments")}
+        gone = {seg for seg, owner in pending.items() if not self._lease.alive(owner)}
+        if gone:
+            for seg in gone:
+                self._remove_segment_files(seg)
+            with self._transaction() as w:
+                w.executemany("DELETE FROM pending WHERE seg=?", [(s,) for s in gone])
+        named = registered | (set(pending) - gone)
+        for path in (self.root / VECTORS).glob("seg-*"):
+            seg = path.name.split(".")[0].removeprefix("seg-")
+            if seg.isdigit() and int(seg) not in named:
+                with self._snapshot():  # registered since the listing above?
+                    if self.db.execute("SELECT 1 FROM segments WHERE seg=? UNION ALL SELECT 1 "
+                                       "FROM pending WHERE seg=?", (seg, seg)).fetchone():
+                        continue
+                path.unlink(missing_ok=True)
+
+    def _remove_segment_files(self, seg: int) -> None:
+        folder = self.root / VECTORS
+        for suffix in SEGMENT_FILES:
+            for name in (f"seg-{seg}{suffix}", f"seg-{seg}{suffix}.tmp"):
+                (folder / name).unlink(missing_ok=True)
 
     def _update_ann(self) -> None:
         """Bring the approximate index in line with the live rows and the settings: drop it
@@ -521,24 +1034,24 @@ class LocalStore:
         than are live; else add the live rows it lacks. It is built on a fresh copy read
         from disk, so searches in flight keep the loaded one."""
         settings = self._vector_settings
-        folder = self.root / "vectors"
+        folder = self.root / VECTORS
         path = folder / ann.FILE
         path.with_name(path.name + ".tmp").unlink(missing_ok=True)  # an interrupted write
         for legacy in ann.LEGACY_FILES:
             (folder / legacy).unlink(missing_ok=True)
-        vectors = self._load_vectors()
+        with self._snapshot():
+            vectors = self._load_vectors_or_fail()
+            record = self._meta("ann")
         live = vectors.chunk_of >= 0
         n_live = int(live.sum())
         if not n_live or settings.ann == "off" or (
                 settings.ann == "auto" and n_live < settings.ann_min_sentences):
-            if path.exists() or "ann" in self.manifest:
+            if path.exists() or record:
                 path.unlink(missing_ok=True)
-                self.manifest.pop("ann", None)
-                self._save_manifest()
-                self._ann, self._vectors = None, None
+                self._save_ann_record(None)
             return
         dim = int(vectors.matrices[0].shape[1])
-        current = ann.read(path, self.manifest.get("ann"), dim)
+        current = ann.read(path, json.loads(record) if record else None, dim)
         if current is not None and (
                 (settings.nlist is not None
                  and current.nlist != ann.lists_for(current.trained_on, settings.nlist))
@@ -556,58 +1069,308 @@ class LocalStore:
             if not len(rows):
                 return
         current = current.add(vectors.matrices, rows, vectors.sentence_of[rows])
-        self.manifest["ann"] = {**ann.write(current, path), "built": now()}
-        self._save_manifest()
-        stat = path.stat()
-        self._ann, self._vectors = ((stat.st_mtime_ns, stat.st_size), current), None
+        self._save_ann_record({**ann.write(current, path), "built": now()})
 
-    def _remove_orphan_segments(self, keep: set[int]) -> None:
-        for path in (self.root / "vectors").glob("seg-*"):
-            seg = path.name.split(".")[0].removeprefix("seg-")
-            if not seg.isdigit() or int(seg) not in keep:
-                path.unlink(missing_ok=True)
+    def _save_ann_record(self, record: dict[str, Any] | None) -> None:
+        with self._transaction() as w:
+            if record is None:
+                w.execute("DELETE FROM meta WHERE name='ann'")
+            else:
+                w.execute("INSERT OR REPLACE INTO meta VALUES ('ann', ?)", (json.dumps(record),))
+            self._bump(w)
 
-    # -- reading -----------------------------------------------------------------------
+    # -- reading vectors ---------------------------------------------------------------
 
     def _load_vectors(self) -> _Vectors:
-        """Memory-map every registered segment; rows of deleted chunks are marked dead."""
-        if self._vectors is not None:
-            return self._vectors
-        folder = self.root / "vectors"
-        segs = [r[0] for r in self.db.execute("SELECT seg FROM segments ORDER BY seg")]
+        """The vectors at this snapshot's generation: cached, updated from the cached ones
+        (new segments mapped, chunks deleted since marked dead) or loaded anew."""
+        generation = self.generation()
+        cached = self._vectors
+        if cached is not None and cached.generation == generation:
+            return cached
+        with self._load_lock:
+            cached = self._vectors
+            if cached is not None and cached.generation == generation:
+                return cached
+            if cached is not None and cached.generation > generation:  # an older snapshot
+                return self._read_vectors(None, generation)
+            vectors = self._read_vectors(cached, generation)
+            self._vectors = vectors
+            return vectors
+
+    def _load_vectors_or_fail(self) -> _Vectors:
+        """The vectors, for maintenance: a missing or damaged file is an error."""
         try:
-            matrices = [np.load(folder / f"seg-{seg}.npy", mmap_mode="r") for seg in segs]
-            ids = _concat([np.load(folder / f"seg-{seg}.ids.npy") for seg in segs])
-            chunk_of = _concat([np.load(folder / f"seg-{seg}.chunks.npy") for seg in segs])
-        except (OSError, ValueError) as exc:
-            raise StoreError(
-                f"the sentence vectors of {self.root} are damaged or incomplete ({exc}); "
-                "rebuild the index into a new folder"
-            ) from None
-        live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM chunks")),
-                           dtype=np.int64)
-        chunk_of = np.where(np.isin(chunk_of, live), chunk_of, -1)
-        ann = self._load_ann(int(matrices[0].shape[1])) if matrices else None
-        self._vectors = _Vectors(matrices, chunk_of, ids, ann)
-        return self._vectors
+            return self._load_vectors()
+        except _Broken as broken:
+            raise self._damaged(f"{broken.part} {broken.problem}") from None
+
+    def _read_vectors(self, base: _Vectors | None, generation: int) -> _Vectors:
+        segments = self.db.execute("SELECT seg, rows, checksum FROM segments "
+                                   "ORDER BY seg").fetchall()
+        numbers = tuple(r[0] for r in segments)
+        if base is not None and set(base.segs) <= set(numbers):
+            dead = np.fromiter((r[0] for r in self.db.execute(
+                "SELECT chunk FROM dead_chunks WHERE generation > ?", (base.generation,))),
+                dtype=np.int64)
+            old = base.chunk_of
+            if len(dead):
+                old = np.where(np.isin(old, dead), -1, old)
+            added = [r for r in segments if r[0] not in set(base.segs)]
+            matrices, ids, chunk_of = self._map_segments(added)
+            approx = self._ann_for(base.matrices + matrices)
+            tail = None  # rows the approximate index lacks: the new ones, if it is the same
+            if approx is not None and approx is base.ann:
+                first = int(base.offsets[-1])
+                tail = np.concatenate([base.tail, np.arange(first, first + len(ids))])
+            return _Vectors(base.matrices + matrices, _concat([old, chunk_of]),
+                            _concat([base.sentence_of, ids]), approx, generation=generation,
+                            segs=base.segs + tuple(r[0] for r in added), tail=tail)
+        matrices, ids, chunk_of = self._map_segments(segments)
+        return _Vectors(matrices, chunk_of, ids, self._ann_for(matrices), generation=generation,
+                        segs=numbers)
+
+    def _map_segments(self, segments: Sequence[tuple[int, int, str | None]]
+                      ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """Memory-map ``(seg, rows, checksum)`` segments, checking each file; rows of
+        chunks no longer stored are marked dead."""
+        matrices, ids, chunks = [], [], []
+        for seg, rows, checksum in segments:
+            matrix, seg_ids, seg_chunks = self._open_segment(seg, rows, checksum)
+            matrices.append(matrix)
+            ids.append(seg_ids)
+            chunks.append(seg_chunks)
+        chunk_of = _concat(chunks)
+        if len(chunk_of):
+            lo, hi = int(chunk_of.min()), int(chunk_of.max())
+            live = np.fromiter((r[0] for r in self.db.execute(
+                "SELECT id FROM chunks WHERE id BETWEEN ? AND ?", (lo, hi))), dtype=np.int64)
+            chunk_of = np.where(np.isin(chunk_of, live), chunk_of, -1)
+        return matrices, _concat(ids), chunk_of
+
+    def _open_segment(self, seg: int, rows: int,
+                      checksum: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One registered segment, each file checked against its registered size and
+        checksum (hashed once per file version in this process)."""
+        record = json.loads(checksum) if checksum else {}
+        folder = self.root / VECTORS
+        for suffix in SEGMENT_FILES:
+            path = folder / f"seg-{seg}{suffix}"
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                raise _Broken(f"{VECTORS}/{path.name}", "is missing", retry=True) from None
+            expected = record.get(suffix)
+            if expected is None:
+                continue
+            size, digest = expected
+            if stat.st_size != size:
+                raise _Broken(f"{VECTORS}/{path.name}",
+                              f"has {stat.st_size} bytes where {size} were written")
+            stamp = (path.name, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            if stamp not in self._verified:
+                if file_digest(path) != digest:
+                    raise _Broken(f"{VECTORS}/{path.name}", "does not match its checksum")
+                self._verified.add(stamp)
+        dim = int((self.manifest.get("embedder") or {}).get("dim") or 0)
+        try:
+            matrix = np.load(folder / f"seg-{seg}.npy", mmap_mode="r")
+            ids = np.load(folder / f"seg-{seg}.ids.npy")
+            chunks = np.load(folder / f"seg-{seg}.chunks.npy")
+        except (OSError, ValueError, EOFError) as exc:
+            raise _Broken(f"{VECTORS}/seg-{seg}", f"cannot be read ({_short(exc)})") from None
+        if matrix.ndim != 2 or matrix.dtype != np.float32 or len(matrix) != rows or \
+                (dim and matrix.shape[1] != dim) or ids.shape != (rows,) or \
+                chunks.shape != (rows,) or ids.dtype != np.int64 or chunks.dtype != np.int64:
+            raise _Broken(f"{VECTORS}/seg-{seg}", f"does not hold {rows} sentence vectors")
+        return matrix, ids, chunks
+
+    def _ann_for(self, matrices: list[np.ndarray]) -> ann.AnnIndex | None:
+        return self._load_ann(int(matrices[0].shape[1])) if matrices else None
 
     def _load_ann(self, dim: int) -> ann.AnnIndex | None:
-        """The approximate index on disk (read once per file version), checked against the
-        manifest on disk (another process may have built it); None when off, missing or
-        unusable."""
+        """The approximate index on disk (read once per file version) when it matches its
+        record (size, count, checksum); None when off, missing or unusable: searches are
+        then exact, and a damaged file is logged."""
         if self._vector_settings.ann == "off":
             return None
-        path = self.root / "vectors" / ann.FILE
+        path = self.root / VECTORS / ann.FILE
         try:
             stat = path.stat()
         except FileNotFoundError:
             return None
         stamp = (stat.st_mtime_ns, stat.st_size)
         if self._ann is None or self._ann[0] != stamp:
-            record = _read_json(self.root / MANIFEST).get("ann")
-            self._ann = (stamp, ann.read(path, record, dim))
+            record = self._meta("ann")
+            self._ann = (stamp, ann.read(path, json.loads(record) if record else None, dim))
         return self._ann[1]
 
+    # -- checking and repairing --------------------------------------------------------
+
+    def check(self, full: bool = True) -> list[Problem]:
+        """What is damaged, each with how to repair it (empty: intact). Always: the
+        manifest against its copy, every segment file against its size and checksum, the
+        sentence ids and chunk rows they hold against the database, the approximate index's
+        checksum; ``full`` adds SQLite's integrity check and the keyword index's."""
+        problems: list[Problem] = []
+        with self._snapshot():
+            problems += self._check_manifest()
+            if full:
+                problems += self._check_sqlite()
+            problems += self._check_segments()
+            problems += self._check_ann()
+        return problems
+
+    def _check_manifest(self) -> list[Problem]:
+        saved = self._meta("manifest")
+        if saved is not None and _essential(json.loads(saved)) != _essential(self.manifest):
+            return [Problem(MANIFEST, "differs from the copy in sleuth.db",
+                            f"sleuth index --repair --index {self.root}")]
+        return []
+
+    def _check_sqlite(self) -> list[Problem]:
+        problems = []
+        result = [r[0] for r in self.db.execute("PRAGMA integrity_check")]
+        if result != ["ok"]:
+            problems.append(Problem(DB, "; ".join(result[:3]), "index the documents again"))
+        try:
+            self.db.execute("INSERT INTO keyword (keyword, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            problems.append(Problem(DB, f"keyword index: {exc}", "index the documents again"))
+        return problems
+
+    def _check_segments(self) -> list[Problem]:
+        """Each segment readable and matching its checksum, and every stored sentence with
+        exactly one vector (beyond those of the damaged segments already named)."""
+        problems = []
+        covered: list[np.ndarray] = []
+        lost = 0  # sentences of damaged segments
+        repair = f"sleuth index --repair --index {self.root}"
+        for seg, rows, checksum in self.db.execute(
+                "SELECT seg, rows, checksum FROM segments ORDER BY seg").fetchall():
+            try:
+                _, ids, _ = self._open_segment(seg, rows, checksum)
+            except _Broken as broken:
+                problems.append(Problem(broken.part, broken.problem, repair))
+                lost += rows
+                continue
+            if checksum is None:
+                problems.append(Problem(f"{VECTORS}/seg-{seg}", "has no checksum (written "
+                                        "before format 3); it cannot be verified", repair))
+            covered.append(ids)
+        stored = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM sentences")),
+                             dtype=np.int64)
+        have = _concat(covered)
+        missing = int(np.isin(stored, have, invert=True).sum())
+        if missing > lost:
+            problems.append(Problem(VECTORS, f"{missing - lost} stored sentences have no "
+                                    "vector", repair))
+        twice = len(have) - len(np.unique(have))
+        if twice:
+            problems.append(Problem(VECTORS, f"{twice} sentence vectors are stored twice",
+                                    repair))
+        return problems
+
+    def _check_ann(self) -> list[Problem]:
+        record = self._meta("ann")
+        path = self.root / VECTORS / ann.FILE
+        if not record:
+            return []
+        data = json.loads(record)
+        if not path.is_file():
+            problem = "is missing"
+        elif path.stat().st_size != data.get("bytes"):
+            problem = "has another size than was written"
+        elif data.get("sha256") and file_digest(path) != data["sha256"]:
+            problem = "does not match its checksum"
+        else:
+            return []
+        return [Problem(f"{VECTORS}/{ann.FILE}", f"{problem} (searches are exact until it "
+                        "is rebuilt)", f"sleuth index --repair --index {self.root}")]
+
+    def repair(self, embed: Callable[[list[tuple[str, str]]], np.ndarray],
+               on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
+        """Unregister damaged segments and re-embed every stored sentence without a vector
+        (``embed`` takes ``(title, sentence)`` pairs), then rebuild the approximate index
+        where it is damaged. Holds the maintenance lock (waits for it)."""
+        report = RepairReport(manifest_restored=self.restored_manifest)
+        with Maintenance(self.root, wait=True):
+            with self._snapshot():
+                self._restore_manifest_copy(report)
+                bad, covered = self._sort_segments()
+            if bad:
+                with self._transaction() as w:
+                    w.executemany("DELETE FROM segments WHERE seg=?", [(s,) for s in bad])
+                    self._bump(w)
+                for seg in bad:
+                    self._remove_segment_files(seg)
+                report.segments_dropped = len(bad)
+            with self._snapshot():
+                todo = self.db.execute(
+                    "SELECT s.id, s.chunk, s.start, s.end, c.start, c.text, d.title "
+                    "FROM sentences s JOIN chunks c ON c.id = s.chunk JOIN documents d "
+                    "ON d.doc_id = c.doc_id ORDER BY s.id").fetchall()
+            todo = [row for row in todo if row[0] not in covered]
+            for start in range(0, len(todo), REPAIR_BATCH):
+                part = todo[start : start + REPAIR_BATCH]
+                matrix = embed([(title, text[s - c0 : e - c0])
+                                for _, _, s, e, c0, text, title in part])
+                self._add_vectors(np.array([r[0] for r in part], dtype=np.int64),
+                                  np.array([r[1] for r in part], dtype=np.int64), matrix)
+                report.sentences_embedded += len(part)
+                if on_progress:
+                    on_progress(report.sentences_embedded, len(todo))
+            if self._check_ann():
+                (self.root / VECTORS / ann.FILE).unlink(missing_ok=True)
+                self._save_ann_record(None)
+                report.ann_rebuilt = True
+            self._compact_vectors()
+            self._clean_files()
+            self._update_ann()
+        return report
+
+    def _restore_manifest_copy(self, report: RepairReport) -> None:
+        if self._check_manifest():
+            saved = self._meta("manifest")
+            assert saved is not None
+            self.manifest = json.loads(saved)
+            self._save_manifest()
+            report.manifest_restored = True
+
+    def _sort_segments(self) -> tuple[list[int], set[int]]:
+        """The damaged segments, and the sentence ids the sound ones hold."""
+        bad: list[int] = []
+        covered: set[int] = set()
+        for seg, rows, checksum in self.db.execute(
+                "SELECT seg, rows, checksum FROM segments ORDER BY seg").fetchall():
+            try:
+                _, ids, _ = self._open_segment(seg, rows, checksum)
+            except _Broken:
+                bad.append(seg)
+                continue
+            fresh = set(ids.tolist())
+            if fresh & covered:  # a sentence twice: the later copy is dropped
+                bad.append(seg)
+                continue
+            covered |= fresh
+        return bad, covered
+
+    def _add_vectors(self, ids: np.ndarray, chunks: np.ndarray, matrix: np.ndarray) -> None:
+        """Register re-embedded vectors of stored sentences as a new segment."""
+        seg = self._reserve(0, 0, segment=True)[2]
+        assert seg is not None
+        try:
+            checksum = self._write_segment(seg, matrix, ids, chunks)
+            with self._transaction() as w:
+                w.execute("INSERT INTO segments VALUES (?, ?, ?)", (seg, len(ids), checksum))
+                w.execute("DELETE FROM pending WHERE seg=?", (seg,))
+                self._bump(w)
+        except BaseException:
+            self._abandon(seg)
+            raise
+
+    # -- reading -----------------------------------------------------------------------
+    @_reads
     def semantic_search(self, query: np.ndarray, top_k: int,
                         doc_ids: Sequence[str] | None = None,
                         access: Access | None = None) -> list[Hit]:
@@ -678,6 +1441,7 @@ class LocalStore:
         # fewer than top_k chunks among the candidates: only an exact scan can say why
         return vectors.ranked(query, top_k, allowed)
 
+    @_reads
     def keyword_search(self, keywords: Sequence[str], top_k: int,
                        mode: kw.KeywordMode = "word",
                        access: Access | None = None) -> list[Hit]:
@@ -712,6 +1476,7 @@ class LocalStore:
                             tuple(snippets)))
         return hits
 
+    @_reads
     def bm25_search(self, terms: Sequence[str], top_k: int,
                     doc_ids: Sequence[str] | None = None,
                     access: Access | None = None) -> list[Hit]:
@@ -907,6 +1672,7 @@ class LocalStore:
         scored.sort(key=lambda item: -item[1])
         return scored[:top_k]
 
+    @_reads
     def document_titles(self, access: Access | None = None) -> dict[str, str]:
         titles = dict(self.db.execute("SELECT doc_id, title FROM documents").fetchall())
         visible = self._visible_for(access)
@@ -918,6 +1684,7 @@ class LocalStore:
         visible = self._visible_for(access)
         return visible is not None and doc_id not in visible.docs
 
+    @_reads
     def chunk_spans(self, doc_id: str,
                     access: Access | None = None) -> list[tuple[str, int, int]]:
         if self._hidden(doc_id, access):
@@ -926,6 +1693,7 @@ class LocalStore:
             "SELECT chunk_id, start, end FROM chunks WHERE doc_id=? ORDER BY position",
             (doc_id,))]
 
+    @_reads
     def get_chunks(self, chunk_ids: Sequence[str],
                    access: Access | None = None) -> dict[str, Chunk]:
         visible = self._visible_for(access)
@@ -943,6 +1711,7 @@ class LocalStore:
                     out[row[1]] = self._chunk(row)
         return out
 
+    @_reads
     def document_vectors(self, doc_id: str) -> np.ndarray:
         """The sentence vectors of a document, one row per sentence in document order (the
         rows of its PreparedDocument); empty for an unknown document."""
@@ -960,6 +1729,7 @@ class LocalStore:
         return np.stack([np.asarray(vectors.matrices[s][r - offsets[s]])
                          for s, r in zip(segs, rows, strict=True)]).astype(np.float32)
 
+    @_reads
     def summaries(self, access: Access | None = None
                   ) -> tuple[list[str], list[str], np.ndarray]:
         rows = self.db.execute(
@@ -972,22 +1742,6 @@ class LocalStore:
         matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows \
             else np.zeros((0, dim), dtype=np.float32)
         return [r[0] for r in rows], [r[1] for r in rows], matrix
-
-    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                self._insert_summaries(rows)
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-
-    def _insert_summaries(self, rows: Sequence[tuple[str, str, np.ndarray | None]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
-            [(doc_id, text, np.asarray(vector, dtype=np.float32).tobytes())
-             for doc_id, text, vector in rows if vector is not None])
 
     def _chunk(self, row: tuple[Any, ...]) -> Chunk:
         rowid, chunk_id, doc_id, position, start, end, n_tokens, text = row
@@ -1004,6 +1758,7 @@ class LocalStore:
         return Chunk(chunk_id, doc_id, position, text, start, end, n_tokens, sentences,
                      neighbours.get(position - 1), neighbours.get(position + 1))
 
+    @_reads
     def get_document(self, doc_id: str, access: Access | None = None) -> Document | None:
         if self._hidden(doc_id, access):
             return None
@@ -1016,15 +1771,30 @@ class LocalStore:
         return Document(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
 
     def iter_chunks(self) -> Iterator[Chunk]:
+        """Every chunk in document order, read a page at a time (each page one snapshot)."""
+        after: tuple[str, int] = ("", -1)
+        while True:
+            page = self._chunk_page(after)
+            if not page:
+                return
+            yield from page
+            after = (page[-1].doc_id, page[-1].position)
+
+    @_reads
+    def _chunk_page(self, after: tuple[str, int], size: int = 500) -> list[Chunk]:
         rows = self.db.execute(
             "SELECT id, chunk_id, doc_id, position, start, end, n_tokens, text FROM chunks "
-            "ORDER BY doc_id, position"
-        )
-        for row in rows.fetchall():
-            yield self._chunk(row)
+            "WHERE (doc_id, position) > (?, ?) ORDER BY doc_id, position LIMIT ?",
+            (*after, size)).fetchall()
+        return [self._chunk(row) for row in rows]
 
     def close(self) -> None:
-        self.db.close()
+        with self._lock:
+            for db in [*self._connections, *([self._writer] if self._writer else [])]:
+                db.close()
+            self._connections, self._writer = [], None
+            self._tls = threading.local()
+            self._lease.release()
 
 
 @cache
@@ -1060,14 +1830,16 @@ def _countable(k: kw.Keyword) -> bool:
     return not k.substring and len(k.text) < MAX_TOKEN_CHARS and k.tokens == [k.text]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise StoreError(f"cannot read index manifest {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise StoreError(f"index manifest {path} is not a JSON object")
-    return data
+def _essential(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest without the parts format 2 kept in it and format 3 keeps in the database
+    (build state, approximate index record)."""
+    return {k: v for k, v in manifest.items() if k not in ("build", "ann")}
+
+
+def _short(exc: BaseException) -> str:
+    """An exception as a short phrase for a one-line message."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:200]
 
 
 register_store("", LocalStore)

@@ -42,11 +42,12 @@ and the groups overlap (``&&``) inside the query, before anything is ranked or c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -67,6 +68,8 @@ from sleuth.settings import VectorSettings
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     PreparedDocument,
+    Problem,
+    RepairReport,
     StoreStats,
     check_embedder,
     check_manifest,
@@ -115,7 +118,13 @@ CREATE TABLE summaries (
     doc_id text COLLATE "C" PRIMARY KEY REFERENCES documents ON DELETE CASCADE,
     text text NOT NULL, vector vector({dim}) NOT NULL);
 CREATE TABLE terms (term text COLLATE "C" PRIMARY KEY);
+CREATE TABLE generation (id boolean PRIMARY KEY DEFAULT true CHECK (id), value bigint NOT NULL);
 """
+GENERATION = ("CREATE TABLE IF NOT EXISTS generation (id boolean PRIMARY KEY DEFAULT true "
+              "CHECK (id), value bigint NOT NULL)")
+# the last statement of every transaction that changes a read (readers compare the value)
+BUMP = ("INSERT INTO generation (value) VALUES (1) "
+        "ON CONFLICT (id) DO UPDATE SET value = generation.value + 1")
 
 HNSW_INDEX = ("CREATE INDEX IF NOT EXISTS sentences_embedding ON sentences "
               "USING hnsw (embedding vector_ip_ops) WITH (m = {m}, ef_construction = {efc})")
@@ -166,7 +175,7 @@ class PostgresStore:
     """One index in one schema of a PostgreSQL database with the pgvector extension."""
 
     def __init__(self, location: str, *, create: bool, embedder: Mapping[str, Any] | None,
-                 chunk_tokens: int | None = None) -> None:
+                 chunk_tokens: int | None = None, repair: bool = False) -> None:
         self.location = location
         self.conninfo, self.schema = parse_location(location)
         self.where = f"schema {self.schema} of {_redacted(location)}"
@@ -197,6 +206,12 @@ class PostgresStore:
             manifest: dict[str, Any] = row[0]
             check_manifest(manifest, self.where)
             check_embedder(manifest, embedder, self.where)
+            missing = conn.execute("SELECT to_regclass(%s)",
+                                   (f'"{self.schema}".generation',)).fetchone()
+            if missing is None or missing[0] is None:  # an index of an earlier version
+                with contextlib.suppress(psycopg.errors.ReadOnlySqlTransaction):
+                    conn.execute(GENERATION.replace("generation", f'"{self.schema}".generation',
+                                                    1))
             return manifest
         if not create:
             raise IndexNotFound(f"no Sleuth index in {self.where}; build one with "
@@ -279,17 +294,21 @@ class PostgresStore:
             return frozenset(r[0] for r in conn.execute(
                 f"SELECT d.doc_id FROM documents d WHERE {where}", params))
 
-    def begin_build(self) -> None:
-        """Mark a build as running. A small index drops its HNSW index first: building it
-        once at the end is ~5x faster than inserting every new vector into it (searches
-        scan exactly meanwhile)."""
+    def begin_build(self, command: str = "") -> None:
+        """Mark a build as running (``command`` resumes it). A small index drops its HNSW
+        index first: building it once at the end is ~5x faster than inserting every new
+        vector into it (searches scan exactly meanwhile)."""
         with self._pool.connection() as conn:
             small = conn.execute("SELECT count(*) FROM (SELECT 1 FROM sentences LIMIT %s) s",
                                  (DEFER_INDEX_ROWS,)).fetchone()
             if _first(small) < DEFER_INDEX_ROWS:
                 conn.execute("DROP INDEX IF EXISTS sentences_embedding")
-        self.manifest["build"] = {"state": "building", "started": now()}
+        self.manifest["build"] = {"state": "building", "started": now(),
+                                  "command": command or "sleuth index PATH"}
         self._save_manifest()
+
+    def stop_build(self) -> None:
+        """A failed build stays marked ``building`` (its command resumes it)."""
 
     def finish_build(self) -> None:
         """(Re)build the HNSW index where it was dropped, refresh the planner's statistics
@@ -314,18 +333,26 @@ class PostgresStore:
             return
         check_vectors(docs)
         n_chunks = sum(len(d.chunks) for d in docs)
+        opening = [d for d in docs if d.opens]
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)",
-                         ([d.document.doc_id for d in docs],))
+                         ([d.document.doc_id for d in opening],))
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO documents (doc_id, title, type, path, hash, metadata, text, "
                     "n_chunks, collection, groups) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
                     "%s::text[])",
                     [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
-                      d.content_hash, Jsonb(dict(d.document.metadata), dumps=_dumps),
+                      d.stored_hash, Jsonb(dict(d.document.metadata), dumps=_dumps),
                       d.document.text, len(d.chunks), d.collection, sorted(d.groups))
-                     for d in docs])
+                     for d in opening])
+            for d in docs:  # later parts of long documents
+                if not d.opens and not conn.execute(
+                        "UPDATE documents SET n_chunks = n_chunks + %s, hash = %s "
+                        "WHERE doc_id = %s",
+                        (len(d.chunks), d.stored_hash, d.document.doc_id)).rowcount:
+                    raise StoreError(f"{d.document.doc_id}: a later part of a document whose "
+                                     "first part is not stored")
             ids = [r[0] for r in conn.execute(
                 "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) "
                 "FROM generate_series(1, %s)", (n_chunks,))]
@@ -334,6 +361,7 @@ class PostgresStore:
                          "ON CONFLICT DO NOTHING", (sorted(terms),))
             self._upsert_summaries(conn, [(d.document.doc_id, d.summary, d.summary_vector)
                                           for d in docs if d.summary_vector is not None])
+            conn.execute(BUMP)
 
     def _copy_rows(self, conn: Connection, docs: Sequence[PreparedDocument],
                    ids: list[int]) -> set[str]:
@@ -369,10 +397,37 @@ class PostgresStore:
             return
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (list(doc_ids),))
+            conn.execute(BUMP)
 
     def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
         with self._pool.connection() as conn, conn.transaction():
             self._upsert_summaries(conn, rows)
+            conn.execute(BUMP)
+
+    def generation(self) -> int:
+        with self._pool.connection() as conn:
+            try:
+                row = conn.execute("SELECT value FROM generation").fetchone()
+            except psycopg.errors.UndefinedTable:  # a replica of a primary not yet upgraded
+                conn.rollback()
+                return 0
+        return int(row[0]) if row else 0
+
+    def build_status(self) -> dict[str, Any]:
+        """The manifest's build record: ``building`` from a build's start to its end (a
+        database store keeps no leases, so a build whose process died also reads
+        ``building``); ``command`` resumes it."""
+        build = dict(self.manifest.get("build") or {"state": "empty"})
+        return {**build, "running": [], "interrupted": []}
+
+    def check(self, full: bool = True) -> list[Problem]:
+        """Nothing to check outside PostgreSQL's own guarantees: rows and vectors change
+        together in its transactions."""
+        return []
+
+    def repair(self, embed: Callable[[list[tuple[str, str]]], np.ndarray],
+               on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
+        return RepairReport()
 
     def _upsert_summaries(self, conn: Connection,
                           rows: Sequence[tuple[str, str, np.ndarray | None]]) -> None:
