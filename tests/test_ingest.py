@@ -613,3 +613,27 @@ def test_iter_documents_streams(tmp_path: Path) -> None:
         write(tmp_path / f"{i}.txt", f"Doc {i}\n\nBody {i}.")
     stream = iter_documents([tmp_path])
     assert next(stream).doc_id == "0.txt"
+
+
+def test_a_very_long_document_is_chunked_a_window_at_a_time() -> None:
+    """Windows end at blank lines; chunks run on across them (positions, ids, links), each
+    one exact text of the document; a document within one window chunks as a whole."""
+    from sleuth.ingest import chunk_document, iter_chunks
+    from sleuth.types import Document
+
+    body = "\n\n".join(f"Paragraph {i}. The river Ems rises near Hövelhof. It flows north "
+                       f"through Rheine and Lingen, {i} km on." for i in range(400))
+    doc = Document("long.md", "A long report", "A long report\n\n" + body, "markdown", None, {})
+    whole = chunk_document(doc, 60)
+    assert list(iter_chunks(doc, 60)) == whole
+    windowed = list(iter_chunks(doc, 60, window_chars=4000))
+    assert [c.position for c in windowed] == list(range(len(windowed)))
+    assert len({c.chunk_id for c in windowed}) == len(windowed)
+    for before, after in zip(windowed, windowed[1:], strict=False):
+        assert before.next_id == after.chunk_id and after.prev_id == before.chunk_id
+        assert before.end <= after.start
+    assert windowed[0].prev_id is None and windowed[-1].next_id is None
+    for chunk in windowed:
+        assert chunk.text == doc.text[chunk.start : chunk.end] and chunk.n_tokens <= 60
+        assert all(doc.text[s.start : s.end] == s.text for s in chunk.sentences)
+    assert sum(len(c.sentences) for c in windowed) == sum(len(c.sentences) for c in whole)

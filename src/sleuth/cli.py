@@ -183,6 +183,7 @@ def _repair(settings: Settings, as_json: bool) -> None:
         problems = index.check(full=False)
     if as_json:
         _emit({"repair": vars(report), "problems": [vars(p) for p in problems]})
+        _print_problems(problems)
     else:
         done = [f"restored {MANIFEST_NAME}"] if report.manifest_restored else []
         if report.segments_dropped:
@@ -894,8 +895,8 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
         for entry in build.get("interrupted") or []:
             click.echo(f"interrupted (started {entry['started']}); resume it with: "
                        f"{entry['command']}")
+    if problems:  # (on stderr with --json too)
         _print_problems(problems)
-    if problems:
         sys.exit(1)
 
 
@@ -931,9 +932,8 @@ def check_cmd(quick: bool, index_dir: str | None, as_json: bool, config: str | N
     elif not problems:
         click.echo(f"ok: {index.location}: {stats.documents} documents, {stats.chunks} "
                    f"chunks, {stats.sentences} sentences; every part verified")
-    else:
+    if problems:  # (on stderr with --json too)
         _print_problems(problems)
-    if problems:
         sys.exit(1)
 
 

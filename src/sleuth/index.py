@@ -17,6 +17,7 @@ import shlex
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from sleuth.access import (
 )
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
-from sleuth.ingest import IngestReport, JsonFields, Skipped, chunk_document, iter_documents
+from sleuth.ingest import IngestReport, JsonFields, Skipped, iter_chunks, iter_documents
 from sleuth.pipeline import pipelined
 from sleuth.settings import Settings
 from sleuth.store.base import (
@@ -128,19 +129,28 @@ class _Part:
     closes: bool
 
 
-def _parts(chunks: list[Chunk], sentences: int) -> Iterator[list[Chunk]]:
-    """``chunks`` in consecutive parts of about ``sentences`` sentences (at least one chunk
-    each; no chunks: one empty part, so the document row is stored)."""
+def _parts(chunks: Iterator[Chunk], sentences: int) -> Iterator[tuple[list[Chunk], bool]]:
+    """``chunks`` in consecutive parts of about ``sentences`` sentences, each with whether
+    it is the last (at least one chunk each; no chunks: one empty last part, so the
+    document row is stored)."""
     part: list[Chunk] = []
     size = 0
+    ready: list[Chunk] | None = None  # a full part, held until we know if more follow
     for chunk in chunks:
+        if ready is not None:
+            yield ready, False
+            ready = None
         part.append(chunk)
         size += len(chunk.sentences)
         if size >= sentences:
-            yield part
-            part, size = [], 0
-    if part or not chunks:
-        yield part
+            ready, part, size = part, [], 0
+    if ready is not None:
+        if part:
+            yield ready, False
+        else:
+            yield ready, True
+            return
+    yield part, True
 
 
 @dataclass(frozen=True)
@@ -382,12 +392,11 @@ class Index:
                     progress.documents_unchanged += 1
                     continue
                 (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-                chunks = chunk_document(doc, self.settings.chunk.tokens)
+                chunks = iter_chunks(doc, self.settings.chunk.tokens)
                 done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + digest \
                     else 0  # a long document interrupted after its first parts: resumed
-                for part in _parts(chunks[done:], batch_sentences):
-                    pending.append(_Part(doc, digest, part, opens=not done,
-                                         closes=done + len(part) == len(chunks)))
+                for part, last in _parts(islice(chunks, done, None), batch_sentences):
+                    pending.append(_Part(doc, digest, part, opens=not done, closes=last))
                     done += len(part)
                     if sum(len(c.sentences) for p in pending for c in p.chunks) \
                             >= batch_sentences:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sleuth.ingest.chunking import chunk_document, cut_sentence, document_sentences
+from sleuth.ingest.chunking import chunk_document, cut_sentence, document_sentences, iter_chunks
 from sleuth.ingest.loaders import (
     SUPPORTED_SUFFIXES,
     IngestReport,
@@ -21,6 +21,7 @@ __all__ = [
     "chunk_document",
     "cut_sentence",
     "document_sentences",
+    "iter_chunks",
     "has_sources",
     "iter_documents",
     "split_sentences",

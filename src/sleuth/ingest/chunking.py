@@ -10,6 +10,7 @@ sentences of their own.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import accumulate
 
 from sleuth.ingest.sentences import split_sentences
@@ -33,8 +34,55 @@ def chunk_document(doc: Document, max_tokens: int = 1000) -> list[Chunk]:
     return _link(doc, groups)
 
 
-def document_sentences(doc: Document) -> list[Sentence]:
-    """Sentences of ``doc``; the title line is a sentence of its own.
+WINDOW_CHARS = 1_000_000  # longer documents are chunked a window at a time
+
+
+def iter_chunks(doc: Document, max_tokens: int = 1000,
+                window_chars: int = WINDOW_CHARS) -> Iterator[Chunk]:
+    """The chunks of ``doc`` one at a time, holding one window of its sentences in memory.
+
+    A document up to ``window_chars`` characters is one window: exactly
+    :func:`chunk_document`. A longer one is cut into windows that end at a blank line (else
+    a line break, else the window's end) and each is chunked on its own, positions, ids and
+    neighbour links running on, so a very long document costs the memory of a window, not
+    of the document. The windows depend only on the text: ids stay stable across runs.
+    """
+    if len(doc.text) <= window_chars:
+        yield from chunk_document(doc, max_tokens)
+        return
+    position = 0
+    held: Chunk | None = None  # the last chunk, until its successor is known
+    for start, end in _windows(doc.text, window_chars):
+        sentences = document_sentences(doc, start, end)
+        groups = _pack(doc.text, list(_fit_sentences(sentences, max_tokens)), max_tokens)
+        for chunk in _link(doc, groups, first=position):
+            chunk = replace(chunk, next_id=None)
+            if held is not None:
+                yield replace(held, next_id=chunk.chunk_id)
+                chunk = replace(chunk, prev_id=held.chunk_id)
+            held = chunk
+            position += 1
+    if held is not None:
+        yield held
+
+
+def _windows(text: str, size: int) -> Iterator[tuple[int, int]]:
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            for mark in ("\n\n", "\n"):
+                cut = text.rfind(mark, start + size // 2, end)
+                if cut != -1:
+                    end = cut + len(mark)
+                    break
+        yield start, end
+        start = end
+
+
+def document_sentences(doc: Document, start: int = 0, end: int | None = None
+                       ) -> list[Sentence]:
+    """Sentences of ``doc`` (of ``text[start:end]``); the title line is a sentence of its own.
 
     ``Document.text`` starts with the title on its first line. That line is split off unless
     the text plainly continues it (the next line starts in lower case), so a long title is
@@ -43,12 +91,14 @@ def document_sentences(doc: Document) -> list[Sentence]:
     text = doc.text
     nl = text.find("\n")
     title = doc.title.strip()
-    if nl == -1 or not title or text[:nl].strip() != title:
-        return split_sentences(text)
-    rest = text[nl + 1 :].lstrip()
-    if rest[:1].islower():
-        return split_sentences(text)
-    return split_sentences(text, 0, nl) + split_sentences(text, nl + 1)
+    if start > 0 or nl == -1 or not title or text[:nl].strip() != title:
+        return split_sentences(text, start, end)
+    after = nl + 1
+    while after < len(text) and text[after].isspace():
+        after += 1
+    if text[after : after + 1].islower():
+        return split_sentences(text, 0, end)
+    return split_sentences(text, 0, nl) + split_sentences(text, nl + 1, end)
 
 
 def _surely_fits(text: str, sentences: list[Sentence], max_tokens: int) -> bool:
@@ -177,9 +227,11 @@ def _span_tokens(text: str, group: list[Sentence]) -> int:
     return count_tokens(text[group[0].start : group[-1].end])
 
 
-def _link(doc: Document, groups: list[tuple[list[Sentence], int]]) -> list[Chunk]:
-    """Turn counted sentence groups into chunks with stable ids and neighbour links."""
-    ids = [f"{doc.doc_id}#{i}" for i in range(len(groups))]
+def _link(doc: Document, groups: list[tuple[list[Sentence], int]],
+          first: int = 0) -> list[Chunk]:
+    """Turn counted sentence groups into chunks with stable ids and neighbour links
+    (positions from ``first``)."""
+    ids = [f"{doc.doc_id}#{first + i}" for i in range(len(groups))]
     chunks: list[Chunk] = []
     for i, (group, n_tokens) in enumerate(groups):
         start, end = group[0].start, group[-1].end
@@ -188,7 +240,7 @@ def _link(doc: Document, groups: list[tuple[list[Sentence], int]]) -> list[Chunk
             Chunk(
                 chunk_id=ids[i],
                 doc_id=doc.doc_id,
-                position=i,
+                position=first + i,
                 text=body,
                 start=start,
                 end=end,

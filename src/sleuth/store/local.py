@@ -225,6 +225,28 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+class _Live:
+    """The live rows of memory-mapped segments, written as one ``.npy`` a segment at a
+    time (a compaction never holds every vector in memory)."""
+
+    def __init__(self, matrices: list[np.ndarray], keep: np.ndarray) -> None:
+        self.matrices, self.keep = matrices, keep
+
+    def save(self, out: _HashingWriter) -> None:
+        dim = int(self.matrices[0].shape[1])
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                  "fortran_order": False, "shape": (int(self.keep.sum()), dim)}
+        np.lib.format.write_array_header_1_0(out, header)
+        start = 0
+        for matrix in self.matrices:
+            rows = self.keep[start : start + len(matrix)]
+            start += len(matrix)
+            for first in range(0, len(matrix), ann.ADD_BATCH):
+                part = np.asarray(matrix[first : first + ann.ADD_BATCH], dtype=np.float32)
+                out.write(np.ascontiguousarray(part[rows[first : first + ann.ADD_BATCH]])
+                          .tobytes())
+
+
 class _Vectors:
     """Live sentence vectors at one generation: memory-mapped segments + row → chunk
     mapping, and the approximate index when one is in use."""
@@ -508,10 +530,16 @@ class LocalStore:
                               "again")
         return self._damaged(f"{DB} cannot be read ({text})", repair=None)
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.root / DB, check_same_thread=False, isolation_level=None,
-                             timeout=BUSY_SECONDS)
-        db.execute("PRAGMA synchronous=NORMAL")
+    def _connect(self, *, readonly: bool = False) -> sqlite3.Connection:
+        """A connection to ``sleuth.db``. A read-only one never writes the database: it
+        neither checkpoints nor recovers a write-ahead log into it (SQLite may leave its
+        empty ``-wal``/``-shm`` files beside it)."""
+        path = (self.root / DB).resolve()
+        target = f"{path.as_uri()}?mode=ro" if readonly else str(path)
+        db = sqlite3.connect(target, uri=readonly, check_same_thread=False,
+                             isolation_level=None, timeout=BUSY_SECONDS)
+        if not readonly:
+            db.execute("PRAGMA synchronous=NORMAL")
         return db
 
     @property
@@ -519,7 +547,7 @@ class LocalStore:
         """This thread's read connection (reads of one public call share its snapshot)."""
         db: sqlite3.Connection | None = self._tls.__dict__.get("db")
         if db is None:
-            db = self._tls.db = self._connect()
+            db = self._tls.db = self._connect(readonly=True)
             with self._lock:
                 self._connections.append(db)
         return db
@@ -770,6 +798,9 @@ class LocalStore:
                 self._compact_vectors()
                 self._clean_files()
                 self._update_ann()
+                with self._lock:  # the log into the database (as far as readers allow)
+                    if self._writer is not None:
+                        self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._lease.take()
         finished = now()
         with self._transaction() as w:
@@ -855,22 +886,25 @@ class LocalStore:
                 chunk_row += 1
         return {"chunks": chunks, "sentences": sentences, "chunk_text": chunk_text}
 
-    def _write_segment(self, seg: int, matrix: np.ndarray, ids: np.ndarray,
+    def _write_segment(self, seg: int, matrix: np.ndarray | _Live, ids: np.ndarray,
                        chunks: np.ndarray) -> str:
         """Vectors, their sentence ids and their chunk rowids, one row per sentence, each
-        file written whole (temporary name, fsync, rename); returns their checksum record."""
+        file written whole (temporary name, fsync, rename); returns their checksum record.
+        A :class:`_Live` matrix is copied a segment at a time (memory stays bounded)."""
         folder = self.root / VECTORS
         folder.mkdir(exist_ok=True)
         record: dict[str, list[Any]] = {}
-        for suffix, array in zip(SEGMENT_FILES, (np.asarray(matrix, dtype=np.float32),
-                                                 np.asarray(ids, dtype=np.int64),
-                                                 np.asarray(chunks, dtype=np.int64)),
-                                 strict=True):
+        arrays = (matrix if isinstance(matrix, _Live) else np.asarray(matrix, np.float32),
+                  np.asarray(ids, dtype=np.int64), np.asarray(chunks, dtype=np.int64))
+        for suffix, array in zip(SEGMENT_FILES, arrays, strict=True):
             path = folder / f"seg-{seg}{suffix}"
             tmp = path.with_name(path.name + ".tmp")
             with tmp.open("wb") as fh:
                 writer = _HashingWriter(fh)
-                np.save(writer, array)  # type: ignore[arg-type]
+                if isinstance(array, _Live):
+                    array.save(writer)
+                else:
+                    np.save(writer, array)
                 fh.flush()
                 os.fsync(fh.fileno())
             tmp.replace(path)
@@ -971,10 +1005,8 @@ class LocalStore:
         try:
             checksum = None
             if new is not None:
-                matrix = np.concatenate([np.asarray(m) for m in vectors.matrices])
-                if not keep.all():  # (a copy: spared when nothing is dead)
-                    matrix = matrix[keep]
-                checksum = self._write_segment(new, matrix, ids, vectors.chunk_of[keep])
+                checksum = self._write_segment(new, _Live(vectors.matrices, keep), ids,
+                                               vectors.chunk_of[keep])
             with self._transaction() as w:
                 marks = ",".join("?" * len(segs))
                 still = w.execute(f"SELECT count(*) FROM segments WHERE seg IN ({marks})",
@@ -1233,10 +1265,11 @@ class LocalStore:
         result = [r[0] for r in self.db.execute("PRAGMA integrity_check")]
         if result != ["ok"]:
             problems.append(Problem(DB, "; ".join(result[:3]), "index the documents again"))
-        try:
-            self.db.execute("INSERT INTO keyword (keyword, rank) VALUES ('integrity-check', 1)")
-        except sqlite3.DatabaseError as exc:
-            problems.append(Problem(DB, f"keyword index: {exc}", "index the documents again"))
+        indexed = self.db.execute("SELECT count(*) FROM keyword_docsize").fetchone()[0]
+        chunks = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        if indexed != chunks:
+            problems.append(Problem(DB, f"the keyword index holds {indexed} chunks of {chunks}",
+                                    "index the documents again"))
         return problems
 
     def _check_segments(self) -> list[Problem]:
