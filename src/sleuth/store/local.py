@@ -14,7 +14,7 @@ Layout of an index folder::
 Several processes, one index. SQLite is the one source of truth for what exists. A writer
 takes a lease (:mod:`sleuth.store.lease`) and reserves row ids and a segment number in one
 committed transaction, which records the segment as *pending* under its lease; it writes
-the segment's files (a temporary name, fsync, rename) and then registers the segment, with
+the segment's files (a temporary name, then renamed) and then registers the segment, with
 the checksums of its files, in the same transaction as the rows that use it. Compaction
 merges only the segments it read, and registers its merged segment only if all of them are
 still registered; it deletes exactly the files its own transaction unregistered. Other
@@ -889,7 +889,8 @@ class LocalStore:
     def _write_segment(self, seg: int, matrix: np.ndarray | _Live, ids: np.ndarray,
                        chunks: np.ndarray) -> str:
         """Vectors, their sentence ids and their chunk rowids, one row per sentence, each
-        file written whole (temporary name, fsync, rename); returns their checksum record.
+        file written whole (temporary name, then renamed); returns their checksum record
+        (a file a power cut left incomplete is caught by it, and repaired).
         A :class:`_Live` matrix is copied a segment at a time (memory stays bounded)."""
         folder = self.root / VECTORS
         folder.mkdir(exist_ok=True)
@@ -905,8 +906,6 @@ class LocalStore:
                     array.save(writer)
                 else:
                     np.save(writer, array)
-                fh.flush()
-                os.fsync(fh.fileno())
             tmp.replace(path)
             record[suffix] = [writer.size, writer.hash.hexdigest()]
         return json.dumps(record)
