@@ -298,3 +298,25 @@ def test_a_format_2_index_is_migrated_with_checksums(sample_index: Path,
         assert index.store.manifest["migrated"]["from"] == 2
         assert index.check() == []
         assert index.semantic_search("levers") == current.semantic_search("levers")
+
+
+def test_a_lost_write_ahead_log_is_named(sample_index: Path, tmp_path: Path) -> None:
+    """Commits still in ``sleuth.db-wal`` when it is lost: the database alone reads as an
+    older index, which ``status`` and ``check`` name rather than report as whole."""
+    folder = tmp_path / "idx"
+    shutil.copytree(sample_index, folder)
+    extra = tmp_path / "extra.md"
+    extra.write_text("# Extra\n\nThe lighthouse keeper logs every passing ship.\n")
+    holder = sqlite3.connect(folder / "sleuth.db")  # a reader keeps the log from the database
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM documents").fetchone()
+    with Index.open(folder) as index:
+        index.add([extra])
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    holder.close()
+    (copy / "sleuth.db-wal").unlink()
+    for args in (["status"], ["check"]):
+        done = _sleuth(*args, "--index", str(copy))
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert "sleuth.db-wal was lost or damaged" in done.stderr

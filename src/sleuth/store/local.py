@@ -1301,7 +1301,28 @@ class LocalStore:
         if twice:
             problems.append(Problem(VECTORS, f"{twice} sentence vectors are stored twice",
                                     repair))
-        return problems
+        return problems + self._check_lost_commits()
+
+    def _check_lost_commits(self) -> list[Problem]:
+        """A segment file numbered past every number the database reserved was written
+        after its last commit: the database lost commits (its write-ahead log
+        ``sleuth.db-wal`` deleted or damaged), and with them documents."""
+        on_disk = [int(n) for p in (self.root / VECTORS).glob("seg-*.npy")
+                   if (n := p.name.split(".")[0].removeprefix("seg-")).isdigit()]
+        fresh = self._connect(readonly=True)  # read after the listing: not this snapshot
+        try:
+            row = fresh.execute("SELECT next FROM counters WHERE name='segment'").fetchone()
+        finally:
+            fresh.close()
+        reserved = int(row[0]) if row else 1
+        newer = sorted(n for n in on_disk if n >= reserved)
+        if not newer:
+            return []
+        return [Problem(f"{DB}-wal", f"was lost or damaged: {DB} lacks its latest commits "
+                        f"({VECTORS}/seg-{newer[0]}.npy was written after the last one it "
+                        "holds), so documents indexed then are missing",
+                        "run the last `sleuth index` commands again (they add what is "
+                        "missing)")]
 
     def _check_ann(self) -> list[Problem]:
         record = self._meta("ann")
