@@ -272,15 +272,21 @@ def _text(data: bytes | str | None) -> str:
     return data or ""
 
 
-def classify(run: Run, baseline: str, words: tuple[str, ...],
-             view: Callable[[str], str] = str) -> str:
-    """The run's class; exit-0 answers are compared with the pristine one through ``view``."""
+def _abnormal(run: Run) -> str | None:
+    """"hang", "killed" or "traceback" when the run ended so, else None."""
     if run.rc is None:
         return "hang"
     if run.rc < 0:
         return "killed"
-    if "Traceback" in run.stderr:
-        return "traceback"
+    return "traceback" if "Traceback" in run.stderr else None
+
+
+def classify(run: Run, baseline: str, words: tuple[str, ...],
+             view: Callable[[str], str] = str) -> str:
+    """The run's class; exit-0 answers are compared with the pristine one through ``view``."""
+    abnormal = _abnormal(run)
+    if abnormal:
+        return abnormal
     if run.rc == 0:
         return "ok" if view(run.stdout) == view(baseline) else "silent-wrong"
     return "detected" if names_part(run, words) else "error"
@@ -500,12 +506,9 @@ def classify_check(run: Run, words: tuple[str, ...], *, damaged: bool) -> str:
     ("ok": true on an intact one) | false-alarm | hang | killed | traceback | error."""
     if run.unsupported:
         return "unsupported"
-    if run.rc is None:
-        return "hang"
-    if run.rc < 0:
-        return "killed"
-    if "Traceback" in run.stderr:
-        return "traceback"
+    abnormal = _abnormal(run)
+    if abnormal:
+        return abnormal
     try:
         verdict = json.loads(run.stdout).get("ok")
     except (json.JSONDecodeError, AttributeError):

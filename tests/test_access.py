@@ -60,10 +60,15 @@ def _settings(**serve: Any) -> Settings:
 
 
 def _build(folder: Path, corpus: Path, files: list[str]) -> Path:
+    return _build_layout(folder, corpus, [entry for entry in LAYOUT if entry[0] in files])
+
+
+def _build_layout(folder: Path, corpus: Path,
+                  layout: list[tuple[str, str, tuple[str, ...]]]) -> Path:
+    """An index of ``layout``'s files (name, collection, groups), graphed."""
     with Index.open(folder, settings=_settings(), create=True) as index:
-        for name, collection, groups in LAYOUT:
-            if name in files:
-                index.add([corpus / name], collection=collection, groups=groups)
+        for name, collection, groups in layout:
+            index.add([corpus / name], collection=collection, groups=groups)
         try:
             from sleuth.graph import Graph
         except ImportError:  # pragma: no cover - the graph extra is missing
@@ -148,6 +153,20 @@ def _answers(client: httpx.Client) -> list[Any]:
     return out
 
 
+def _same_answers(api: Api, reference: Path, key: str) -> list[Any]:
+    """What ``key`` gets from ``api``, checked equal to what it gets from a server over the
+    ``reference`` index."""
+    other = Api(reference)
+    try:
+        with api.client(key) as mine, other.client(key) as theirs:
+            got, expected = _answers(mine), _answers(theirs)
+    finally:
+        other.close()
+    for a, b in zip(got, expected, strict=True):
+        assert a == b
+    return got
+
+
 def _without_ids(value: Any) -> Any:
     """Graph entity ids are row numbers of each graph's own table: two graphs number the
     same entities differently, so they are left out of the comparison."""
@@ -161,14 +180,7 @@ def _without_ids(value: Any) -> Any:
 @pytest.mark.parametrize("key", sorted(VISIBLE))
 def test_a_tenant_sees_exactly_an_index_of_its_documents(
         key: str, api: Api, corpus: Path, tmp_path: Path) -> None:
-    reference = Api(_build(tmp_path / "only-visible", corpus, VISIBLE[key]))
-    try:
-        with api.client(key) as full_client, reference.client(key) as ref_client:
-            got, expected = _answers(full_client), _answers(ref_client)
-    finally:
-        reference.close()
-    for mine, theirs in zip(got, expected, strict=True):
-        assert mine == theirs
+    got = _same_answers(api, _build(tmp_path / "only-visible", corpus, VISIBLE[key]), key)
     text = json.dumps(got)
     for name, _, _ in LAYOUT:  # and nothing of the hidden files at all
         if name not in VISIBLE[key]:
@@ -392,14 +404,8 @@ def test_an_access_change_by_another_process_applies_to_the_next_request(
                        "k-globex": ["plans.md"]}
         for key, files in now_visible.items():
             layout = [(name, *now.get(name, (c, g))) for name, c, g in LAYOUT if name in files]
-            reference = Api(_build_layout(tmp_path / f"ref-{key}", corpus, layout))
-            try:
-                with api.client(key) as mine, reference.client(key) as theirs:
-                    got, expected = _answers(mine), _answers(theirs)
-            finally:
-                reference.close()
-            for a, b in zip(got, expected, strict=True):
-                assert a == b
+            got = _same_answers(api, _build_layout(tmp_path / f"ref-{key}", corpus, layout),
+                                key)
             assert all(status < 500 for _, _, status, _ in got[1:])
             over_mcp = _mcp_answers(mcp.url, key)
             text = json.dumps(over_mcp)
@@ -413,16 +419,3 @@ def test_an_access_change_by_another_process_applies_to_the_next_request(
     finally:
         mcp.close()
         api.close()
-
-
-def _build_layout(folder: Path, corpus: Path,
-                  layout: list[tuple[str, str, tuple[str, ...]]]) -> Path:
-    """An index of ``layout``'s files only, graphed (the reference a server must match)."""
-    from sleuth.graph import Graph
-
-    with Index.open(folder, settings=_settings(), create=True) as index:
-        for name, collection, groups in layout:
-            index.add([corpus / name], collection=collection, groups=groups)
-        with Graph.open(index) as graph:
-            graph.build()
-    return folder
