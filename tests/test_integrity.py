@@ -182,6 +182,8 @@ def test_an_interrupted_build_is_shown_with_the_command_that_resumes_it(
     after = json.loads(_sleuth("status", "--index", str(folder), "--json").stdout)
     assert after["build"]["state"] == "complete" and after["documents"] == 60
     assert json.loads(_sleuth("check", "--index", str(folder), "--json").stdout)["ok"]
+    assert [p.name for p in (folder / "locks").iterdir()] == ["maintenance.lock"]  # (the
+    # killed writer's lease file is cleaned up by the next build)
 
 
 # -- damage -------------------------------------------------------------------------

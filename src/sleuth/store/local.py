@@ -1037,6 +1037,8 @@ class LocalStore:
             pending = dict(self.db.execute("SELECT seg, owner FROM pending").fetchall())
             registered = {r[0] for r in self.db.execute("SELECT seg FROM segments")}
         gone = {seg for seg, owner in pending.items() if not self._lease.alive(owner)}
+        for owner in self._lease.others():  # lock files of processes that died
+            self._lease.alive(owner, remove=True)
         if gone:
             for seg in gone:
                 self._remove_segment_files(seg)
