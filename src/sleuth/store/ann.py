@@ -166,12 +166,16 @@ def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | N
     if faiss is None:
         return None
     if record.get("sha256"):
-        with path.open("rb") as fh:
-            if hashlib.file_digest(fh, "sha256").hexdigest() != record["sha256"]:
-                log.warning("ignoring the damaged approximate index %s (it does not match "
-                            "its checksum); searches are exact until `sleuth index "
-                            "--repair` rebuilds it", path)
-                return None
+        try:
+            with path.open("rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError:  # replaced or removed meanwhile by a build: searches stay exact
+            return None
+        if digest != record["sha256"]:
+            log.warning("ignoring the damaged approximate index %s (it does not match its "
+                        "checksum); searches are exact until `sleuth index --repair` "
+                        "rebuilds it", path)
+            return None
     try:
         index = faiss.read_index(str(path))
     except (RuntimeError, OSError) as exc:  # faiss raises RuntimeError on a bad file

@@ -1210,6 +1210,9 @@ class LocalStore:
             matrix = np.load(folder / f"seg-{seg}.npy", mmap_mode="r")
             ids = np.load(folder / f"seg-{seg}.ids.npy")
             chunks = np.load(folder / f"seg-{seg}.chunks.npy")
+        except FileNotFoundError as exc:  # deleted since its stat: a compaction, or damage
+            raise _Broken(f"{VECTORS}/{Path(str(exc.filename)).name}", "is missing",
+                          retry=True) from None
         except (OSError, ValueError, EOFError) as exc:
             raise _Broken(f"{VECTORS}/seg-{seg}", f"cannot be read ({_short(exc)})") from None
         if matrix.ndim != 2 or matrix.dtype != np.float32 or len(matrix) != rows or \
