@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -322,3 +323,27 @@ def test_a_lost_write_ahead_log_is_named(sample_index: Path, tmp_path: Path) -> 
         done = _sleuth(*args, "--index", str(copy))
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert "sleuth.db-wal was lost or damaged" in done.stderr
+
+
+def test_a_segment_deleted_under_a_read_retries_it(sample_index: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction deletes the files it unregistered right after its commit; a reader
+    that checked a file just before then reads again in a fresh snapshot (found by
+    bench/torture.py: it once reported damage)."""
+    from sleuth.store import local
+
+    folder = tmp_path / "idx"
+    shutil.copytree(sample_index, folder)
+    real = np.load
+    vanished: list[str] = []
+
+    def load(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith(".chunks.npy") and not vanished:
+            vanished.append(str(path))
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(local.np, "load", load)
+    with Index.open(folder) as index:
+        assert index.semantic_search("levers")
+    assert vanished
