@@ -798,9 +798,6 @@ class LocalStore:
                 self._compact_vectors()
                 self._clean_files()
                 self._update_ann()
-                with self._lock:  # the log into the database (as far as readers allow)
-                    if self._writer is not None:
-                        self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._lease.take()
         finished = now()
         with self._transaction() as w:
@@ -818,6 +815,9 @@ class LocalStore:
             w.execute("DELETE FROM builds WHERE finished IS NOT NULL AND id NOT IN (SELECT id "
                       "FROM builds WHERE finished IS NOT NULL ORDER BY id DESC LIMIT ?)",
                       (KEEP_BUILDS,))
+        with self._lock:  # the log into the database, as far as readers allow: a finished
+            if self._writer is not None:  # build does not depend on sleuth.db-wal
+                self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     # -- writing -----------------------------------------------------------------------
 
