@@ -76,7 +76,9 @@ def test_forced_answer_allows_only_the_answer_shape(sample_index: Path) -> None:
         last = server.requests[-1]
     assert answer.forced == "max_steps" and answer.answer == "No idea."
     assert last["response_format"]["json_schema"]["schema"]["required"][0] == "answer"
-    assert "No more tools can be called" in last["messages"][0]["content"]
+    assert "No more tools can be called" in last["messages"][-1]["content"]
+    # the system prompt is the one of every step (the server's prompt cache keeps it)
+    assert last["messages"][0] == server.requests[0]["messages"][0]
 
 
 def test_plain_text_and_unconstrained_servers(sample_index: Path) -> None:

@@ -872,15 +872,17 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
     The vector files are checked against their checksums (reading them once); a damaged
     part is named with its repair and the exit status is 1. `sleuth check` also runs the
     slow checks of the database."""
+    from sleuth import threads
     from sleuth.index import Index
 
     with Index.open(settings=_settings(config, index_dir)) as index:
         stats = index.stats()
         problems = index.check(full=False)
     build = dict(stats.manifest.get("build") or {})
+    policy = threads.current()
     info = {"index": index.location, "documents": stats.documents, "chunks": stats.chunks,
             "sentences": stats.sentences, "build": build, "manifest": dict(stats.manifest),
-            "problems": [vars(p) for p in problems]}
+            "threads": policy.to_dict(), "problems": [vars(p) for p in problems]}
     if as_json:
         _emit(info)
     else:
@@ -888,7 +890,9 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
         click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
                    f"{stats.sentences} sentences\nembedder {m.get('embedder')}, chunk tokens "
                    f"{m.get('chunk_tokens')}, format {m.get('format_version')}, build "
-                   f"{build.get('state')}")
+                   f"{build.get('state')}\nthreads ({policy.cores} usable cores): query "
+                   f"{policy.query}, batch {policy.batch}, local model {policy.llm} generating "
+                   f"/ {policy.llm_batch} reading prompts")
         for entry in build.get("running") or []:
             click.echo(f"running since {entry['started']} (process {entry['pid']} on "
                        f"{entry['host']}): {entry['command']}")

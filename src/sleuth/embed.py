@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sleuth import threads
 from sleuth.errors import EmbedderError, MissingDependency
 from sleuth.settings import EmbedSettings
 
@@ -63,9 +64,9 @@ class SentenceTransformerEmbedder:
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
             batch = [texts[i] for i in rows]
-            vectors = self.model.encode(
-                batch, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
-            )
+            with threads.work():  # query threads, or batch threads inside threads.batch()
+                vectors = self.model.encode(batch, batch_size=self.batch_size,
+                                            convert_to_numpy=True, show_progress_bar=False)
             out[rows] = vectors
             if on_batch:
                 on_batch(len(batch))

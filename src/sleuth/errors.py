@@ -60,3 +60,13 @@ class NotFoundError(RequestError):
 class ForbiddenError(RequestError):
     """The caller's key may not do this (HTTP 403): a write outside its collection or groups,
     an admin-only action."""
+
+
+class Busy(SleuthError):
+    """A server's workers and waiting queue are full (HTTP 503 with ``Retry-After``): the
+    request was refused at once, nothing was done, and it may be sent again after
+    ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sleuth import threads
 from sleuth.access import (
     DEFAULT_COLLECTION,
     Access,
@@ -166,6 +167,7 @@ class Index:
 
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
+        threads.configure(settings.threads)
         configure_ann = getattr(store, "configure_ann", None)  # approximate-search settings
         if configure_ann is not None:
             configure_ann(settings.vectors)
@@ -423,7 +425,8 @@ class Index:
             report.deleted = self._delete_missing(paths, seen, collection)
         report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
                                                                   ingest.unsupported)
-        self.store.finish_build()
+        with threads.batch():  # the approximate index is (re)built here
+            self.store.finish_build()
         progress.done = True
         report_progress(progress)
         return report
@@ -451,15 +454,18 @@ class Index:
             progress.sentences += n
             on_progress(progress)
 
-        matrix = self.embedder.embed(flat, on_batch=embedded)
+        with threads.batch():
+            matrix = self.embedder.embed(flat, on_batch=embedded)
         groups, row = [], 0
         for group in inputs:
             groups.append(matrix[row : row + len(group)])
             row += len(group)
         opening = [i for i, p in enumerate(pending) if p.opens]
         summaries = {i: summarize(pending[i].doc, pending[i].chunks, groups[i]) for i in opening}
-        blended = {i: _blend(vector, groups[i]) for i, vector in zip(
-            opening, self.embedder.embed([summaries[i] for i in opening]), strict=True)}
+        with threads.batch():
+            opened = self.embedder.embed([summaries[i] for i in opening])
+        blended = {i: _blend(vector, groups[i])
+                   for i, vector in zip(opening, opened, strict=True)}
         prepared = [PreparedDocument(p.doc, p.digest, p.chunks, vectors, summaries.get(i, ""),
                                      blended.get(i), *access, opens=p.opens, closes=p.closes)
                     for i, (p, vectors) in enumerate(zip(pending, groups, strict=True))]
@@ -505,7 +511,8 @@ class Index:
             return self.embedder.embed([_with_title(title.strip(), text)
                                         for title, text in pairs])
 
-        report = self.store.repair(embed, on_progress)
+        with threads.batch():
+            report = self.store.repair(embed, on_progress)
         self._forget()
         return report
 
@@ -573,7 +580,8 @@ class Index:
                 chunks = list(self.store.get_chunks([c for c, _, _ in first]).values())
                 rows.append((doc_id, summarize(doc, chunks)))  # the lead: no vectors needed
             if rows:
-                embedded = self.embedder.embed([text for _, text in rows])
+                with threads.batch():
+                    embedded = self.embedder.embed([text for _, text in rows])
                 self.store.write_summaries([(doc_id, text, vector) for (doc_id, text), vector
                                             in zip(rows, embedded, strict=True)])
 

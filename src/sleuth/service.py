@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from sleuth import threads
 from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
@@ -35,6 +36,7 @@ from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
 from sleuth.index import Index
 from sleuth.llm import LLM
+from sleuth.server.pool import WorkPool
 from sleuth.session import Session
 from sleuth.settings import ApiKey, ServeSettings, Settings
 from sleuth.tools import TOOLS, ToolContext, ToolResult
@@ -146,13 +148,17 @@ class Service:
                  *, llm: LLM | None = None) -> None:
         self.settings = settings or Settings.load()
         self.index = Index.open(index_path, settings=self.settings)
+        threads.serving(True)
         self.limits = self.settings.serve
+        self.pool = WorkPool(self.limits.workers, self.limits.queue)  # CPU-bound calls
         self._llm = llm
         self._write_lock = threading.Lock()
         self._session_lock = threading.RLock()
         self._views: dict[str, Index] = {}
 
     def close(self) -> None:
+        threads.serving(False)
+        self.pool.close()
         self.index.close()
 
     def view(self, caller: Caller) -> Index:
@@ -175,6 +181,7 @@ class Service:
                "embedder": (stats.manifest.get("embedder") or {}).get("name"),
                "tools": sorted(TOOLS),
                "limits": self.limits.model_dump(exclude={"api_keys", "document_roots"}),
+               "workers": self.pool.status(), "threads": threads.current().to_dict(),
                "caller": {"name": caller.name, "collection": caller.collection,
                           "groups": list(caller.groups), "admin": caller.admin}}
         if caller.admin:

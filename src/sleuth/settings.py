@@ -95,11 +95,6 @@ class VectorSettings(BaseModel):
     nlist: int | None = Field(
         None, ge=1, description="Inverted lists (k-means clusters) of the approximate index "
         "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
-    blas_threads: int | None = Field(
-        1, ge=1, description="Threads of the OpenBLAS that numpy (and faiss) use, set for "
-        "the whole process when an embedded index opens: scoring is many small products, "
-        "and idle BLAS threads spinning after each one slowed approximate search 1.7x and "
-        "concurrent searches far more; null leaves OpenBLAS's default")
     build_memory: str = Field(
         "1GB", pattern=r"^[0-9]+(kB|MB|GB|TB)$", description="PostgreSQL store: "
         "maintenance_work_mem of its HNSW index build (about 2 kB per 384-d sentence: 8GB "
@@ -118,6 +113,27 @@ class VectorSettings(BaseModel):
             raise ValueError(f"vectors.hnsw_ef_construction ({self.hnsw_ef_construction}) "
                              f"must be at least 2 x vectors.hnsw_m ({2 * self.hnsw_m})")
         return self
+
+
+class ThreadSettings(BaseModel):
+    """How many threads each kind of work may use (``sleuth.threads``): query-time work on
+    few threads, batch work on the cores, so that a busy core slows Sleuth down in
+    proportion instead of stalling every parallel step. Unset: chosen for this machine
+    (its usable cores: affinity and cgroup quota); ``sleuth status --json`` shows them."""
+
+    query: int | None = Field(
+        None, ge=1, description="Threads of query-time work (embedding a query, scoring, the "
+        "approximate index; also OpenBLAS for the whole process). Default 1")
+    batch: int | None = Field(
+        None, ge=1, description="Threads of batch work (index-time embedding, building the "
+        "approximate index). Default: the usable cores; 1 inside `sleuth serve`")
+    llm: int | None = Field(
+        None, ge=1, description="Generation threads of the local model's llama.cpp server. "
+        "Default: half the cores, at least 1 (generation waits at a barrier per layer and "
+        "token, so a thread sharing a core with another process stalls every token)")
+    llm_batch: int | None = Field(
+        None, ge=1, description="Prompt-processing threads of the local model's server. "
+        "Default: the usable cores")
 
 
 class AgentSettings(BaseModel):
@@ -225,6 +241,12 @@ class ServeSettings(BaseModel):
     max_body_bytes: int = Field(1_000_000, ge=1, description="Largest request body (HTTP 413)")
     runs: Path = Field(Path("results"), description="Folder of eval runs (`eval run --output`) "
                        "the run viewer at /viewer browses")
+    workers: int | None = Field(
+        None, ge=1, description="Tool calls and indexing requests served at once (a bounded "
+        "pool; default: the usable cores). Agent runs (`ask`) wait on the LLM outside it")
+    queue: int = Field(
+        256, ge=0, description="Requests that may wait for a worker; beyond that a request is "
+        "refused at once: HTTP 503 with Retry-After (MCP: a tool error saying when to retry)")
 
 
 class Settings(BaseSettings):
@@ -249,6 +271,7 @@ class Settings(BaseSettings):
     router: RouterSettings = Field(default_factory=RouterSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     a2rag: A2RAGSettings = Field(default_factory=A2RAGSettings)
+    threads: ThreadSettings = Field(default_factory=ThreadSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @classmethod

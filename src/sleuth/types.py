@@ -147,6 +147,7 @@ class Answer:
     loops: int = 0
     llm_calls: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, reused from the server's prompt cache
     completion_tokens: int = 0
     total_cost: float = 0.0
     chunks_read_ids: list[str] = field(default_factory=list)
@@ -201,6 +202,7 @@ class Answer:
             "model": self.model,
             "llm_calls": self.llm_calls,
             "prompt_tokens": self.prompt_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "forced": self.forced,
             "seconds": round(self.seconds, 3),

@@ -331,7 +331,8 @@ class VerifiedAgent(Agent):
                 record["rewrite"] = query
         assert result is not None
         answer = result
-        for name in ("llm_calls", "prompt_tokens", "completion_tokens", "total_cost"):
+        for name in ("llm_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
+                     "total_cost"):
             setattr(answer, name, getattr(total, name))
         answer.trajectory, answer.loops = total.trajectory, total.loops
         answer.question, answer.agent = question, total.agent
@@ -352,6 +353,7 @@ def _absorb(total: Answer, part: Answer) -> None:
     """Add one run's calls, tokens, cost and steps to the running total."""
     total.llm_calls += part.llm_calls
     total.prompt_tokens += part.prompt_tokens
+    total.cached_prompt_tokens += part.cached_prompt_tokens
     total.completion_tokens += part.completion_tokens
     total.total_cost += part.total_cost
     total.loops += part.loops

@@ -133,6 +133,7 @@ class Agent:
         """Add one call's tokens and cost to the run."""
         answer.llm_calls += 1
         answer.prompt_tokens += response.usage.prompt_tokens
+        answer.cached_prompt_tokens += response.usage.cached_tokens
         answer.completion_tokens += response.usage.completion_tokens
         answer.total_cost += cost(response.model or self.llm.model, response.usage, self.prices)
         return response

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from sleuth import threads
 from sleuth.graph.store import acronym
 
 if TYPE_CHECKING:
@@ -322,7 +323,8 @@ def _vectors(store: GraphBackend, embedder: Callable[[], Embedder],
     vectors = store.name_vectors(wanted, model.name)
     missing = [t for t in wanted if t not in vectors]
     if missing:
-        fresh = model.embed(missing)
+        with threads.batch():
+            fresh = model.embed(missing)
         store.add_name_vectors(dict(zip(missing, fresh, strict=True)), model.name)
         vectors.update(zip(missing, fresh, strict=True))
     return vectors, len(missing)

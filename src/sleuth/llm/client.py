@@ -153,9 +153,11 @@ def _reasoning(message: Any) -> str | None:
 def _usage(raw: Any) -> Usage:
     if raw is None:
         return Usage()
+    details = getattr(raw, "prompt_tokens_details", None)  # OpenAI and llama.cpp report it
     return Usage(
         prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
+        cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
     )
 
 

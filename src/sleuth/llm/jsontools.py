@@ -57,6 +57,11 @@ chunk ids in square brackets>", "sources": ["<id of each chunk the answer relies
 No more tools can be called."""
 
 
+_ANSWER_NOW = ("No more tools can be called now. Reply with exactly one JSON object and "
+               'nothing else: {"answer": "<your final answer, citing chunk ids in square '
+               'brackets>", "sources": ["<id of each chunk the answer relies on>"]}.')
+
+
 class _ChatClient(Protocol):
     model: str
 
@@ -91,7 +96,11 @@ class JsonToolCalls:
         answer_allowed = tool_choice != "required" and not (
             self.require_tool_first and offered
             and not any(m.get("role") == "tool" for m in messages))
-        history = _rewrite(messages, offered)
+        # the system prompt lists every tool on every step, so that a server's prompt cache
+        # keeps the whole conversation; a step without tools says so in a last message
+        history = _rewrite(messages, functions)
+        if functions and not offered:
+            history.append({"role": "user", "content": _ANSWER_NOW})
         schema = reply_schema(offered, answer=answer_allowed, sources=_seen_ids(messages))
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply",
                                                                    "schema": schema}}

@@ -36,6 +36,7 @@ from typing import IO, Any
 
 import httpx
 
+from sleuth import threads as thread_policy
 from sleuth.errors import ConfigError, LLMError, SleuthError
 from sleuth.llm.client import OpenAIClient
 from sleuth.llm.jsontools import JsonToolCalls
@@ -282,12 +283,20 @@ def _pip_download(requirement: Sequence[str], dest: Path) -> None:
 
 @dataclass
 class LocalServer:
-    """``llama-server`` on 127.0.0.1 serving one model; a context manager."""
+    """``llama-server`` on 127.0.0.1 serving one model; a context manager.
+
+    Threads follow :mod:`sleuth.threads`: ``threads`` generation threads (default: half the
+    cores, at least one) and ``threads_batch`` prompt-processing threads (default: the cores),
+    with no polling, so that a core taken by another process slows it in proportion instead
+    of stalling each token at a barrier. Prompt caching is on (llama.cpp's default, asked for
+    explicitly): the one slot keeps the previous request's tokens, and an agent step, whose
+    prompt extends the last one, processes only what was added."""
 
     model: Path
     port: int = 0
     context: int = 16384
     threads: int | None = None
+    threads_batch: int | None = None
     startup_timeout: float = 300.0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -300,10 +309,12 @@ class LocalServer:
             raise LocalModelError("the local model is not installed; run: sleuth llm "
                                   "install-local")
         self.port = self.port or _free_port()
+        policy = thread_policy.current()
         command = [str(server_path()), "-m", str(self.model), "--host", "127.0.0.1", "--port",
-                   str(self.port), "-c", str(self.context), "-np", "1", "--jinja"]
-        if self.threads:
-            command += ["-t", str(self.threads)]
+                   str(self.port), "-c", str(self.context), "-np", "1", "--jinja",
+                   "--threads", str(self.threads or policy.llm),
+                   "--threads-batch", str(self.threads_batch or policy.llm_batch),
+                   "--poll", "0", "--cache-prompt"]
         logfile = home() / "server.log"
         logfile.parent.mkdir(parents=True, exist_ok=True)
         with logfile.open("ab") as out:

@@ -3,8 +3,10 @@
 Routes parse, authenticate and render; every decision is the service's. API keys come as
 ``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY``; errors are JSON
 ``{"detail": "..."}`` with 401 (key), 404 (unknown tool, document, session), 400 (invalid
-request, over a limit, bad tool arguments), 413 (body too large), 422 (malformed body) or
-500 (a server-side failure, such as a file that cannot be written).
+request, over a limit, bad tool arguments), 413 (body too large), 422 (malformed body),
+503 with ``Retry-After`` (the workers and their queue are full: nothing was done, send it
+again later; see :mod:`sleuth.server.pool`) or 500 (a server-side failure, such as a file
+that cannot be written).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 from sleuth._version import __version__
 from sleuth.errors import (
+    Busy,
     ConfigError,
     ForbiddenError,
     IngestError,
@@ -48,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
 STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
-          IngestError: 400, LLMError: 502}
+          IngestError: 400, LLMError: 502, Busy: 503}
 
 
 class AddPaths(BaseModel):
@@ -102,8 +105,8 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     app.include_router(router)
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
-    def admin(request: Request) -> Caller:
-        who = caller(request)
+    async def admin(request: Request) -> Caller:
+        who = await caller(request)
         if not who.admin:
             raise ForbiddenError("eval runs and the run viewer need an admin key")
         return who
@@ -113,14 +116,16 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     return app
 
 
-def _anonymous(request: Request) -> Caller:
+# Dependencies are async: they only look at headers, so they run on the event loop rather
+# than taking a thread each.
+async def _anonymous(request: Request) -> Caller:
     return LOCAL
 
 
-def _authenticate(keys: KeyRing) -> Callable[[Request], Caller]:
+def _authenticate(keys: KeyRing) -> Callable[[Request], Awaitable[Caller]]:
     """The dependency that maps a request's API key to its Caller, or answers 401."""
 
-    def caller(request: Request) -> Caller:
+    async def caller(request: Request) -> Caller:
         presented = presented_key(request.headers) or request.query_params.get("api_key")
         found = caller_for_key(keys, presented)
         if found is None:
@@ -132,7 +137,7 @@ def _authenticate(keys: KeyRing) -> Callable[[Request], Caller]:
     return caller
 
 
-def _who(request: Request) -> Caller:
+async def _who(request: Request) -> Caller:
     caller: Caller = getattr(request.state, "caller", LOCAL)
     return caller
 
@@ -176,7 +181,8 @@ def _install_errors(app: FastAPI, limit: int) -> None:
 
     @app.exception_handler(SleuthError)
     async def sleuth_error(request: Request, exc: SleuthError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc))
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return JSONResponse({"detail": str(exc)}, status_code=status_for(exc), headers=headers)
 
     @app.exception_handler(OSError)
     async def os_error(request: Request, exc: OSError) -> JSONResponse:
@@ -191,10 +197,12 @@ def _install_errors(app: FastAPI, limit: int) -> None:
 
 
 def _index_routes(router: APIRouter, service: Service) -> None:
+    pool = service.pool  # CPU-bound work: a bounded pool, 503 when its queue is full
+
     @router.get("/status", tags=["index"])
-    def status(who: Who) -> dict[str, Any]:
-        """Index size, embedder, tools and this server's limits."""
-        return service.status(who)
+    async def status(who: Who) -> dict[str, Any]:
+        """Index size, embedder, tools, this server's limits, workers and threads."""
+        return await pool.run(lambda: service.status(who))
 
     @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY)
     async def add_documents(request: Request, who: Who) -> dict[str, Any]:
@@ -205,7 +213,7 @@ def _index_routes(router: APIRouter, service: Service) -> None:
             files = [(f.filename or "upload.txt", await f.read())
                      for f in form.getlist("files") if isinstance(f, UploadFile)]
             collection, groups = form.get("collection"), form.get("groups")
-            return await asyncio.to_thread(
+            return await pool.run(
                 lambda: service.add_uploads(
                     files, who, collection=collection if isinstance(collection, str) else None,
                     groups=groups if isinstance(groups, str) else None))
@@ -214,28 +222,33 @@ def _index_routes(router: APIRouter, service: Service) -> None:
         except ValueError as exc:
             raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
                                f"'files': {exc}") from None
-        return await asyncio.to_thread(
+        return await pool.run(
             lambda: service.add_documents(body.paths, who, collection=body.collection,
                                           groups=body.groups))
 
     @router.delete("/documents/{doc_id:path}", tags=["index"])
-    def delete_document(doc_id: str, who: Who) -> dict[str, Any]:
+    async def delete_document(doc_id: str, who: Who) -> dict[str, Any]:
         """Remove a document and its chunks from the index."""
-        return service.delete_documents([doc_id], who)
+        return await pool.run(lambda: service.delete_documents([doc_id], who))
 
 
 def _tool_routes(router: APIRouter, service: Service) -> None:
+    pool = service.pool
     @router.get("/tools", tags=["tools"])
     def tools(who: Who) -> list[dict[str, Any]]:
         """Every retrieval tool with the description and JSON schema the agent sees."""
         return service.tools(who)
 
-    @router.post("/tools/{name}", tags=["tools"])
-    def call_tool(name: str, who: Who,
-                  arguments: Annotated[dict[str, Any] | None, Body()] = None,
-                  session: str | None = None) -> dict[str, Any]:
-        """Call a tool; the body is its arguments. ``?session=ID`` keeps reference ids."""
-        result = service.call_tool(name, arguments or {}, session=session, caller=who)
+    @router.post("/tools/{name}", tags=["tools"],
+                 responses={503: {"description": "Workers and queue full; see Retry-After"}})
+    async def call_tool(name: str, who: Who,
+                        arguments: Annotated[dict[str, Any] | None, Body()] = None,
+                        session: str | None = None) -> dict[str, Any]:
+        """Call a tool; the body is its arguments. ``?session=ID`` keeps reference ids.
+        Calls run on a bounded pool of workers: when its queue is full the answer is 503
+        with ``Retry-After``."""
+        result = await pool.run(
+            lambda: service.call_tool(name, arguments or {}, session=session, caller=who))
         return {"text": result.text, "data": result.data,
                 "retrieved_tokens": result.retrieved_tokens}
 

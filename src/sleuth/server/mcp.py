@@ -92,7 +92,7 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                     lambda: _ask(service, arguments, caller))
                 text, data = str(record.get("answer", "")), record
             else:
-                result = await anyio.to_thread.run_sync(
+                result = await service.pool.run(  # bounded: a full queue is an error result
                     lambda: service.call_tool(params.name, arguments, caller=caller))
                 text, data = result.text, result.data
         except SleuthError as exc:

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from sleuth import threads
+
 log = logging.getLogger(__name__)
 
 FILE = "ivf.faiss"
@@ -100,7 +102,9 @@ class AnnIndex:
         probes = nprobe or max(MIN_PROBES, round(PROBE_SHARE * self.nlist))
         # a fresh parameter object per call: faiss swaps its selector while searching
         params = faiss.SearchParametersIVF(nprobe=min(probes, self.nlist), sel=allowed)
-        _, labels = self.index.search(query.reshape(1, -1), min(k, self.size), params=params)
+        with threads.work():
+            _, labels = self.index.search(query.reshape(1, -1), min(k, self.size),
+                                          params=params)
         found: np.ndarray = labels[0]
         return found[found >= 0]
 
@@ -110,8 +114,9 @@ class AnnIndex:
         offsets = np.cumsum([0] + [len(m) for m in matrices])
         for start in range(0, len(rows), ADD_BATCH):
             part = rows[start : start + ADD_BATCH]
-            self.index.add_with_ids(gather(matrices, offsets, part),
-                                    np.ascontiguousarray(labels[start : start + ADD_BATCH]))
+            with threads.work():
+                self.index.add_with_ids(gather(matrices, offsets, part),
+                                        np.ascontiguousarray(labels[start : start + ADD_BATCH]))
         return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.trained_on)
 
 
@@ -152,7 +157,8 @@ def new(matrices: list[np.ndarray], rows: np.ndarray, nlist: int | None = None,
     inner.cp.niter = TRAIN_ITERATIONS
     inner.cp.max_points_per_centroid = TRAIN_PER_LIST
     inner.cp.seed = seed
-    inner.train(gather(matrices, offsets, sample))
+    with threads.work():
+        inner.train(gather(matrices, offsets, sample))
     return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), len(rows))
 
 

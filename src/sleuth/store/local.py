@@ -77,7 +77,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
@@ -768,7 +768,6 @@ class LocalStore:
         make it."""
         self._vector_settings = settings
         self._vectors = None
-        limit_blas_threads(settings.blas_threads)
 
     # -- builds ------------------------------------------------------------------------
 
@@ -1853,19 +1852,6 @@ class LocalStore:
             self._connections, self._writer = [], None
             self._tls = threading.local()
             self._lease.release()
-
-
-@cache
-def limit_blas_threads(threads: int | None) -> None:
-    """Let OpenBLAS (numpy's, faiss's) use at most ``threads`` threads in this process
-    (threadpoolctl; other BLAS libraries, such as torch's, are left alone); once per value."""
-    if threads is None:
-        return
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - a dependency; the default stays
-        return
-    ThreadpoolController().select(internal_api="openblas").limit(limits=threads)
 
 
 def _batches(items: Sequence[Any], size: int = 900) -> Iterator[list[Any]]:
