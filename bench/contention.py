@@ -8,16 +8,19 @@ processes (``--busy``, default 0,1,2) and each source tree (this checkout's ``sr
 fresh worker process runs each workload, so old and new are measured in the same run under
 the same load:
 
-- ``retrieval``: ``Index.keyword_search``, ``Index.semantic_search`` and the ``search`` tool
-  (``Service.call_tool``) for ``--queries`` dev questions, twice each; p50 / p95 ms.
+- ``retrieval``: ``Index.keyword_search`` (a question's last three words, as in
+  ``serve_load.py``), ``Index.semantic_search`` and the ``search`` tool (``Service.call_tool``)
+  for ``--queries`` distinct dev questions, after 5 others to warm up; p50 / p95 ms.
 - ``build``: indexing throughput (sentences/s) of the first ``--build-passages`` 2Wiki
   passages with MiniLM and of ``--fast-passages`` with model2vec, into fresh indexes.
 - ``llm``: the local model (``--llm-model``, started the way ``sleuth ask`` starts it):
   generation tokens/s (a streamed completion of 64 tokens), then the ``full`` agent on one
   question (``--agent-steps`` steps at most): seconds per LLM call and the prompt tokens
   llama.cpp actually processed per call (its own log; cached tokens are not processed).
-- ``http``: ``sleuth serve http`` with 50 concurrent clients: keyword_search,
-  semantic_search and search calls; requests/s, p50 / p95 ms, errors (503s counted apart).
+- ``http``: ``sleuth serve http`` with ``--clients`` (50) concurrent clients sending
+  ``--http-requests`` (400) distinct dev questions to each of keyword_search,
+  semantic_search and search; requests/s, p50 / p95 ms, errors (any non-2xx). The client
+  runs on the same machine.
 
 Every call has a deadline, so a configuration that collapses is reported as such instead
 of stalling the run. Run (about 25 minutes with a baseline on 2 cores):
@@ -90,14 +93,13 @@ def retrieval_worker(args: argparse.Namespace) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for name, call in calls.items():
-        for q in qs[:5]:  # warm up: model load, caches
+        for q in questions(args.queries + 5)[-5:]:  # warm up (model load) on other questions
             call(q)
         seconds = []
-        for _ in range(2):
-            for q in qs:
-                started = time.perf_counter()
-                call(q)
-                seconds.append(time.perf_counter() - started)
+        for q in qs:
+            started = time.perf_counter()
+            call(q)
+            seconds.append(time.perf_counter() - started)
         out[name] = {"calls": len(seconds), "p50_ms": 1000 * pct(seconds, 50),
                      "p95_ms": 1000 * pct(seconds, 95)}
     service.close()
@@ -220,7 +222,7 @@ def http_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     port = free_port()
     server = start_server(args.index, port, dict(os.environ))
-    qs = questions(args.queries)
+    qs = questions(args.http_requests)  # distinct queries, as distinct clients would send
     try:
         async def run() -> dict[str, Any]:
             limits = httpx.Limits(max_connections=args.clients + 10)
@@ -228,7 +230,7 @@ def http_worker(args: argparse.Namespace) -> dict[str, Any]:
                                          limits=limits, headers={"X-API-Key": "bench-admin"}
                                          ) as client:
                 await client.post("/v1/tools/semantic_search", json={"query": "warm up"})
-                picks = [qs[i % len(qs)] for i in range(args.http_requests)]
+                picks = qs
                 out: dict[str, Any] = {}
                 for name, body in (("keyword_search", lambda q: {"keywords": keywords(q),
                                                                  "top_k": 5}),
@@ -339,7 +341,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="an older src/ to measure beside this one")
     parser.add_argument("--busy", default="0,1,2", help="busy processes per condition")
     parser.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
-    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--queries", type=int, default=80)
     parser.add_argument("--build-passages", type=int, default=300)
     parser.add_argument("--fast-passages", type=int, default=3000)
     parser.add_argument("--llm-model", default="0.5b")

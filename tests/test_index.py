@@ -206,3 +206,25 @@ def test_a_long_document_is_stored_in_parts_and_resumed_after_the_last_one(
         total = index.stats().sentences
         assert np.allclose(index.store.document_vectors("long.txt"), vectors, atol=1e-5)
     assert max(seen) < total  # only the rest was embedded again
+
+
+def test_common_words_are_counted_exactly_before_and_after_a_change(
+        wiki_index: Index, tmp_path: Path) -> None:
+    """A common word's postings are kept in memory per index generation: the counts stay
+    those of a brute-force scan, and a write (here by another Index) is seen at once."""
+    import shutil
+
+    folder = tmp_path / "idx"
+    shutil.copytree(wiki_index.location, folder)
+    corpus = [(c.chunk_id, c.text) for c in wiki_index.store.iter_chunks()]
+    with Index.open(folder) as reader:
+        for keywords in (["the"], ["the", "of", "film"], ["of"]):  # twice "the": cached
+            got = [(h.chunk_id, h.score) for h in reader.keyword_search(keywords, top_k=10)]
+            assert got == brute_force(corpus, keywords, 10), keywords
+        shout = tmp_path / "shout.json"
+        shout.write_text(json.dumps([{"id": "shout", "title": "The",
+                                      "text": " ".join(["the"] * 500) + "."}]))
+        with Index.open(folder) as writer:
+            writer.add([shout])
+        top = reader.keyword_search(["the"], top_k=1)[0]
+        assert top.doc_id == "shout" and top.score >= 500 * 3

@@ -152,3 +152,36 @@ def test_a_full_server_answers_503_with_retry_after_and_serves_the_rest(
         live.close()
         service.close()
     assert threads.current().batch == threads.cores()  # the server is gone: cores again
+
+
+def test_a_full_mcp_server_answers_a_tool_error_saying_when_to_retry(sample_copy: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from sleuth.server.mcp import build_mcp
+    from sleuth.service import Service
+
+    service = Service(sample_copy, Settings.load(serve={"workers": 1, "queue": 0}))
+    results: list[Any] = []
+
+    async def main() -> None:
+        async with Client(build_mcp(service)) as client:
+            async def one() -> None:
+                results.append(await client.call_tool(
+                    "semantic_search", {"query": "levers and strength", "top_k": 5}))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(12):
+                    group.start_soon(one)
+
+    try:
+        anyio.run(main)
+    finally:
+        service.close()
+    busy = [r for r in results if r.is_error]
+    served = [r for r in results if not r.is_error]
+    assert busy and served and len(results) == 12
+    for r in busy:
+        assert "server busy" in r.content[0].text and "retry in" in r.content[0].text
+    assert all(r.structured_content["hits"] for r in served)

@@ -45,8 +45,7 @@ class WorkPool:
 
     def status(self) -> dict[str, Any]:
         return {"workers": self.workers, "queue": self.queue, "running":
-                min(self._admitted, self.workers), "waiting": self.waiting,
-                "seconds_per_call": round(self._seconds, 4)}
+                min(self._admitted, self.workers), "waiting": self.waiting}
 
     async def run(self, fn: Callable[[], T]) -> T:
         """``fn()`` on a worker thread, once one is free; :class:`Busy` at once when
