@@ -74,12 +74,12 @@ import socket
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import IO, Any, Concatenate, ParamSpec, TypeVar
+from typing import IO, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -165,6 +165,7 @@ TABLES = ("counters", "documents", "chunks", "sentences", "segments", "keyword",
 
 P = ParamSpec("P")
 R = TypeVar("R")
+V = TypeVar("V")
 
 
 def _statements(script: str) -> list[str]:
@@ -388,10 +389,9 @@ class LocalStore:
         self._lease = Lease(self.root)
         self._build: int | None = None  # this process's running build (builds.id)
         self._vectors: _Vectors | None = None
-        self._visible: dict[str, _Visible] = {}
-        self._visible_generation = -1
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # common terms
-        self._postings_generation = -1
+        self._visible: _PerGeneration[_Visible] = _PerGeneration(self._load_lock)
+        self._postings: _PerGeneration[tuple[np.ndarray, np.ndarray]] = \
+            _PerGeneration(self._load_lock)  # common terms' (chunk rowids, occurrences)
         self._verified: set[tuple[Any, ...]] = set()  # files whose checksum matched
         self._vector_settings = VectorSettings()
         self._ann: tuple[tuple[int, int], ann.AnnIndex | None] | None = None  # file stamp
@@ -740,20 +740,8 @@ class LocalStore:
         access = restricted(access)
         if access is None:
             return None
-        generation = self.generation()
-        with self._load_lock:
-            if self._visible_generation != generation:
-                if generation < self._visible_generation:  # an older snapshot: not cached
-                    return self._compute_visible(access)
-                self._visible, self._visible_generation = {}, generation
-            found = self._visible.get(access.key)
-        if found is not None:
-            return found
-        visible = self._compute_visible(access)
-        with self._load_lock:
-            if self._visible_generation == generation:
-                self._visible[access.key] = visible
-        return visible
+        return self._visible.get(self.generation(), access.key,
+                                 lambda: self._compute_visible(access))
 
     def _compute_visible(self, access: Access) -> _Visible:
         docs = frozenset(doc_id for doc_id, (collection, groups)
@@ -1575,23 +1563,13 @@ class LocalStore:
     def _term_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk rowids, occurrences) of one token; a common term's are kept in memory for
         the snapshot's generation. Called inside a snapshot."""
-        generation = self.generation()
-        with self._load_lock:
-            if self._postings_generation != generation:
-                if generation < self._postings_generation:  # an older snapshot: not cached
-                    return self._read_postings(term)
-                self._postings, self._postings_generation = {}, generation
-            found = self._postings.get(term)
-        if found is not None:
-            return found
-        rows, counts = self._read_postings(term)
-        if len(rows) >= COMMON_TERM_CHUNKS:
-            with self._load_lock:
-                held = sum(len(r) for r, _ in self._postings.values())
-                if self._postings_generation == generation and \
-                        held + len(rows) <= POSTINGS_CACHE_SIZE:
-                    self._postings[term] = (rows, counts)
-        return rows, counts
+        def keep(found: tuple[np.ndarray, np.ndarray],
+                 held: Iterable[tuple[np.ndarray, np.ndarray]]) -> bool:
+            return len(found[0]) >= COMMON_TERM_CHUNKS and \
+                len(found[0]) + sum(len(r) for r, _ in held) <= POSTINGS_CACHE_SIZE
+
+        return self._postings.get(self.generation(), term, lambda: self._read_postings(term),
+                                  keep)
 
     def _read_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         found = self.db.execute("SELECT doc, count(*) FROM keyword_postings WHERE term=? "
@@ -1882,6 +1860,36 @@ class LocalStore:
             self._connections, self._writer = [], None
             self._tls = threading.local()
             self._lease.release()
+
+
+class _PerGeneration(Generic[V]):
+    """Values computed inside a read snapshot, kept while the index stays at the generation
+    they were computed at (a newer one drops them all); an older snapshot's values are
+    computed and not kept."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self._values: dict[str, V] = {}
+        self._generation = -1
+
+    def get(self, generation: int, key: str, compute: Callable[[], V],
+            keep: Callable[[V, Iterable[V]], bool] | None = None) -> V:
+        """The value of ``key`` at ``generation``, computed (outside the lock) when missing
+        and kept when ``keep(value, values held)`` allows."""
+        with self._lock:
+            if self._generation != generation:
+                if generation < self._generation:
+                    return compute()
+                self._values, self._generation = {}, generation
+            found = self._values.get(key)
+        if found is not None:
+            return found
+        value = compute()
+        with self._lock:
+            if self._generation == generation and (
+                    keep is None or keep(value, list(self._values.values()))):
+                self._values[key] = value
+        return value
 
 
 def _summed(rows: list[np.ndarray], scores: list[np.ndarray]) -> dict[int, float]:
