@@ -261,6 +261,9 @@ def test_add_upload_and_delete_documents(sample_index: Path, tmp_path: Path) -> 
         assert missing.status_code == 404 and doc_id in missing.json()["detail"]
         nothing = api.post("/v1/documents", json={"paths": []})
         assert nothing.status_code == 400 and "paths" in nothing.json()["detail"]
+        empty = api.post("/v1/documents", json={"paths": [""]})  # not the server's folder
+        assert empty.status_code == 400 and "empty path" in empty.json()["detail"]
+        assert api.get("/v1/status").json()["documents"] == 4
         absent = api.post("/v1/documents", json={"paths": [str(tmp_path / "absent")]})
         assert absent.status_code == 400 and absent.json()["detail"]
     finally:

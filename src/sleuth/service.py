@@ -199,6 +199,8 @@ class Service:
         """
         if not paths:
             raise RequestError("no paths given: send a list of files or folders to index")
+        if any(not str(p).strip() for p in paths):  # "" would be the server's own folder
+            raise RequestError("an empty path was given: name each file or folder to index")
         roots = self.limits.document_roots
         if roots is None and not caller.admin:
             raise ForbiddenError("this key may not index server paths; upload the files "

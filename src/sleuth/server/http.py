@@ -73,10 +73,26 @@ class AskRequest(BaseModel):
 _DOCUMENTS_BODY = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": AddPaths.model_json_schema()},
     "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
-        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+        "files": {"type": "array", "minItems": 1,
+                  "items": {"type": "string", "format": "binary"}},
         "collection": {"type": "string"},
         "groups": {"type": "string", "description": "Comma-separated access groups"}}}},
 }}}
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(..., description="What was wrong, and what to do about it")
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text} for code, text in (
+        (400, "Invalid request, over a limit, or bad tool arguments"),
+        (401, "Missing or invalid API key"),
+        (403, "The key may not do this"),
+        (404, "Unknown tool, document or session"),
+        (413, "Request body too large"),
+        (503, "Workers and their queue are full; send it again after Retry-After seconds"),
+    )}
 
 
 def status_for(exc: SleuthError) -> int:
@@ -97,7 +113,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
                   description="Agentic retrieval over a document index: tools, ask, sessions.")
     _install_errors(app, service.limits.max_body_bytes)
     caller = _authenticate(keys) if auth else _anonymous
-    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)])
+    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=_ERRORS)
     _index_routes(router, service)
     _tool_routes(router, service)
     _agent_routes(router, service)
@@ -239,8 +255,7 @@ def _tool_routes(router: APIRouter, service: Service) -> None:
         """Every retrieval tool with the description and JSON schema the agent sees."""
         return service.tools(who)
 
-    @router.post("/tools/{name}", tags=["tools"],
-                 responses={503: {"description": "Workers and queue full; see Retry-After"}})
+    @router.post("/tools/{name}", tags=["tools"])
     async def call_tool(name: str, who: Who,
                         arguments: Annotated[dict[str, Any] | None, Body()] = None,
                         session: str | None = None) -> dict[str, Any]:
