@@ -1341,6 +1341,12 @@ def serve_group() -> None:
 def _serve_options(func: F) -> F:
     func = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
                         help="Config file (YAML or TOML).")(func)
+    func = click.option("--queue", type=click.IntRange(0), default=None,
+                        help="Requests that may wait for a worker; beyond them a request "
+                        "gets 503 with Retry-After at once [serve.queue, 256].")(func)
+    func = click.option("--workers", type=click.IntRange(1), default=None,
+                        help="Tool calls and indexing requests run at once, each on one "
+                        "thread [serve.workers, the usable cores].")(func)
     func = click.option("--port", type=click.IntRange(1, 65535), default=None,
                         help="TCP port [serve.port, 8765].")(func)
     func = click.option("--host", default=None,
@@ -1360,7 +1366,8 @@ def _serve_options(func: F) -> F:
               help="Folder of eval runs the viewer at /viewer browses [serve.runs, results].")
 @_serve_options
 def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
-                   host: str | None, port: int | None, config: str | None) -> None:
+                   host: str | None, port: int | None, workers: int | None, queue: int | None,
+                   config: str | None) -> None:
     """Serve the HTTP API (FastAPI; OpenAPI schema at /docs and /openapi.json): status,
     documents, every tool at /v1/tools/NAME, /v1/ask (and SSE /v1/ask/stream), sessions,
     eval runs at /v1/runs and the run viewer at /viewer (open /viewer?api_key=KEY).
@@ -1369,14 +1376,16 @@ def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
     from sleuth.service import Service
 
     settings = _settings(config, index_dir, serve={"host": host, "port": port,
-                                                   "runs": runs_dir})
+                                                   "runs": runs_dir, "workers": workers,
+                                                   "queue": queue})
     service = Service(settings=settings)
     app = create_app(service, auth=not no_auth)
     import uvicorn
 
     _status(f"serving {service.index.location} on http://{settings.serve.host}:"
             f"{settings.serve.port} (OpenAPI at /docs, run viewer at /viewer over "
-            f"{settings.serve.runs}{'; no auth' if no_auth else ''})")
+            f"{settings.serve.runs}{'; no auth' if no_auth else ''}; {service.pool.workers} "
+            f"workers, {service.pool.queue} may wait)")
     uvicorn.run(app, host=settings.serve.host, port=settings.serve.port, log_level="warning")
 
 
@@ -1388,14 +1397,16 @@ def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
               help="HTTP transport: accept requests without an API key (local use only).")
 @_serve_options
 def serve_mcp_cmd(transport: str, no_auth: bool, index_dir: str | None, host: str | None,
-                  port: int | None, config: str | None) -> None:
+                  port: int | None, workers: int | None, queue: int | None,
+                  config: str | None) -> None:
     """Serve the MCP server: every retrieval tool with the agent's own descriptions and
     schemas, plus `ask`. Over HTTP each request needs a key of serve.api_keys (Bearer or
     X-API-Key), and a tenant's key sees only its collection and groups."""
     from sleuth.server.mcp import serve_mcp
     from sleuth.service import Service
 
-    settings = _settings(config, index_dir, serve={"host": host, "port": port})
+    settings = _settings(config, index_dir, serve={"host": host, "port": port,
+                                                   "workers": workers, "queue": queue})
     service = Service(settings=settings)
     if transport == "http":
         _status(f"MCP over streamable HTTP at http://{settings.serve.host}:"
