@@ -178,25 +178,3 @@ def _limit_blas(n: int) -> None:
     except ImportError:  # pragma: no cover - a dependency; the default stays
         return
     ThreadpoolController().select(internal_api="openblas").limit(limits=n)
-
-
-def report() -> dict[str, Any]:
-    """The policy in force and what the thread pools loaded in this process use now."""
-    out: dict[str, Any] = current().to_dict()
-    loaded: dict[str, int] = {}
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        loaded["torch"] = int(torch.get_num_threads())
-    faiss = sys.modules.get("faiss")
-    if faiss is not None:
-        loaded["faiss"] = int(faiss.omp_get_max_threads())
-    try:
-        from threadpoolctl import threadpool_info
-
-        for pool in threadpool_info():
-            if pool.get("internal_api") == "openblas":
-                loaded["openblas"] = int(pool["num_threads"])
-    except ImportError:  # pragma: no cover - a dependency
-        pass
-    out["in_this_thread"] = loaded
-    return out

@@ -385,8 +385,10 @@ def shared_server(size: str, context: int = 16384) -> LocalServer:
             if not installed(size):
                 raise LLMError(f"the local {size} model is not installed; run: sleuth llm "
                                f"install-local --model {size}")
+            policy = thread_policy.current()
             log.info("no LLM endpoint configured: starting the local model %s (llama.cpp on "
-                     "127.0.0.1) ...", spec(size).label)
+                     "127.0.0.1, %d generation / %d prompt threads) ...", spec(size).label,
+                     policy.llm, policy.llm_batch)
             server = LocalServer(model_path(size), context=context).start()
             _shared[size] = server
             atexit.register(server.stop)
