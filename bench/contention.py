@@ -229,7 +229,9 @@ def http_worker(args: argparse.Namespace) -> dict[str, Any]:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120,
                                          limits=limits, headers={"X-API-Key": "bench-admin"}
                                          ) as client:
-                await client.post("/v1/tools/semantic_search", json={"query": "warm up"})
+                await asyncio.gather(*(  # every server process loads its model first
+                    client.post("/v1/tools/semantic_search", json={"query": f"warm up {i}"})
+                    for i in range(16)))
                 picks = qs
                 out: dict[str, Any] = {}
                 for name, body in (("keyword_search", lambda q: {"keywords": keywords(q),
