@@ -67,7 +67,7 @@ def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_resto
         indexing, recording.seen = recording.seen, []
         assert index.semantic_search("who taught Pepys about levers?", top_k=3)
         querying = recording.seen
-    assert indexing and set(indexing) == {threads.current().batch}
+    assert indexing and set(indexing) == {threads.thread_policy().batch}
     assert querying == [1]
     assert torch.get_num_threads() == before  # the caller's own setting is untouched
 
@@ -95,7 +95,7 @@ HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Health).serve_for
 def test_the_local_model_server_gets_the_policy_threads_no_polling_and_prompt_cache(
         tmp_path: Path) -> None:
     argv_file = _fake_llama_server(Path(os.environ["HOME"]))
-    policy = threads.configure(Settings.load().threads)
+    policy = threads.configure_threads(Settings.load().threads)
     with local.LocalServer(tmp_path / "model.gguf", startup_timeout=30):
         argv = json.loads(argv_file.read_text())
     options = dict(zip(argv[::1], argv[1:], strict=False))
@@ -151,7 +151,7 @@ def test_a_full_server_answers_503_with_retry_after_and_serves_the_rest(
     finally:
         live.close()
         service.close()
-    assert threads.current().batch == threads.cores()  # the server is gone: cores again
+    assert threads.thread_policy().batch == threads.cores()  # the server is gone: cores again
 
 
 def test_a_full_mcp_server_answers_a_tool_error_saying_when_to_retry(sample_copy: Path) -> None:

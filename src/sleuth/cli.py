@@ -872,14 +872,14 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
     The vector files are checked against their checksums (reading them once); a damaged
     part is named with its repair and the exit status is 1. `sleuth check` also runs the
     slow checks of the database."""
-    from sleuth import threads
     from sleuth.index import Index
+    from sleuth.threads import thread_policy
 
     with Index.open(settings=_settings(config, index_dir)) as index:
         stats = index.stats()
         problems = index.check(full=False)
     build = dict(stats.manifest.get("build") or {})
-    policy = threads.current()
+    policy = thread_policy()
     info = {"index": index.location, "documents": stats.documents, "chunks": stats.chunks,
             "sentences": stats.sentences, "build": build, "manifest": dict(stats.manifest),
             "threads": policy.to_dict(), "problems": [vars(p) for p in problems]}

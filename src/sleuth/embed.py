@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sleuth import threads
 from sleuth.errors import EmbedderError, MissingDependency
 from sleuth.settings import EmbedSettings
+from sleuth.threads import kernel_threads
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -64,7 +64,7 @@ class SentenceTransformerEmbedder:
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
             batch = [texts[i] for i in rows]
-            with threads.work():  # query threads, or batch threads inside threads.batch()
+            with kernel_threads():  # query threads, or batch threads inside batch_work()
                 vectors = self.model.encode(batch, batch_size=self.batch_size,
                                             convert_to_numpy=True, show_progress_bar=False)
             out[rows] = vectors

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from sleuth import threads
 from sleuth.access import (
     DEFAULT_COLLECTION,
     Access,
@@ -47,6 +46,7 @@ from sleuth.store.base import (
     open_store,
 )
 from sleuth.store.keyword import KeywordMode
+from sleuth.threads import batch_work, configure_threads
 from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
 
@@ -167,7 +167,7 @@ class Index:
 
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
-        threads.configure(settings.threads)
+        configure_threads(settings.threads)
         configure_ann = getattr(store, "configure_ann", None)  # approximate-search settings
         if configure_ann is not None:
             configure_ann(settings.vectors)
@@ -425,7 +425,7 @@ class Index:
             report.deleted = self._delete_missing(paths, seen, collection)
         report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
                                                                   ingest.unsupported)
-        with threads.batch():  # the approximate index is (re)built here
+        with batch_work():  # the approximate index is (re)built here
             self.store.finish_build()
         progress.done = True
         report_progress(progress)
@@ -454,7 +454,7 @@ class Index:
             progress.sentences += n
             on_progress(progress)
 
-        with threads.batch():
+        with batch_work():
             matrix = self.embedder.embed(flat, on_batch=embedded)
         groups, row = [], 0
         for group in inputs:
@@ -462,7 +462,7 @@ class Index:
             row += len(group)
         opening = [i for i, p in enumerate(pending) if p.opens]
         summaries = {i: summarize(pending[i].doc, pending[i].chunks, groups[i]) for i in opening}
-        with threads.batch():
+        with batch_work():
             opened = self.embedder.embed([summaries[i] for i in opening])
         blended = {i: _blend(vector, groups[i])
                    for i, vector in zip(opening, opened, strict=True)}
@@ -511,7 +511,7 @@ class Index:
             return self.embedder.embed([_with_title(title.strip(), text)
                                         for title, text in pairs])
 
-        with threads.batch():
+        with batch_work():
             report = self.store.repair(embed, on_progress)
         self._forget()
         return report
@@ -580,7 +580,7 @@ class Index:
                 chunks = list(self.store.get_chunks([c for c, _, _ in first]).values())
                 rows.append((doc_id, summarize(doc, chunks)))  # the lead: no vectors needed
             if rows:
-                with threads.batch():
+                with batch_work():
                     embedded = self.embedder.embed([text for _, text in rows])
                 self.store.write_summaries([(doc_id, text, vector) for (doc_id, text), vector
                                             in zip(rows, embedded, strict=True)])

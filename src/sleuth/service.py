@@ -28,7 +28,6 @@ from typing import Any
 
 import yaml
 
-from sleuth import threads
 from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
@@ -39,6 +38,7 @@ from sleuth.llm import LLM
 from sleuth.server.pool import WorkPool
 from sleuth.session import Session
 from sleuth.settings import ApiKey, ServeSettings, Settings
+from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 
 # Arguments that carry query text: each string is length-limited, each list count-limited.
@@ -148,7 +148,7 @@ class Service:
                  *, llm: LLM | None = None) -> None:
         self.settings = settings or Settings.load()
         self.index = Index.open(index_path, settings=self.settings)
-        threads.serving(True)
+        server_running(True)
         self.limits = self.settings.serve
         self.pool = WorkPool(self.limits.workers, self.limits.queue)  # CPU-bound calls
         self._llm = llm
@@ -157,7 +157,7 @@ class Service:
         self._views: dict[str, Index] = {}
 
     def close(self) -> None:
-        threads.serving(False)
+        server_running(False)
         self.pool.close()
         self.index.close()
 
@@ -181,7 +181,7 @@ class Service:
                "embedder": (stats.manifest.get("embedder") or {}).get("name"),
                "tools": sorted(TOOLS),
                "limits": self.limits.model_dump(exclude={"api_keys", "document_roots"}),
-               "workers": self.pool.status(), "threads": threads.current().to_dict(),
+               "workers": self.pool.status(), "threads": thread_policy().to_dict(),
                "caller": {"name": caller.name, "collection": caller.collection,
                           "groups": list(caller.groups), "admin": caller.admin}}
         if caller.admin:

@@ -11,7 +11,7 @@ the local model 150x slower with one). So:
   on ``threads.query`` threads (1): a single query is too small to gain from a second
   thread, and one thread never waits at a barrier;
 - **batch work** (index-time embedding, graph-name embedding, building the approximate
-  index), marked by a :func:`batch` block, runs on ``threads.batch`` threads (the usable
+  index), marked by a :func:`batch_work` block, runs on ``threads.batch`` threads (the usable
   cores), where the work per step is large enough that a descheduled thread costs its
   share, not more;
 - OpenBLAS, which numpy and faiss share and which can only be limited for the whole process,
@@ -21,7 +21,7 @@ the local model 150x slower with one). So:
 - the servers run CPU-bound calls on ``serve.workers`` threads (the cores), each a query
   worker, so batch work there (an upload) runs on one thread too.
 
-Every call into torch or faiss is wrapped in :func:`work`, which sets their thread counts
+Every call into torch or faiss is wrapped in :func:`kernel_threads`, which sets their thread counts
 for the calling thread only (both keep them per thread) and restores them after, so a
 program that uses torch itself keeps its own settings outside Sleuth's calls.
 ``sleuth status --json`` reports the policy in force.
@@ -92,17 +92,17 @@ def policy_from(settings: Any | None = None, *, serving: bool = False) -> Policy
 
 
 _settings: Any | None = None
-_servers = 0  # servers running in this process (see serving())
+_servers = 0  # servers running in this process (see server_running())
 _policy: Policy | None = None
 _guard = threading.Lock()
 
 
-def current() -> Policy:
-    """The policy set by :func:`configure`, else the machine's defaults."""
+def thread_policy() -> Policy:
+    """The policy set by :func:`configure_threads`, else the machine's defaults."""
     return _policy or policy_from(None)
 
 
-def configure(settings: Any | None = None) -> Policy:
+def configure_threads(settings: Any | None = None) -> Policy:
     """Make ``settings`` (a ``ThreadSettings``; None: keep the last ones) the process's
     policy and limit OpenBLAS to its query threads. Called when an index opens."""
     global _settings, _policy
@@ -113,21 +113,21 @@ def configure(settings: Any | None = None) -> Policy:
     return _policy
 
 
-def serving(started: bool) -> None:
+def server_running(started: bool) -> None:
     """A server in this process started (or stopped): while one runs, batch work defaults
     to one thread, beside its query workers."""
     global _servers
     with _guard:
         _servers = max(0, _servers + (1 if started else -1))
-    configure()
+    configure_threads()
 
 
 _local = threading.local()
 
 
 @contextmanager
-def batch() -> Iterator[None]:
-    """Mark the block as batch work: :func:`work` inside it uses the batch threads."""
+def batch_work() -> Iterator[None]:
+    """Mark the block as batch work: :func:`kernel_threads` inside it uses the batch threads."""
     depth = getattr(_local, "batch", 0)
     _local.batch = depth + 1
     try:
@@ -136,16 +136,16 @@ def batch() -> Iterator[None]:
         _local.batch = depth
 
 
-def in_batch() -> bool:
+def in_batch_work() -> bool:
     return bool(getattr(_local, "batch", 0))
 
 
 @contextmanager
-def work() -> Iterator[None]:
+def kernel_threads() -> Iterator[None]:
     """Run the block's torch and faiss work on this thread's share: the batch threads inside
-    :func:`batch`, the query threads elsewhere. Wraps every call into those libraries."""
-    policy = current()
-    with _threads(policy.batch if in_batch() else policy.query):
+    :func:`batch_work`, the query threads elsewhere. Wraps every call into those libraries."""
+    policy = thread_policy()
+    with _threads(policy.batch if in_batch_work() else policy.query):
         yield
 
 

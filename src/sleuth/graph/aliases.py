@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sleuth import threads
 from sleuth.graph.store import acronym
+from sleuth.threads import batch_work
 
 if TYPE_CHECKING:
     from sleuth.embed import Embedder
@@ -323,7 +323,7 @@ def _vectors(store: GraphBackend, embedder: Callable[[], Embedder],
     vectors = store.name_vectors(wanted, model.name)
     missing = [t for t in wanted if t not in vectors]
     if missing:
-        with threads.batch():
+        with batch_work():
             fresh = model.embed(missing)
         store.add_name_vectors(dict(zip(missing, fresh, strict=True)), model.name)
         vectors.update(zip(missing, fresh, strict=True))

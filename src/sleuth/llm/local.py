@@ -36,11 +36,11 @@ from typing import IO, Any
 
 import httpx
 
-from sleuth import threads as thread_policy
 from sleuth.errors import ConfigError, LLMError, SleuthError
 from sleuth.llm.client import OpenAIClient
 from sleuth.llm.jsontools import JsonToolCalls
 from sleuth.settings import LLMSettings
+from sleuth.threads import thread_policy
 
 log = logging.getLogger("sleuth")
 
@@ -309,7 +309,7 @@ class LocalServer:
             raise LocalModelError("the local model is not installed; run: sleuth llm "
                                   "install-local")
         self.port = self.port or _free_port()
-        policy = thread_policy.current()
+        policy = thread_policy()
         command = [str(server_path()), "-m", str(self.model), "--host", "127.0.0.1", "--port",
                    str(self.port), "-c", str(self.context), "-np", "1", "--jinja",
                    "--threads", str(self.threads or policy.llm),
@@ -385,7 +385,7 @@ def shared_server(size: str, context: int = 16384) -> LocalServer:
             if not installed(size):
                 raise LLMError(f"the local {size} model is not installed; run: sleuth llm "
                                f"install-local --model {size}")
-            policy = thread_policy.current()
+            policy = thread_policy()
             log.info("no LLM endpoint configured: starting the local model %s (llama.cpp on "
                      "127.0.0.1, %d generation / %d prompt threads) ...", spec(size).label,
                      policy.llm, policy.llm_batch)

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sleuth import threads
 from sleuth.errors import Busy
+from sleuth.threads import cores
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ class WorkPool:
     """``workers`` threads and at most ``queue`` waiting calls; see the module docstring."""
 
     def __init__(self, workers: int | None = None, queue: int = 256) -> None:
-        self.workers = workers or threads.cores()
+        self.workers = workers or cores()
         self.queue = queue
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sleuth-worker")
         self._lock = threading.Lock()

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from sleuth import threads
+from sleuth.threads import kernel_threads
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class AnnIndex:
         probes = nprobe or max(MIN_PROBES, round(PROBE_SHARE * self.nlist))
         # a fresh parameter object per call: faiss swaps its selector while searching
         params = faiss.SearchParametersIVF(nprobe=min(probes, self.nlist), sel=allowed)
-        with threads.work():
+        with kernel_threads():
             _, labels = self.index.search(query.reshape(1, -1), min(k, self.size),
                                           params=params)
         found: np.ndarray = labels[0]
@@ -114,7 +114,7 @@ class AnnIndex:
         offsets = np.cumsum([0] + [len(m) for m in matrices])
         for start in range(0, len(rows), ADD_BATCH):
             part = rows[start : start + ADD_BATCH]
-            with threads.work():
+            with kernel_threads():
                 self.index.add_with_ids(gather(matrices, offsets, part),
                                         np.ascontiguousarray(labels[start : start + ADD_BATCH]))
         return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.trained_on)
@@ -157,7 +157,7 @@ def new(matrices: list[np.ndarray], rows: np.ndarray, nlist: int | None = None,
     inner.cp.niter = TRAIN_ITERATIONS
     inner.cp.max_points_per_centroid = TRAIN_PER_LIST
     inner.cp.seed = seed
-    with threads.work():
+    with kernel_threads():
         inner.train(gather(matrices, offsets, sample))
     return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), len(rows))
 
