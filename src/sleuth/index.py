@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import shlex
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -168,9 +167,7 @@ class Index:
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
         configure_threads(settings.threads)
-        configure_ann = getattr(store, "configure_ann", None)  # approximate-search settings
-        if configure_ann is not None:
-            configure_ann(settings.vectors)
+        store.configure_ann(settings.vectors)  # approximate-search settings
         self.settings = settings
         self._embedder = embedder
         self.access: Access | None = None  # None: everything (see scoped())
@@ -258,20 +255,14 @@ class Index:
     def location(self) -> str:
         """Where the index lives, for messages: its folder, or its store URL without the
         password."""
-        return str(getattr(self.store, "root", None) or getattr(self.store, "where", None)
-                   or self.settings.index)
+        return self.store.where
 
     @property
     def folder(self) -> Path:
         """The local folder for the index's side files (sessions, uploads, graph): the index
         folder itself, or for a database store one under ``$XDG_DATA_HOME/sleuth/stores``
         named after the store."""
-        root = getattr(self.store, "root", None)
-        if root is not None:
-            return Path(root)
-        data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-        name = hashlib.sha256(self.location.encode()).hexdigest()[:16]
-        return data / "sleuth" / "stores" / name
+        return self.store.folder
 
     def close(self) -> None:
         if self._base is not None:
@@ -319,12 +310,11 @@ class Index:
         if not location:
             return None
         if self._sessions is None:
-            store = open_store(location, create=False, embedder=None)
-            if getattr(store, "root", None) is not None:
-                store.close()
+            if "://" not in location:
                 raise StoreError(f"sessions_store {location!r} is a folder; it takes the URL "
                                  "of a PostgreSQL index (a folder index keeps its sessions "
                                  "in its own folder)")
+            store = open_store(location, create=False, embedder=None)
             if store.manifest.get("embedder") != self.store.manifest.get("embedder") or \
                     store.manifest.get("chunk_tokens") != self.store.manifest.get("chunk_tokens"):
                 store.close()

@@ -13,13 +13,9 @@ survive between invocations.
 
 from __future__ import annotations
 
-import json
-import re
 import secrets
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sleuth.agent.loop import StepCallback
 from sleuth.agent.tracker import Tracker
@@ -27,135 +23,19 @@ from sleuth.errors import ConfigError
 from sleuth.index import Index
 from sleuth.llm import LLM
 from sleuth.settings import Settings
+from sleuth.store.sessions import SessionStore as SessionStore  # re-exported: its earlier home
+from sleuth.store.sessions import check_session_id
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 from sleuth.types import Answer
 
 FORMAT = "sleuth-session"
 FORMAT_VERSION = 1
-_ID = re.compile(r"[\w.-]{1,64}")
-
-
-class SessionStore(Protocol):
-    """Where the sessions of one index are saved. ``owner`` None: the shared (admin)
-    sessions; a name: the sessions of that tenant API key, apart from every other key's
-    (the same id under two owners is two sessions)."""
-
-    def where(self, owner: str | None, session_id: str | None = None) -> str:
-        """``owner``'s sessions (or one of them), for messages."""
-        ...
-
-    def exists(self, owner: str | None, session_id: str) -> bool: ...
-
-    def load(self, owner: str | None, session_id: str) -> dict[str, Any] | None:
-        """The saved session object, None when there is none; ConfigError when unreadable."""
-        ...
-
-    def save(self, owner: str | None, session_id: str, data: dict[str, Any]) -> None:
-        """Create or replace the session, atomically."""
-        ...
-
-    def list(self, owner: str | None) -> list[dict[str, Any]]:
-        """``owner``'s sessions: id, agent, turns, first question, last update."""
-        ...
-
-    def delete(self, owner: str | None, session_id: str) -> bool:
-        """Delete the session; False when there was none."""
-        ...
-
-    def owners(self) -> tuple[str | None, ...]:
-        """Whose sessions are saved: None (shared) first, then the key names."""
-        ...
-
-
-def check_session_id(session_id: str) -> str:
-    """``session_id`` when it is a valid session id (it names a file), else ConfigError."""
-    if not _ID.fullmatch(session_id):
-        raise ConfigError(f"invalid session id {session_id!r}: use letters, digits, '.', "
-                          "'-' and '_' (at most 64)")
-    return session_id
-
-
-def sessions_folder(index: Index, owner: str | None = None) -> Path:
-    """Where a folder index saves sessions: ``sessions/`` of the index, or
-    ``sessions/keys/<owner>/`` for the sessions of one tenant API key (so no other key can
-    open or overwrite them)."""
-    folder = index.folder / "sessions"
-    return folder if owner is None else folder / "keys" / owner
 
 
 def session_store(index: Index) -> SessionStore:
-    """The sessions of ``index``: rows of its schema for a PostgreSQL store (or of the
-    store ``settings.sessions_store`` names), else files."""
-    store = index.sessions_store() or index.store
-    postgres = sys.modules.get("sleuth.store.postgres")  # loaded whenever one is open
-    if postgres is not None and isinstance(store, postgres.PostgresStore):
-        from sleuth.store.pg_sessions import PostgresSessions
-
-        return PostgresSessions(store)
-    return FileSessions(index)
-
-
-class FileSessions:
-    """Sessions as JSON files under the index folder (see :func:`sessions_folder`)."""
-
-    def __init__(self, index: Index) -> None:
-        self.index = index
-
-    def path(self, owner: str | None, session_id: str) -> Path:
-        return sessions_folder(self.index, owner) / f"{check_session_id(session_id)}.json"
-
-    def where(self, owner: str | None, session_id: str | None = None) -> str:
-        if session_id is None:
-            return str(sessions_folder(self.index, owner))
-        return str(self.path(owner, session_id))
-
-    def exists(self, owner: str | None, session_id: str) -> bool:
-        return self.path(owner, session_id).is_file()
-
-    def load(self, owner: str | None, session_id: str) -> dict[str, Any] | None:
-        path = self.path(owner, session_id)
-        if not path.is_file():
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"session file {path} is unreadable ({exc}); delete it "
-                              "or start a new session") from None
-        return data if isinstance(data, dict) else {}
-
-    def save(self, owner: str | None, session_id: str, data: dict[str, Any]) -> None:
-        path = self.path(owner, session_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
-
-    def list(self, owner: str | None) -> list[dict[str, Any]]:
-        out = []
-        for path in sorted(sessions_folder(self.index, owner).glob("*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            if not isinstance(data, dict):
-                continue
-            turns = data.get("turns") or []
-            out.append({"id": path.stem, "agent": data.get("agent"), "turns": len(turns),
-                        "first_question": turns[0]["question"] if turns else "",
-                        "updated": data.get("updated")})
-        return out
-
-    def delete(self, owner: str | None, session_id: str) -> bool:
-        try:
-            self.path(owner, session_id).unlink()
-        except FileNotFoundError:
-            return False
-        return True
-
-    def owners(self) -> tuple[str | None, ...]:
-        keys = sessions_folder(self.index) / "keys"
-        names = sorted(p.name for p in keys.iterdir() if p.is_dir()) if keys.is_dir() else []
-        return (None, *names)
+    """The sessions of ``index``: those of the store ``settings.sessions_store`` names,
+    else of the index's own store (files in a folder index, rows of a PostgreSQL schema)."""
+    return (index.sessions_store() or index.store).sessions()
 
 
 class Session:

@@ -32,19 +32,17 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sleuth.errors import StoreError
 from sleuth.graph.aliases import MergeReport, merge_aliases, parse
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
-from sleuth.graph.store import GRAPH_DB, Entity, GraphBackend, GraphStore, norm
+from sleuth.graph.store import Entity, GraphBackend, norm
 
 if TYPE_CHECKING:
     from sleuth.index import Index
-    from sleuth.store.postgres import PostgresStore
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -367,41 +365,20 @@ class Graph:
 
     @classmethod
     def open(cls, index: Index) -> Graph:
-        """The graph of ``index``: ``graph.db`` in its folder, or the ``graph_*`` tables of a
-        PostgreSQL index (created when missing)."""
-        folder = getattr(index.store, "root", None)
-        if folder is not None:
-            return cls(index, GraphStore(folder))
-        if getattr(index.store, "_pool", None) is not None:
-            from sleuth.graph.pgstore import PostgresGraphStore
-
-            return cls(index, PostgresGraphStore(cast("PostgresStore", index.store), index.folder))
-        raise StoreError("the knowledge graph needs an index folder or a PostgreSQL index")
+        """The graph of ``index``, where its store keeps it (``graph.db`` in an index folder,
+        the ``graph_*`` tables of a PostgreSQL index), created when missing."""
+        return cls(index, index.store.graph_tables().open())
 
     @classmethod
     def exists(cls, index: Index) -> bool:
         """Whether ``index`` has a stored graph (possibly empty), without creating one."""
-        folder = getattr(index.store, "root", None)
-        if folder is not None:
-            return (Path(folder) / GRAPH_DB).is_file()
-        if getattr(index.store, "_pool", None) is not None:
-            from sleuth.graph.pgstore import has_tables
-
-            return has_tables(cast("PostgresStore", index.store))
-        return False
+        return index.store.graph_tables().exists()
 
     @classmethod
     def drop(cls, index: Index) -> None:
         """Delete the stored graph of ``index``, reviewed proposals included (for one that
         cannot be opened, e.g. of an older format)."""
-        folder = getattr(index.store, "root", None)
-        if folder is not None:
-            for suffix in ("", "-wal", "-shm"):
-                (Path(folder) / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
-        elif getattr(index.store, "_pool", None) is not None:
-            from sleuth.graph.pgstore import drop_tables
-
-            drop_tables(cast("PostgresStore", index.store))
+        index.store.graph_tables().drop()
 
     def close(self) -> None:
         """Close the store (a view leaves it to the whole graph)."""

@@ -44,7 +44,7 @@ from sleuth.graph.store import (
 if TYPE_CHECKING:
     from psycopg import Connection
 
-    from sleuth.store.postgres import PostgresStore
+    from sleuth.store.pg_sessions import Database
 
 TABLES = ("graph_meta", "graph_entities", "graph_aliases", "graph_mentions",
           "graph_relations", "graph_extracted", "graph_checked", "graph_name_vectors",
@@ -92,7 +92,7 @@ def _quoted(column: str) -> str:
 
 _PROPOSALS = ", ".join(map(_quoted, PROPOSAL_COLUMNS))
 
-def has_tables(store: PostgresStore) -> bool:
+def has_tables(store: Database) -> bool:
     """Whether the index schema holds a graph (its tables, possibly empty)."""
     with store.connection() as conn:
         row = conn.execute("SELECT to_regclass(quote_ident(current_schema()) || "
@@ -100,7 +100,7 @@ def has_tables(store: PostgresStore) -> bool:
     return row is not None and row[0] is not None
 
 
-def drop_tables(store: PostgresStore) -> None:
+def drop_tables(store: Database) -> None:
     """Drop every graph table of the index schema (reviewed proposals included)."""
     with store.connection() as conn, conn.transaction():
         conn.execute(_LOCK)
@@ -161,10 +161,28 @@ class _Names:
                 cur.executemany("UPDATE graph_entities SET type=%s WHERE id=%s", self.retyped)
 
 
+class PostgresGraphTables:
+    """The graph capability of a PostgreSQL store: the ``graph_*`` tables of its schema;
+    ``folder`` keeps the graph's side files (the LLM extraction cache)."""
+
+    def __init__(self, database: Database, folder: Path) -> None:
+        self._database = database
+        self._folder = folder
+
+    def exists(self) -> bool:
+        return has_tables(self._database)
+
+    def open(self) -> PostgresGraphStore:
+        return PostgresGraphStore(self._database, self._folder)
+
+    def drop(self) -> None:
+        drop_tables(self._database)
+
+
 class PostgresGraphStore:
     """Read and write access to the graph tables of a PostgreSQL index."""
 
-    def __init__(self, store: PostgresStore, folder: Path) -> None:
+    def __init__(self, store: Database, folder: Path) -> None:
         self._store = store
         self._folder = folder
         self.where = store.where

@@ -13,7 +13,8 @@ name is in ``meta``). ``proposals`` holds the triples proposed for review
 
 :class:`GraphBackend` is what the graph needs of its storage; :class:`GraphStore` is the
 SQLite one, :class:`sleuth.graph.pgstore.PostgresGraphStore` keeps the same tables in the
-schema of a PostgreSQL index.
+schema of a PostgreSQL index. An index's store backend says which it uses: its
+``graph_tables()`` (:class:`FolderGraph` for a folder) opens, finds and drops the graph.
 """
 
 from __future__ import annotations
@@ -189,6 +190,23 @@ class GraphBackend(Protocol):
     def replace_tables(self, rows: Callable[[str], Iterable[tuple[Any, ...]]]) -> None:
         """Replace the whole graph, reviewed proposals included, in one transaction: each
         of :data:`COPY_TABLES` gets the rows ``rows(table)`` yields, in that order."""
+
+
+class FolderGraph:
+    """The graph capability of a store with a folder: ``graph.db`` in it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def exists(self) -> bool:
+        return (self.folder / GRAPH_DB).is_file()
+
+    def open(self) -> GraphStore:
+        return GraphStore(self.folder)
+
+    def drop(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            (self.folder / f"{GRAPH_DB}{suffix}").unlink(missing_ok=True)
 
 
 class GraphStore:

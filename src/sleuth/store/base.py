@@ -1,24 +1,47 @@
-"""The Store seam: what every index backend provides, plus a plain registry.
+"""The Store seam: what an index backend provides, and the registry that finds it.
 
-A store persists documents, chunks, sentences and sentence vectors, and answers the two
-searches. Ranking semantics live in :mod:`sleuth.store.keyword` (exact keyword scoring) and
-here (best-sentence cosine) so every backend returns the same results.
+A backend persists documents, chunks, sentences and sentence vectors and answers the
+searches. It provides small capability Protocols (:class:`Documents`, :class:`Catalog`,
+:class:`KeywordSearch`, :class:`Vectors`, :class:`Builds`) and says where its graph
+(:class:`GraphTables`), its sessions (:class:`~sleuth.store.sessions.SessionStore`) and its
+side files live; :class:`Store` is all of them. The ranking semantics (exact keyword scores,
+BM25, best-sentence cosine, what an access may read) are written once in
+:mod:`sleuth.store.ranking` and :mod:`sleuth.store.keyword`, so every backend returns the
+same results.
+
+Backends register under a URL scheme (:func:`register_backend`, or the entry point group
+``sleuth.backends`` of an installed package); :func:`open_store` picks one by the scheme of
+a location. The built-ins register below exactly so, by module path: the PostgreSQL driver
+is imported only when a ``postgresql://`` index is opened.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import import_module
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from sleuth.access import DEFAULT_COLLECTION, Access
 from sleuth.errors import StoreError
 from sleuth.store.keyword import KeywordMode
+from sleuth.store.ranking import (  # re-exported from its earlier home
+    top_chunks_by_best_sentence as top_chunks_by_best_sentence,
+)
+from sleuth.store.sessions import SessionStore
 from sleuth.types import Chunk, Document, Hit
+
+if TYPE_CHECKING:
+    from sleuth.graph.store import GraphBackend
+    from sleuth.settings import VectorSettings
+
 
 FORMAT = "sleuth-index"
 FORMAT_VERSION = 3  # 2: documents carry a collection and access groups; chunks a word count
@@ -82,18 +105,46 @@ class StoreStats:
     manifest: Mapping[str, Any] = field(default_factory=dict)
 
 
-class Store(Protocol):
-    """A persistent index backend.
+# -- capabilities: what a backend provides, each a small Protocol ----------------------
+#
+# Every read takes ``access``: the caller's collections and groups (``None``: everything).
+# A backend applies it inside its queries, before ranking and counting, so nothing outside
+# it shows: hidden chunks are absent from results, counts and statistics (BM25's document
+# frequencies and lengths included), and a hidden id reads exactly like a nonexistent one.
+# :func:`sleuth.store.ranking.visible_documents` says what an access may read.
 
-    Every read takes ``access``: the caller's collections and groups (``None``: everything).
-    The store applies it inside its queries, before ranking and counting, so nothing outside
-    it shows: hidden chunks are absent from results, counts and statistics (BM25's document
-    frequencies and lengths included), and a hidden id reads exactly like a nonexistent one.
-    """
 
-    manifest: dict[str, Any]
+class Documents(Protocol):
+    """Documents and chunks, read back as they were written."""
+
+    def get_document(self, doc_id: str, access: Access | None = None) -> Document | None: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str],
+                   access: Access | None = None) -> dict[str, Chunk]: ...
+
+    def chunk_spans(self, doc_id: str,
+                    access: Access | None = None) -> list[tuple[str, int, int]]:
+        """``(chunk_id, start, end)`` of a document's chunks, in document order."""
+
+    def document_titles(self, access: Access | None = None) -> dict[str, str]:
+        """``doc_id`` → title, for every (visible) document."""
+
+    def visible_documents(self, access: Access | None) -> frozenset[str] | None:
+        """The ids of the documents ``access`` may read; ``None`` when it may read all."""
+
+    def iter_chunks(self) -> Iterator[Chunk]: ...
 
     def stats(self, access: Access | None = None) -> StoreStats: ...
+
+
+class Catalog(Protocol):
+    """What the indexer keeps per document: it writes and deletes whole documents and
+    compares hashes, sources and owners with the files it reads."""
+
+    def write(self, docs: Sequence[PreparedDocument]) -> None:
+        """Insert or replace documents (by ``doc_id``) atomically as one batch."""
+
+    def delete(self, doc_ids: Sequence[str]) -> None: ...
 
     def document_hashes(self) -> dict[str, str]: ...
 
@@ -103,13 +154,49 @@ class Store(Protocol):
     def document_access(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """``doc_id`` → (collection, groups), for every document."""
 
-    def visible_documents(self, access: Access | None) -> frozenset[str] | None:
-        """The ids of the documents ``access`` may read; ``None`` when it may read all."""
 
-    def write(self, docs: Sequence[PreparedDocument]) -> None:
-        """Insert or replace documents (by ``doc_id``) atomically as one batch."""
+class KeywordSearch(Protocol):
+    """Keyword candidates (postings), scored by :mod:`sleuth.store.ranking`."""
 
-    def delete(self, doc_ids: Sequence[str]) -> None: ...
+    def keyword_search(self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word",
+                       access: Access | None = None) -> list[Hit]:
+        """Chunks by exact keyword counts: equal to :func:`sleuth.store.keyword.brute_force`
+        over the visible chunks."""
+
+    def bm25_search(self, terms: Sequence[str], top_k: int,
+                    doc_ids: Sequence[str] | None = None,
+                    access: Access | None = None) -> list[Hit]:
+        """Chunks ranked by BM25 over ``terms`` (any term may match), only in ``doc_ids``
+        when given; the snippets are the chunk's sentences holding a term. Under a
+        restricting ``access`` the statistics (N, df, average length) are the visible ones."""
+
+
+class Vectors(Protocol):
+    """Sentence vectors and document summaries."""
+
+    def semantic_search(self, query: np.ndarray, top_k: int,
+                        doc_ids: Sequence[str] | None = None,
+                        access: Access | None = None) -> list[Hit]:
+        """Chunks by best-sentence cosine (:func:`sleuth.store.ranking.top_chunks_by_best_
+        sentence`); ``doc_ids`` restricts the search to documents."""
+
+    def document_vectors(self, doc_id: str) -> np.ndarray:
+        """A document's sentence vectors in document order (what ``copy_store`` moves)."""
+
+    def summaries(self, access: Access | None = None
+                  ) -> tuple[list[str], list[str], np.ndarray]:
+        """Document summaries: ``(doc_ids, texts, unit vectors)``; documents written before
+        summaries existed have none (the index fills them in)."""
+
+    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """Insert or replace ``(doc_id, text, vector)`` summaries of stored documents."""
+
+    def configure_ann(self, settings: VectorSettings) -> None:
+        """Use ``settings`` for approximate search (a backend without one ignores them)."""
+
+
+class Builds(Protocol):
+    """Build bookkeeping and integrity, for several processes on one index."""
 
     def begin_build(self, command: str = "") -> None:
         """Mark a build as running (an interrupted one is resumed by the next build);
@@ -137,82 +224,49 @@ class Store(Protocol):
         """Repair what :meth:`check` finds that the stored text can restore (sentence
         vectors, through ``embed`` of ``(title, sentence)`` pairs)."""
 
-    def keyword_search(
-        self, keywords: Sequence[str], top_k: int, mode: KeywordMode = "word",
-        access: Access | None = None,
-    ) -> list[Hit]: ...
 
-    def semantic_search(self, query: np.ndarray, top_k: int,
-                        doc_ids: Sequence[str] | None = None,
-                        access: Access | None = None) -> list[Hit]:
-        """Chunks by best-sentence cosine; ``doc_ids`` restricts the search to documents."""
+class GraphTables(Protocol):
+    """Where a backend keeps the knowledge graph (``graph.db`` in a folder, tables in a
+    database)."""
 
-    def bm25_search(self, terms: Sequence[str], top_k: int,
-                    doc_ids: Sequence[str] | None = None,
-                    access: Access | None = None) -> list[Hit]:
-        """Chunks ranked by BM25 over ``terms`` (any term may match), only in ``doc_ids``
-        when given; the snippets are the chunk's sentences holding a term. Under a
-        restricting ``access`` the statistics (N, df, average length) are the visible ones."""
+    def exists(self) -> bool:
+        """Whether a graph is stored (possibly empty), without creating one."""
 
-    def document_titles(self, access: Access | None = None) -> dict[str, str]:
-        """``doc_id`` → title, for every (visible) document."""
+    def open(self) -> GraphBackend:
+        """The graph's storage, created empty when missing."""
 
-    def chunk_spans(self, doc_id: str,
-                    access: Access | None = None) -> list[tuple[str, int, int]]:
-        """``(chunk_id, start, end)`` of a document's chunks, in document order."""
+    def drop(self) -> None:
+        """Delete the stored graph, reviewed proposals included."""
 
-    def get_chunks(self, chunk_ids: Sequence[str],
-                   access: Access | None = None) -> dict[str, Chunk]: ...
 
-    def summaries(self, access: Access | None = None
-                  ) -> tuple[list[str], list[str], np.ndarray]:
-        """Document summaries: ``(doc_ids, texts, unit vectors)``; documents written before
-        summaries existed have none (the index fills them in)."""
+class Store(Documents, Catalog, KeywordSearch, Vectors, Builds, Protocol):
+    """A persistent index backend: the capabilities above, plus where its side files, its
+    graph and its sessions live. :func:`open_store` makes one from a location."""
 
-    def write_summaries(self, rows: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        """Insert or replace ``(doc_id, text, vector)`` summaries of stored documents."""
+    manifest: dict[str, Any]
 
-    def get_document(self, doc_id: str, access: Access | None = None) -> Document | None: ...
+    @property
+    def where(self) -> str:
+        """The index, for messages: its folder, or its URL without the password."""
 
-    def document_vectors(self, doc_id: str) -> np.ndarray:
-        """A document's sentence vectors in document order (what ``copy_store`` moves)."""
+    @property
+    def folder(self) -> Path:
+        """The side folder: a local folder for files kept beside the index (uploads, caches;
+        a folder index's graph and sessions)."""
 
-    def iter_chunks(self) -> Iterator[Chunk]: ...
+    def graph_tables(self) -> GraphTables: ...
+
+    def sessions(self) -> SessionStore:
+        """The saved sessions of the index (:mod:`sleuth.store.sessions`)."""
 
     def close(self) -> None: ...
 
 
-StoreFactory = Callable[..., Store]
-_REGISTRY: dict[str, StoreFactory] = {}
-
-
-def register_store(scheme: str, factory: StoreFactory) -> None:
-    """Register a backend for locations ``<scheme>://…`` (``""`` is a local folder)."""
-    _REGISTRY[scheme] = factory
-
-
-def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any] | None,
-               chunk_tokens: int | None = None, repair: bool = False) -> Store:
-    """Open (or create) the store at ``location``; the scheme picks the backend. ``repair``:
-    open a damaged index as far as its repair needs (a manifest restored from its copy)."""
-    text = str(location)
-    scheme = text.split("://", 1)[0] if "://" in text else ""
-    if scheme == "" and "" not in _REGISTRY:
-        from sleuth.store import local  # noqa: F401  (the embedded store registers itself)
-    elif scheme in ("postgresql", "postgres") and scheme not in _REGISTRY:
-        try:
-            from sleuth.store import postgres  # noqa: F401  (registers both schemes)
-        except ImportError as exc:
-            raise StoreError(f"{scheme}:// indexes need {exc.name or 'the PostgreSQL driver'}"
-                             ": pip install 'sleuth-rag[postgres]'") from None
-    factory = _REGISTRY.get(scheme)
-    if factory is None:
-        known = ", ".join(sorted(s or "<folder>" for s in _REGISTRY)) or "<folder>"
-        raise StoreError(f"no store backend for {scheme}:// (known: {known})")
-    if repair:
-        return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens,
-                       repair=True)
-    return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens)
+def data_folder(where: str) -> Path:
+    """The side folder of an index that lives outside the file system (``where`` names it):
+    one under ``$XDG_DATA_HOME/sleuth/stores`` named after it."""
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "sleuth" / "stores" / hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
 def check_manifest(manifest: Mapping[str, Any], where: str) -> None:
@@ -276,31 +330,82 @@ def check_embedder(manifest: Mapping[str, Any], embedder: Mapping[str, Any] | No
         )
 
 
-def top_chunks_by_best_sentence(
-    scores: np.ndarray, chunk_of: np.ndarray, top_k: int, per_chunk: int = 3
-) -> list[tuple[int, float, list[int]]]:
-    """Exact chunk ranking by best sentence score.
+# -- the registry: URL scheme → backend -------------------------------------------------
 
-    ``scores[i]`` is sentence row i's cosine (``-inf`` for dead rows) and ``chunk_of[i]`` its
-    chunk key. Returns (chunk key, best score, rows of its top sentences) for the top chunks.
-    Scanning sentences in descending score order, the first ``top_k`` distinct chunks met are
-    exactly the top chunks by maximum; the candidate pool grows until it holds enough.
-    """
-    n = len(scores)
-    pool = min(n, max(64, top_k * 16))
-    while True:
-        part = np.argpartition(-scores, pool - 1)[:pool] if pool < n else np.arange(n)
-        order = part[np.argsort(-scores[part], kind="stable")]
-        picked: dict[int, list[int]] = {}
-        for row in order:
-            if not np.isfinite(scores[row]):
-                break
-            key = int(chunk_of[row])
-            if key in picked:
-                if len(picked[key]) < per_chunk:
-                    picked[key].append(int(row))
-            elif len(picked) < top_k:
-                picked[key] = [int(row)]
-        if len(picked) >= top_k or pool >= n:
-            return [(key, float(scores[rows[0]]), rows) for key, rows in picked.items()]
-        pool = min(n, pool * 4)
+BACKENDS = "sleuth.backends"  # the entry-point group of third-party backends
+StoreFactory = Callable[..., Store]
+_REGISTRY: dict[str, StoreFactory | str] = {}
+_INSTALL: dict[str, str] = {}  # scheme → what to pip install when its import fails
+_discovered = False
+
+
+def register_backend(scheme: str, factory: StoreFactory | str, *, install: str = "") -> None:
+    """Open locations ``<scheme>://…`` (``""``: a local folder) with ``factory``, called as
+    ``factory(location, create=, embedder=, chunk_tokens=)`` (and ``repair=True`` to open a
+    damaged index for its repair). ``factory`` may be a ``"module:attribute"`` path, imported
+    when an index of its scheme is first opened, so a backend's dependencies stay optional;
+    ``install`` names what provides them. A package registers one the same way through the
+    entry point group ``sleuth.backends`` (name: the scheme; value: the path)."""
+    _REGISTRY[scheme] = factory
+    if install:
+        _INSTALL[scheme] = install
+
+
+register_store = register_backend  # the earlier name
+
+
+def backend_schemes() -> list[str]:
+    """The registered schemes (``""``: the folder store), entry points included."""
+    _discover()
+    return sorted(_REGISTRY)
+
+
+def _discover() -> None:
+    """Register the backends of installed packages, once (a registration in-process wins)."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for entry in entry_points(group=BACKENDS):
+        _REGISTRY.setdefault(entry.name, entry.value)
+
+
+def _factory(scheme: str) -> StoreFactory:
+    found = _REGISTRY.get(scheme)
+    if found is None:
+        _discover()
+        found = _REGISTRY.get(scheme)
+    if found is None:
+        known = ", ".join(f"{s}://" if s else "<folder>" for s in backend_schemes())
+        raise StoreError(f"no store backend for {scheme}:// (known: {known})")
+    if not isinstance(found, str):
+        return found
+    module, _, name = found.partition(":")
+    try:
+        factory: StoreFactory = getattr(import_module(module), name)
+    except ImportError as exc:
+        install = _INSTALL.get(scheme) or f"the package that provides {scheme}://"
+        raise StoreError(f"{scheme}:// indexes need {exc.name or module}: "
+                         f"pip install {install}") from None
+    return factory
+
+
+def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any] | None,
+               chunk_tokens: int | None = None, repair: bool = False) -> Store:
+    """Open (or create) the store at ``location``; the scheme picks the backend. ``repair``:
+    open a damaged index as far as its repair needs (a manifest restored from its copy)."""
+    text = str(location)
+    scheme = text.split("://", 1)[0] if "://" in text else ""
+    factory = _factory(scheme)
+    if repair:
+        return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens,
+                       repair=True)
+    return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens)
+
+
+# the built-in backends, registered as any other
+register_backend("", "sleuth.store.local:LocalStore")
+register_backend("postgresql", "sleuth.store.postgres:PostgresStore",
+                 install="'sleuth-rag[postgres]'")
+register_backend("postgres", "sleuth.store.postgres:PostgresStore",
+                 install="'sleuth-rag[postgres]'")

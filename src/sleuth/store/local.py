@@ -68,7 +68,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import os
 import socket
 import sqlite3
@@ -86,10 +85,11 @@ import numpy as np
 from sleuth.access import Access, decode_groups, encode_groups, restricted
 from sleuth.errors import IndexDamaged, IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
-from sleuth.store import ann
+from sleuth.store import ann, ranking
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     FORMAT_VERSION,
+    GraphTables,
     PreparedDocument,
     Problem,
     RepairReport,
@@ -99,10 +99,10 @@ from sleuth.store.base import (
     check_vectors,
     new_manifest,
     now,
-    register_store,
-    top_chunks_by_best_sentence,
 )
 from sleuth.store.lease import LOCKS, Lease, Maintenance
+from sleuth.store.ranking import top_chunks_by_best_sentence
+from sleuth.store.sessions import FileSessions, SessionStore
 from sleuth.types import Chunk, Document, Hit, Sentence
 
 log = logging.getLogger(__name__)
@@ -744,9 +744,7 @@ class LocalStore:
                                  lambda: self._compute_visible(access))
 
     def _compute_visible(self, access: Access) -> _Visible:
-        docs = frozenset(doc_id for doc_id, (collection, groups)
-                         in self.document_access().items()
-                         if access.allows(collection, groups))
+        docs = ranking.visible_documents(self.document_access(), access) or frozenset()
         rows: set[int] = set()
         words = 0
         for part in _batches(sorted(docs)):
@@ -762,6 +760,24 @@ class LocalStore:
         make it."""
         self._vector_settings = settings
         self._vectors = None
+
+    # -- side files: the folder itself keeps them, the graph and the sessions ----------
+
+    @property
+    def where(self) -> str:
+        return str(self.root)
+
+    @property
+    def folder(self) -> Path:
+        return self.root
+
+    def graph_tables(self) -> GraphTables:
+        from sleuth.graph.store import FolderGraph
+
+        return FolderGraph(self.root)
+
+    def sessions(self) -> SessionStore:
+        return FileSessions(self.root / "sessions")
 
     # -- builds ------------------------------------------------------------------------
 
@@ -1438,16 +1454,8 @@ class LocalStore:
             return []
         sentence_rows = {int(vectors.sentence_of[r]) for _, _, rows in ranked for r in rows}
         spans = self._sentence_spans(sentence_rows)
-        meta = self._chunk_meta([key for key, _, _ in ranked])
-        hits = []
-        for key, score, rows in ranked:
-            chunk_id, doc_id, title, text, start = meta[key]
-            snippets = []
-            for r in rows:
-                s_start, s_end = spans[int(vectors.sentence_of[r])]
-                snippets.append(text[s_start - start : s_end - start])
-            hits.append(Hit(chunk_id, doc_id, title, round(score, 6), tuple(snippets)))
-        return hits
+        return ranking.semantic_hits(ranked, self._chunk_meta([key for key, _, _ in ranked]),
+                                     lambda row: spans[int(vectors.sentence_of[row])])
 
     def _allowed(self, vectors: _Vectors, doc_ids: Sequence[str] | None,
                  access: Access | None) -> tuple[str | None, np.ndarray | None]:
@@ -1497,32 +1505,23 @@ class LocalStore:
                        mode: kw.KeywordMode = "word",
                        access: Access | None = None) -> list[Hit]:
         parsed = kw.parse_keywords(keywords, mode)
-        rescore = [k for k in parsed if not _countable(k)]
+        counted, rescored = ranking.split_keywords(parsed, MAX_TOKEN_CHARS)
         rows, counts = [], []
-        for k in parsed:
-            if _countable(k):
-                found, occurrences = self._term_postings(k.text)
-                rows.append(found)
-                counts.append(occurrences * k.weight)
+        for k in counted:
+            found, occurrences = self._term_postings(k.text)
+            rows.append(found)
+            counts.append(occurrences * k.weight)
         scores = _summed(rows, counts)
-        if rescore:
-            for rowid, text in self._candidate_texts(self._candidates(rescore)):
-                score = kw.score_text(text.lower(), rescore)
-                if score > 0:
-                    scores[rowid] = scores.get(rowid, 0.0) + score
+        if rescored:
+            ranking.rescore(self._candidate_texts(self._candidates(rescored)), rescored,
+                            scores)
         visible = self._visible_for(access)
         if visible is not None:
             scores = {rowid: score for rowid, score in scores.items() if rowid in visible.rows}
         ranked = self._top(scores, top_k)
         chunks = self.get_chunks([cid for cid, _ in ranked])
-        titles = self._titles({c.doc_id for c in chunks.values()})
-        hits = []
-        for chunk_id, score in ranked:
-            chunk = chunks[chunk_id]
-            snippets = kw.matching_sentences([s.text for s in chunk.sentences], parsed)
-            hits.append(Hit(chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""), score,
-                            tuple(snippets)))
-        return hits
+        return ranking.keyword_hits(ranked, chunks,
+                                    self._titles({c.doc_id for c in chunks.values()}), parsed)
 
     @_reads
     def bm25_search(self, terms: Sequence[str], top_k: int,
@@ -1530,8 +1529,7 @@ class LocalStore:
                     access: Access | None = None) -> list[Hit]:
         """FTS5's BM25 over the chunk tokens (the terms joined by OR); under a restricting
         ``access``, BM25 computed over the visible chunks alone."""
-        tokens = list(dict.fromkeys(
-            t[:MAX_TOKEN_CHARS] for term in terms for t in kw.tokenize(term.lower())))
+        tokens = ranking.query_tokens(terms, MAX_TOKEN_CHARS)
         if not tokens or (doc_ids is not None and not doc_ids):
             return []
         visible = self._visible_for(access)
@@ -1545,20 +1543,10 @@ class LocalStore:
                 "SELECT rowid, -bm25(keyword) FROM keyword WHERE keyword MATCH ? "
                 "ORDER BY bm25(keyword) LIMIT ?", (query, top_k)).fetchall()
         ids = self._chunk_ids([r for r, _ in ranked])
-        chunks = self.get_chunks(list(ids.values()))
-        titles = self._titles({c.doc_id for c in chunks.values()})
-        parsed = kw.parse_keywords(tokens)
-        hits = []
-        for rowid, score in ranked:
-            chunk = chunks.get(ids.get(rowid, ""))
-            if chunk is None:
-                continue
-            snippets = sorted(  # the sentences matching the most distinct terms first
-                kw.matching_sentences([s.text for s in chunk.sentences], parsed),
-                key=lambda text: -sum(1 for k in parsed if k.count(text.lower())))
-            hits.append(Hit(chunk.chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""),
-                            round(float(score), 6), tuple(snippets)))
-        return hits
+        by_id = [(ids[rowid], score) for rowid, score in ranked if rowid in ids]
+        chunks = self.get_chunks([chunk_id for chunk_id, _ in by_id])
+        return ranking.bm25_hits(by_id, chunks,
+                                 self._titles({c.doc_id for c in chunks.values()}), tokens)
 
     def _term_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk rowids, occurrences) of one token; a common term's are kept in memory for
@@ -1688,17 +1676,14 @@ class LocalStore:
                 (token,)) if rowid in visible.rows]
             if not postings:
                 continue
-            df = len(postings)
-            idf[token] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            idf[token] = ranking.bm25_idf(total, len(postings))
             for rowid, n in postings:
                 if rowid in allowed:
                     counts.setdefault(rowid, {})[token] = n
         lengths = {rowid: n for part in _batches(sorted(counts)) for rowid, n in self.db.execute(
             f"SELECT id, n_words FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)}
-        scored = []
-        for rowid, tf in counts.items():
-            norm = 1.2 * (0.25 + 0.75 * lengths.get(rowid, 0) / avg)
-            scored.append((rowid, sum(idf[t] * n * 2.2 / (n + norm) for t, n in tf.items())))
+        scored = [(rowid, sum(ranking.bm25_term(idf[t], n, lengths.get(rowid, 0), avg)
+                              for t, n in tf.items())) for rowid, tf in counts.items()]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:top_k]
 
@@ -1710,8 +1695,7 @@ class LocalStore:
         marks = ",".join("?" * len(tokens))
         df = dict(self.db.execute(
             f"SELECT term, doc FROM keyword_terms WHERE term IN ({marks})", tokens).fetchall())
-        idf = {t: math.log(1 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in tokens
-               if df.get(t)}
+        idf = {t: ranking.bm25_idf(total, df[t]) for t in tokens if df.get(t)}
         if not idf:
             return []
         rows: list[tuple[int, str]] = []
@@ -1729,8 +1713,7 @@ class LocalStore:
         avg = (sum(lengths) / len(lengths)) if lengths else 1.0
         scored = []
         for (rowid, counts), length in zip(counted, lengths, strict=True):
-            norm = 1.2 * (0.25 + 0.75 * length / avg)
-            score = sum(w * counts[t] * 2.2 / (counts[t] + norm) for t, w in idf.items()
+            score = sum(ranking.bm25_term(w, counts[t], length, avg) for t, w in idf.items()
                         if counts[t])
             if score > 0:
                 scored.append((rowid, score))
@@ -1916,11 +1899,6 @@ def _tokens(text: str) -> str:
     return " ".join(t[:MAX_TOKEN_CHARS] for t in kw.tokenize(text.lower()))
 
 
-def _countable(k: kw.Keyword) -> bool:
-    """Whole-word keywords that are one token: counted exactly from the postings."""
-    return not k.substring and len(k.text) < MAX_TOKEN_CHARS and k.tokens == [k.text]
-
-
 def _essential(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A manifest without the parts format 2 kept in it and format 3 keeps in the database
     (build state, approximate index record)."""
@@ -1932,5 +1910,3 @@ def _short(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:200]
 
-
-register_store("", LocalStore)

@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -66,7 +66,9 @@ from sleuth.access import Access, restricted
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
 from sleuth.store import keyword as kw
+from sleuth.store import ranking
 from sleuth.store.base import (
+    GraphTables,
     PreparedDocument,
     Problem,
     RepairReport,
@@ -74,11 +76,12 @@ from sleuth.store.base import (
     check_embedder,
     check_manifest,
     check_vectors,
+    data_folder,
     new_manifest,
     now,
-    register_store,
-    top_chunks_by_best_sentence,
 )
+from sleuth.store.ranking import K1, B, top_chunks_by_best_sentence
+from sleuth.store.sessions import SessionStore
 from sleuth.types import Chunk, Document, Hit, Sentence
 
 DEFAULT_SCHEMA = "sleuth"
@@ -91,7 +94,6 @@ POOL_SIZE = 8  # connections shared by concurrent readers and writers
 PAGE = 500  # chunks per query of iter_chunks
 DEFER_INDEX_ROWS = 100_000  # below this many sentences a build rebuilds the HNSW index
 BUILD_MEMORY = "1GB"  # maintenance_work_mem of an HNSW build unless configured
-K1, B = 1.2, 0.75  # BM25 parameters
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 TABLES = """
@@ -450,8 +452,7 @@ class PostgresStore:
         if not parsed or top_k <= 0:
             return []
         where, params = _access_sql(access)
-        counted = [k for k in parsed if _countable(k)]
-        rescore = [k for k in parsed if not _countable(k)]
+        counted, rescored = ranking.split_keywords(parsed, MAX_TOKEN_CHARS)
         scores: dict[str, float] = {}
         with self._pool.connection() as conn:
             if counted:
@@ -463,25 +464,15 @@ class PostgresStore:
                     [terms, [k.weight for k in counted], terms, *params],
                 ):
                     scores[chunk_id] = float(score)
-            if rescore:
-                clause, cparams = self._candidates(conn, rescore)
-                for chunk_id, text in conn.execute(
+            if rescored:
+                clause, cparams = self._candidates(conn, rescored)
+                ranking.rescore(conn.execute(
                     f"SELECT c.chunk_id, c.text FROM {VISIBLE_CHUNKS} "
-                    f"WHERE ({clause}) AND {where}", [*cparams, *params],
-                ):
-                    score = kw.score_text(text.lower(), rescore)
-                    if score > 0:
-                        scores[chunk_id] = scores.get(chunk_id, 0.0) + score
+                    f"WHERE ({clause}) AND {where}", [*cparams, *params]), rescored, scores)
         ranked = kw.rank(scores.items(), top_k)
         chunks = self.get_chunks([chunk_id for chunk_id, _ in ranked])
-        titles = self._titles({c.doc_id for c in chunks.values()})
-        hits = []
-        for chunk_id, score in ranked:
-            chunk = chunks[chunk_id]
-            snippets = kw.matching_sentences([s.text for s in chunk.sentences], parsed)
-            hits.append(Hit(chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""), score,
-                            tuple(snippets)))
-        return hits
+        return ranking.keyword_hits(ranked, chunks,
+                                    self._titles({c.doc_id for c in chunks.values()}), parsed)
 
     def _candidates(self, conn: Connection,
                     keywords: Sequence[kw.Keyword]) -> tuple[str, list[Any]]:
@@ -540,12 +531,7 @@ class PostgresStore:
             meta = {r[0]: r[1:] for r in conn.execute(
                 'SELECT c.id, c.chunk_id, c.doc_id, d.title, c.text, c.start '
                 f"FROM {VISIBLE_CHUNKS} WHERE c.id = ANY(%s)", ([key for key, _, _ in ranked],))}
-        hits = []
-        for key, score, picked in ranked:
-            chunk_id, doc_id, title, text, start = meta[key]
-            snippets = tuple(text[rows[i][2] - start : rows[i][3] - start] for i in picked)
-            hits.append(Hit(chunk_id, doc_id, title, round(score, 6), snippets))
-        return hits
+        return ranking.semantic_hits(ranked, meta, lambda i: (rows[i][2], rows[i][3]))
 
     def _nearest(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
                  limit: int, exact: bool) -> list[tuple[int, float, int, int]]:
@@ -569,8 +555,7 @@ class PostgresStore:
                     access: Access | None = None) -> list[Hit]:
         """BM25 (k1 1.2, b 0.75) over the visible chunks: N, document frequencies and the
         average length counted on them; term counts from the token arrays."""
-        tokens = list(dict.fromkeys(
-            t[:MAX_TOKEN_CHARS] for term in terms for t in kw.tokenize(term.lower())))
+        tokens = ranking.query_tokens(terms, MAX_TOKEN_CHARS)
         if not tokens or top_k <= 0 or (doc_ids is not None and not doc_ids):
             return []
         where, params = _access_sql(access)
@@ -586,7 +571,7 @@ class PostgresStore:
                 f"AND {where}) FROM unnest(%s::text[]) AS t", [*params, tokens],
             ):
                 if df:
-                    idf[token] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                    idf[token] = ranking.bm25_idf(total, df)
             if not idf:
                 return []
             within = ""
@@ -603,17 +588,8 @@ class PostgresStore:
                 [K1 + 1, K1, 1 - B, B, float(words) / total or 1.0, list(idf),
                  list(idf.values()), list(idf), *params, top_k]).fetchall()
         chunks = self.get_chunks([r[0] for r in ranked])
-        titles = self._titles({c.doc_id for c in chunks.values()})
-        parsed = kw.parse_keywords(tokens)
-        hits = []
-        for chunk_id, score in ranked:
-            chunk = chunks[chunk_id]
-            snippets = sorted(  # the sentences matching the most distinct terms first
-                kw.matching_sentences([s.text for s in chunk.sentences], parsed),
-                key=lambda text: -sum(1 for k in parsed if k.count(text.lower())))
-            hits.append(Hit(chunk_id, chunk.doc_id, titles.get(chunk.doc_id, ""),
-                            round(float(score), 6), tuple(snippets)))
-        return hits
+        return ranking.bm25_hits(ranked, chunks, self._titles({c.doc_id for c in chunks.values()}),
+                                 tokens)
 
     def _titles(self, doc_ids: set[str]) -> dict[str, str]:
         if not doc_ids:
@@ -697,6 +673,23 @@ class PostgresStore:
     def _dim(self) -> int:
         return int((self.manifest.get("embedder") or {}).get("dim") or 0)
 
+    # -- side files, the graph and the sessions ----------------------------------------
+
+    @property
+    def folder(self) -> Path:
+        """The side folder: one under ``$XDG_DATA_HOME`` named after the index."""
+        return data_folder(self.where)
+
+    def graph_tables(self) -> GraphTables:
+        from sleuth.graph.pgstore import PostgresGraphTables
+
+        return PostgresGraphTables(self, self.folder)
+
+    def sessions(self) -> SessionStore:
+        from sleuth.store.pg_sessions import PostgresSessions
+
+        return PostgresSessions(self)
+
     def connection(self) -> AbstractContextManager[Connection]:
         """A pooled connection, its search path on the index schema (side tables: sessions)."""
         return self._pool.connection()
@@ -746,11 +739,6 @@ def _chunk(row: tuple[Any, ...]) -> Chunk:
     return Chunk(chunk_id, doc_id, position, text, start, end, n_tokens, sentences, prev, nxt)
 
 
-def _countable(k: kw.Keyword) -> bool:
-    """Whole-word keywords that are one token: counted exactly from the token arrays."""
-    return not k.substring and len(k.text) < MAX_TOKEN_CHARS and k.tokens == [k.text]
-
-
 def _extension_schema(conn: Connection) -> str:
     """The schema holding pgvector's types and operators (``public`` before it exists)."""
     row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
@@ -778,6 +766,3 @@ def _redacted(location: str) -> str:
     host = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
-
-register_store("postgresql", PostgresStore)
-register_store("postgres", PostgresStore)
