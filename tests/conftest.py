@@ -6,13 +6,15 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sleuth import Index, Settings
 from sleuth.cli import main
+from sleuth.embed import BatchCallback, Embedder
 from sleuth.llm import FakeLLMServer
 from sleuth.quickstart import sample_path
 
@@ -65,6 +67,26 @@ def twowiki_records(limit: int) -> list[dict[str, str]]:
         pytest.skip("../shared/data is not present")
     records: list[dict[str, str]] = json.loads((TWOWIKI / "corpus.json").read_text())
     return records[:limit]
+
+
+class MemoEmbedder:
+    """The configured embedder, each distinct text embedded once (tests that index one
+    corpus into several stores share one)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None
+              ) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if missing:
+            self.cache.update(zip(missing, self.inner.embed(missing), strict=True))
+        if on_batch:
+            on_batch(len(texts))
+        return np.stack([self.cache[t] for t in texts]) if texts else \
+            np.zeros((0, self.dim), dtype=np.float32)
 
 
 @pytest.fixture(scope="session")

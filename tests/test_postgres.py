@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ import pytest
 pgserver = pytest.importorskip(
     "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
 
+from conftest import MemoEmbedder  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
 from sleuth.access import Access  # noqa: E402
-from sleuth.embed import BatchCallback, Embedder, load_embedder  # noqa: E402
+from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import IndexNotFound, StoreError  # noqa: E402
 from sleuth.ingest import chunk_document  # noqa: E402
 from sleuth.quickstart import sample_path  # noqa: E402
@@ -38,25 +39,6 @@ WORDS = ["the", "of", "and", "pepys", "king", "child", "children", "bones", "mus
 PHRASES = ["of the", "my wife", "in the morning", "the king", "st. ives", "mr.", "o'clock",
            "--", ",", "child's", "land's end", "to-day"]
 SUBSTRINGS = ["ing", "the", "chil", "ould", "ea", "own", "pep", "tion", "e", "ll o"]
-
-
-class MemoEmbedder:
-    """The configured embedder, each distinct text embedded once for the whole module."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name, self.dim = inner.name, inner.dim
-        self.cache: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None
-              ) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if missing:
-            self.cache.update(zip(missing, self.inner.embed(missing), strict=True))
-        if on_batch:
-            on_batch(len(texts))
-        return np.stack([self.cache[t] for t in texts]) if texts else \
-            np.zeros((0, self.dim), dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -382,7 +364,7 @@ def test_missing_driver_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # the driver is not installed
     monkeypatch.delitem(sys.modules, "sleuth.store.postgres")
     monkeypatch.delattr(sleuth.store, "postgres")
-    monkeypatch.setattr(base, "_REGISTRY", {})
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # the built-ins, by path
     with pytest.raises(StoreError, match=r"need psycopg: pip install 'sleuth-rag\[postgres\]'"):
         open_store("postgresql://db/x", create=False, embedder=None)
 
