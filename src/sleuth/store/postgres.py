@@ -38,6 +38,13 @@ exact scans of the visible sentences. A build into an index of fewer than
 
 Access control: every read joins its rows to ``documents`` and filters on the collection
 and the groups overlap (``&&``) inside the query, before anything is ranked or counted.
+
+What stays here rather than in :mod:`sleuth.store.ranking`: the work PostgreSQL should do
+where the rows are: counting single-token keywords and BM25 statistics from the token
+arrays, candidate selection over the GIN index, the HNSW walk, and the access filter, so
+no more rows than a page of hits leave the server. The scoring of candidates' text, the
+idf, the best-sentence ranking and the hits are the shared ones. (Past 600 lines because
+each of those is one SQL statement with its explanation.)
 """
 
 from __future__ import annotations
