@@ -432,7 +432,7 @@ def _print_answer(answer: Any) -> None:
             click.echo(f"  [{c.ref or c.chunk_id}] {c.title}{where} "
                        f"(relevance {c.relevance:.2f})")
     if answer.control is not None:
-        _status(_control_line(answer.control))
+        _status(_control_line(answer.control.to_dict()))
     forced = f", forced by {answer.forced}" if answer.forced else ""
     summaries = sum(1 for e in answer.context_events if e.get("event") == "summarize")
     summarized = f", context summarized {summaries}x" if summaries else ""

@@ -133,6 +133,104 @@ class Step:
         }
 
 
+Decision = Literal["simple", "complex"]
+Outcome = Literal["", "verified", "unverified", "abstained", "out of scope"]
+PROPERTIES = ("relevance", "grounding", "adequacy")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where ``--agent auto`` sent a question, why, and the features the rule looked at."""
+
+    decision: Decision
+    reason: str
+    features: dict[str, Any] = field(default_factory=dict)
+    by: Literal["rules", "llm"] = "rules"
+    agent: str = ""  # the runner the question went to (empty until routed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "reason": self.reason, "by": self.by,
+                "agent": self.agent, "features": self.features}
+
+    def __getitem__(self, key: str) -> Any:
+        """A field by its JSON key (``answer.route["decision"]``), as when this was a dict."""
+        return self.to_dict()[key]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One Triple-Check verdict. ``understood`` is False when the judge's reply could not be
+    read (the answer is then returned unverified rather than retried)."""
+
+    relevance: bool
+    grounding: bool
+    adequacy: bool
+    reason: str = ""
+    understood: bool = True
+
+    @property
+    def failure(self) -> str | None:
+        """The first property that fails, in the order relevance, grounding, adequacy."""
+        return next((p for p in PROPERTIES if not getattr(self, p)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"relevance": self.relevance, "grounding": self.grounding,
+                "adequacy": self.adequacy, "reason": self.reason,
+                "understood": self.understood, "failure": self.failure}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The A2RAG scope gate: the question's best similarity to a document summary."""
+
+    score: float
+    threshold: float
+    nearest_document: str | None
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "threshold": self.threshold,
+                "nearest_document": self.nearest_document, "passed": self.passed}
+
+
+@dataclass
+class Attempt:
+    """One try of a checked answer: the query, the evidence, the candidate and its verdict."""
+
+    query: str
+    evidence: list[str]  # chunk ids the judge saw
+    candidate: str
+    check: Check
+    stage: str | None = None  # the A2RAG retrieval stage reached (None under --verify)
+    rewrite: str | None = None  # the next attempt's query, when there is one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, **({"stage": self.stage} if self.stage is not None else {}),
+                "evidence": list(self.evidence), "candidate": self.candidate,
+                "check": self.check.to_dict(),
+                **({"rewrite": self.rewrite} if self.rewrite is not None else {})}
+
+
+@dataclass
+class Control:
+    """What the A2RAG controller or ``--verify`` decided: the gate, every attempt, the
+    outcome, and how many triples a verified answer proposed for review."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    outcome: Outcome = ""
+    gate: Gate | None = None
+    proposed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**({"gate": self.gate.to_dict()} if self.gate is not None else {}),
+                "attempts": [a.to_dict() for a in self.attempts], "outcome": self.outcome,
+                **({"proposed": self.proposed} if self.proposed is not None else {})}
+
+    def __getitem__(self, key: str) -> Any:
+        """A field by its JSON key (``answer.control["outcome"]``), as when this was a dict."""
+        return self.to_dict()[key]
+
+
 @dataclass
 class Answer:
     """A finished agent run: the answer, its citations and the full trajectory."""
@@ -157,9 +255,9 @@ class Answer:
     memory_state: dict[str, Any] | None = None  # the memory agent's final memory
     context_events: list[dict[str, Any]] = field(default_factory=list)  # warnings, summaries
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the dialogue
-    route: dict[str, Any] | None = None  # --agent auto: decision, reason, by, agent, features
+    route: Route | None = None  # --agent auto
     abstained: bool = False  # the controller declined to answer (out of scope, unverified)
-    control: dict[str, Any] | None = None  # a2rag / --verify: gate, attempts, outcome
+    control: Control | None = None  # a2rag / --verify
 
     @property
     def document_ranking(self) -> list[str]:
@@ -207,7 +305,7 @@ class Answer:
             "forced": self.forced,
             "seconds": round(self.seconds, 3),
             **({"memory_state": self.memory_state} if self.memory_state is not None else {}),
-            **({"route": self.route} if self.route is not None else {}),
-            **({"abstained": self.abstained, "control": self.control}
+            **({"route": self.route.to_dict()} if self.route is not None else {}),
+            **({"abstained": self.abstained, "control": self.control.to_dict()}
                if self.control is not None else {}),
         }

@@ -1,14 +1,18 @@
-"""The agent: a ReAct loop over the retrieval tools."""
+"""The agents: runners that answer a question with cited sources, and the registry of named
+variants (``--agent NAME``)."""
 
 from sleuth.agent.loop import Agent, prompt
-from sleuth.agent.tracker import Tracker
+from sleuth.agent.run import ModelRunner, Run, Runner, StepCallback
 from sleuth.agent.variants import (
            VARIANTS,
+           Setup,
            Variant,
            build_agent,
            llm_from_settings,
            register_variant,
 )
+from sleuth.tracker import Tracker
 
-__all__ = ["VARIANTS", "Agent", "Tracker", "Variant", "build_agent", "llm_from_settings",
-           "prompt", "register_variant"]
+__all__ = ["VARIANTS", "Agent", "ModelRunner", "Run", "Runner", "Setup", "StepCallback",
+           "Tracker", "Variant", "build_agent", "llm_from_settings", "prompt",
+           "register_variant"]

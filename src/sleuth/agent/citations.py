@@ -1,55 +1,25 @@
-"""Parse the ids an answer cites (chunk ids, reference ids, document ids), and the relevance
-the model gave each."""
+"""Turn the ids an answer cites (chunk ids, reference ids, document ids) into citations of
+existing sources, with the relevance the model gave each.
+
+How citations look and are read from text is :mod:`sleuth.ids`; its text helpers are
+re-exported here for the imports that predate it.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sleuth.docview import DocumentView
+from sleuth.ids import cited_ids, split_answer, strip_citations
 from sleuth.types import Citation
 
 if TYPE_CHECKING:
-    from sleuth.agent.tracker import Tracker
     from sleuth.index import Index
+    from sleuth.tracker import Tracker
 
-_BRACKETS = re.compile(r"\[([^\[\]\n]{1,400})\]")
-_RELEVANCE_LINE = re.compile(r"^\s*\**relevance\**\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
-_PAIR = re.compile(r"([^\s,;=:()]+(?:\s*#\s*\d+)?)\s*[=:(]\s*([01](?:\.\d+)?|\.\d+)\)?")
-
-
-def split_answer(text: str) -> tuple[str, dict[str, float]]:
-    """The answer without its ``Relevance:`` line, and the scores that line gave."""
-    scores: dict[str, float] = {}
-    for match in _RELEVANCE_LINE.finditer(text):
-        for cid, value in _PAIR.findall(match.group(1)):
-            scores[cid.strip("`[] ").replace(" ", "")] = min(1.0, max(0.0, float(value)))
-    body = _RELEVANCE_LINE.sub("", text).strip()
-    if not body and text.strip():  # the whole reply sat on the Relevance line: keep it
-        body = re.sub(r"^\s*\**relevance\**\s*:\s*", "", text.strip(), flags=re.IGNORECASE)
-    return body, scores
-
-
-_CITATION = re.compile(r"\s*\[[^\[\]\n]*(?:#\d+|turn\d+search\d+)[^\[\]\n]*\]")
-
-
-def strip_citations(text: str) -> str:
-    """The answer without its ``[chunk id]`` citation brackets and ``Relevance:`` line, for
-    scoring against gold answers (EM/F1 would otherwise count the ids as wrong tokens)."""
-    return _CITATION.sub("", split_answer(text)[0]).strip()
-
-
-def cited_ids(text: str) -> list[str]:
-    """Ids inside square brackets, in order of first appearance (``[a, b]`` gives both)."""
-    out: list[str] = []
-    for group in _BRACKETS.findall(text):
-        for part in re.split(r"[,;]", group):
-            cid = part.strip().strip("`'\" ")
-            if cid and cid not in out:
-                out.append(cid)
-    return out
+__all__ = ["cited_ids", "parse_citations", "resolve_sources", "split_answer", "strip_citations"]
 
 
 def parse_citations(

@@ -1,9 +1,9 @@
 """Context management (AgenticRAG): warn at 90 % of the token budget, force ``summarize``
 at 100 %, then drop tool output not tied to the references the model chose to keep.
 
-Tool output is cut into blocks by the ids that head them (``[turn1search3]`` for search
-results and find/open windows, ``[2] chunk_id: …`` for chunk searches, ``=== chunk …`` for
-chunk reads). A kept block stays verbatim; a dropped one leaves a one-line stub naming its
+Tool output is cut into blocks by the ids that head them (a reference id in brackets for
+search results and find/open windows, ``[2] chunk_id: …`` for chunk searches, ``=== chunk …``
+for chunk reads). A kept block stays verbatim; a dropped one leaves a one-line stub naming its
 ids, so every id stays valid and can be opened again.
 """
 
@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sleuth.agent.prompts import prompt
+from sleuth.agent.run import Run
+from sleuth.agent.toolcalls import assistant_message, execute
+from sleuth.ids import REF_ID
+from sleuth.settings import AgentSettings
 from sleuth.tokens import count_tokens
-from sleuth.tools import ToolContext
-from sleuth.tools.documents import REF_PATTERN
-from sleuth.types import Answer, Step
+from sleuth.tools import Tool, ToolContext
+from sleuth.types import Step
 
-if TYPE_CHECKING:
-    from sleuth.agent.loop import Agent
-
-_BLOCK = re.compile(r"^(?:\[(turn\d+search\d+)\]|\[\d+\] chunk_id: (\S+)|=== chunk ([^\s:]+))",
-                    re.MULTILINE)
+_BLOCK = re.compile(rf"^(?:\[({REF_ID.pattern})\]|\[\d+\] chunk_id: (\S+)|"
+                    r"=== chunk ([^\s:]+))", re.MULTILINE)
 _STUB = "[removed by summarize: {}]"
 
 
@@ -61,78 +62,71 @@ def prune(content: str, keep: set[str]) -> tuple[str, list[str]]:
 
 
 @dataclass
-class _ContextManager:
+class ContextWatch:
     """Budget watch for one run: a warning at ``warn_ratio``, a forced summary at 100 %."""
 
-    agent: Agent
-    answer: Answer
+    run: Run
     ctx: ToolContext
+    tools: Sequence[Tool]
+    settings: AgentSettings
+    budget: int
     warned: bool = False
     recount: bool = False  # the last token estimate predates a compaction
     forced: int = 0
 
     @property
     def enabled(self) -> bool:
-        return any(t.name == "summarize" for t in self.agent.tools)
+        return any(t.name == "summarize" for t in self.tools)
 
-    def check(self, messages: list[dict[str, Any]], estimate: int,
-              on_step: Callable[[Step], None] | None) -> bool:
+    def check(self, messages: list[dict[str, Any]], estimate: int) -> bool:
         """Act on the context size after a step; False when the answer must be forced."""
-        budget = self.agent._budget()
+        budget = self.budget
         used = count_messages(messages) if self.recount else estimate
         self.recount = False
         if not self.enabled:
             return used < budget
-        settings = self.agent.settings
         if used >= budget:
             if self.forced >= 3:  # summarizing no longer frees enough
                 return False
             self.forced += 1
-            self._force_summary(messages, used, budget, on_step)
+            self._force_summary(messages, used, budget)
             return count_messages(messages) < budget
-        if used >= settings.warn_ratio * budget and not self.warned:
+        if used >= self.settings.warn_ratio * budget and not self.warned:
             self.warned = True
-            from sleuth.agent.loop import prompt
-
             messages.append({"role": "user", "content": prompt("context_warning").format(
                 used=used, budget=budget, percent=round(100 * used / budget))})
-            self.answer.context_events.append({"step": len(self.answer.trajectory),
-                                               "event": "warning", "tokens": used,
-                                               "budget": budget})
+            self.run.answer.context_events.append({"step": len(self.run.answer.trajectory),
+                                                   "event": "warning", "tokens": used,
+                                                   "budget": budget})
         return True
 
-    def _force_summary(self, messages: list[dict[str, Any]], used: int, budget: int,
-                       on_step: Callable[[Step], None] | None) -> None:
-        from sleuth.agent.loop import _assistant, prompt
-
-        summarize = next(t for t in self.agent.tools if t.name == "summarize")
+    def _force_summary(self, messages: list[dict[str, Any]], used: int, budget: int) -> None:
+        summarize = next(t for t in self.tools if t.name == "summarize")
         messages.append({"role": "user", "content": prompt("context_full").format(
             used=used, budget=budget)})
-        response = self.agent._chat(self.answer, messages, [summarize.schema()],
-                                    tool_choice="required")
-        number = len(self.answer.trajectory) + 1
+        response = self.run.chat(messages, [summarize.schema()], tool_choice="required",
+                                 parallel_tool_calls=self.settings.parallel_tool_calls)
+        number = self.run.next_step
         calls = [c for c in response.tool_calls if c.name == "summarize"]
         if calls:
-            messages.append(_assistant(response, calls[:1]))
-            step = self.agent._execute(self.ctx, calls[0], response, number)
+            messages.append(assistant_message(response, calls[:1]))
+            step = execute(self.tools, self.ctx, calls[0], response, number)
             call_id = calls[0].id
         else:  # the model wrote its notes as text: keep the ids those notes name
             notes = (response.content or "").strip() or "(no notes)"
-            keep = list(dict.fromkeys(REF_PATTERN.findall(notes)))
+            keep = list(dict.fromkeys(REF_ID.findall(notes)))
             keep += [i for i in self.ctx.tracker.read if i in notes and i not in keep]
             messages.append({"role": "assistant", "content": notes})
             result = summarize.run(self.ctx, {"notes": notes, "keep_refs": keep})
             step = Step(number, "summarize", {"notes": notes, "keep_refs": keep}, result.text,
                         "forced summary written as text", 0)
             call_id = None
-        self.answer.trajectory.append(step)
+        self.run.record(step)
         if call_id is not None:
             messages.append({"role": "tool", "tool_call_id": call_id,
                              "content": step.tool_output})
         else:
             messages.append({"role": "user", "content": step.tool_output})
-        if on_step:
-            on_step(step)
         self.compact(messages, step, forced=True, before=used)
 
     def compact(self, messages: list[dict[str, Any]], step: Step, *, forced: bool = False,
@@ -156,7 +150,7 @@ class _ContextManager:
                 dropped += gone
         self.recount = True
         self.warned = False
-        self.answer.context_events.append({
+        self.run.answer.context_events.append({
             "step": step.step, "event": "summarize", "forced": forced,
             "tokens_before": tokens_before, "tokens_after": count_messages(messages),
             "kept": sorted(keep), "dropped": list(dict.fromkeys(dropped)),

@@ -21,19 +21,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.citations import cited_ids, resolve_sources, strip_citations
-from sleuth.agent.loop import Agent, StepCallback, prompt
-from sleuth.agent.tracker import Tracker
+from sleuth.agent.citations import resolve_sources
+from sleuth.agent.prompts import prompt
+from sleuth.agent.run import ModelRunner, Run, StepCallback
+from sleuth.ids import cite, cited_ids, strip_citations
 from sleuth.ingest.sentences import split_sentences
 from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
+from sleuth.tracker import Tracker
 from sleuth.types import Answer, Chunk, Step
 
 _ANSWER_IS = re.compile(r"answer is\s*:?\s*", re.I)
 
 
 @dataclass
-class IRCoTAgent(Agent):
+class IRCoTAgent(ModelRunner):
     """Interleaved retrieval and chain-of-thought, one reasoning sentence per step."""
 
     system_prompt: str = field(default_factory=lambda: prompt("ircot"))
@@ -47,47 +49,46 @@ class IRCoTAgent(Agent):
             history: Sequence[dict[str, Any]] = ()) -> Answer:
         """Reason and retrieve in turn, then answer; ``history`` is accepted for sessions but
         unused (each call shows the model the question, the paragraphs and the reasoning)."""
-        started = time.perf_counter()
-        tracker = tracker or Tracker()
-        answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
-                        model=self.llm.model)
-        retriever = HybridRetriever(self.index)
-        paragraphs: list[Chunk] = []
-        thoughts: list[str] = []
-        self._retrieve(retriever, question, "", paragraphs, tracker, answer, on_step)
-        final: str | None = None
-        while final is None and len(thoughts) < min(self.ircot_steps, self.settings.max_steps):
-            sentence, final = _next_sentence(self._reason(answer, question, paragraphs, thoughts))
-            thoughts.append(sentence)
-            answer.loops += 1
-            if final is None:  # the sentence, without its [id] citations, is the query
-                self._retrieve(retriever, strip_citations(sentence), sentence, paragraphs,
-                               tracker, answer, on_step)
-        if final is None:
-            answer.forced = "max_steps"
-            reply = self._reason(answer, question, paragraphs, thoughts, prompt("ircot_answer"))
-            final = _answer_of(reply)
-        answer.messages.append({"role": "assistant", "content": final})
-        self._finish(answer, final, tracker, started)
-        self._cite_reasoning(answer, thoughts, paragraphs, tracker)
-        return answer
+        with self.start(question, question_id=question_id, on_step=on_step,
+                        tracker=tracker) as run:
+            retriever = HybridRetriever(self.index)
+            paragraphs: list[Chunk] = []
+            thoughts: list[str] = []
+            self._retrieve(run, retriever, question, "", paragraphs)
+            final: str | None = None
+            while final is None and len(thoughts) < min(self.ircot_steps,
+                                                        self.settings.max_steps):
+                sentence, final = _next_sentence(self._reason(run, question, paragraphs,
+                                                              thoughts))
+                thoughts.append(sentence)
+                run.answer.loops += 1
+                if final is None:  # the sentence, without its [id] citations, is the query
+                    self._retrieve(run, retriever, strip_citations(sentence), sentence,
+                                   paragraphs)
+            if final is None:
+                run.answer.forced = "max_steps"
+                final = _answer_of(self._reason(run, question, paragraphs, thoughts,
+                                                prompt("ircot_answer")))
+            run.answer.messages.append({"role": "assistant", "content": final})
+            run.finish(final, self.index)
+            self._cite_reasoning(run, thoughts, paragraphs)
+        return run.answer
 
-    def _reason(self, answer: Answer, question: str, paragraphs: Sequence[Chunk],
+    def _reason(self, run: Run, question: str, paragraphs: Sequence[Chunk],
                 thoughts: Sequence[str], instruction: str = "") -> str:
         """One call: the next reasoning sentence (or, with ``instruction``, the answer)."""
         reasoning = "\n".join(thoughts) or "(none yet)"
         ask = instruction or "Write the next sentence of the reasoning."
         user = (f"Paragraphs:\n{self._render(paragraphs)}\n\nQuestion: {question}\n\n"
                 f"Reasoning so far:\n{reasoning}\n\n{ask}")
-        answer.messages = [{"role": "system", "content": self.system_prompt},
-                           {"role": "user", "content": user}]
-        if instruction:  # the final answer: no tools, like the loop's forced answer
-            return self._chat(answer, answer.messages, []).content or ""
-        return self._account(answer, self.llm.chat(answer.messages)).content or ""
+        run.answer.messages = [{"role": "system", "content": self.system_prompt},
+                               {"role": "user", "content": user}]
+        # the final answer offers no tools, like the loop's forced answer
+        return run.chat(run.answer.messages,
+                        tool_choice="none" if instruction else None).content or ""
 
-    def _retrieve(self, retriever: HybridRetriever, query: str, reasoning: str,
-                  paragraphs: list[Chunk], tracker: Tracker, answer: Answer,
-                  on_step: StepCallback | None) -> None:
+    def _retrieve(self, run: Run, retriever: HybridRetriever, query: str, reasoning: str,
+                  paragraphs: list[Chunk]) -> None:
         """Add up to ``paragraphs_per_step`` new paragraphs for ``query``; record the step."""
         started = time.perf_counter()
         room = min(self.paragraphs_per_step, self.max_paragraphs - len(paragraphs))
@@ -96,8 +97,8 @@ class IRCoTAgent(Agent):
         new = [cid for cid in ranking if cid not in gathered][:room]
         chunks = self.index.read(new).chunks
         for rank, chunk in enumerate(chunks, 1):
-            tracker.saw(chunk.chunk_id, 1.0 / rank)
-            tracker.mark_read(chunk.chunk_id)  # the model sees the full text
+            run.tracker.saw(chunk.chunk_id, 1.0 / rank)
+            run.tracker.mark_read(chunk.chunk_id)  # the model sees the full text
         paragraphs.extend(chunks)
         if chunks:
             output = self._render(chunks)
@@ -105,11 +106,9 @@ class IRCoTAgent(Agent):
             output = f"No new paragraphs: the cap of {self.max_paragraphs} is reached."
         else:
             output = "No new paragraphs."
-        step = Step(len(answer.trajectory) + 1, "retrieve", {"query": query}, output, reasoning,
-                    count_tokens(output) if chunks else 0, None, time.perf_counter() - started)
-        answer.trajectory.append(step)
-        if on_step:
-            on_step(step)
+        run.record(Step(run.next_step, "retrieve", {"query": query}, output, reasoning,
+                        count_tokens(output) if chunks else 0, None,
+                        time.perf_counter() - started))
 
     def _render(self, chunks: Sequence[Chunk]) -> str:
         """``[chunk id] Title: text`` per paragraph, so answers can cite the ids."""
@@ -121,17 +120,18 @@ class IRCoTAgent(Agent):
             title = doc.title if doc else ""
             head, _, body = chunk.text.partition("\n")
             text = body.strip() if title and head.strip() == title and body else chunk.text
-            lines.append(f"[{chunk.chunk_id}] {title}: {text}" if title else
-                         f"[{chunk.chunk_id}] {text}")
+            lines.append(f"{cite(chunk.chunk_id)} {title}: {text}" if title else
+                         f"{cite(chunk.chunk_id)} {text}")
         return "\n".join(lines)
 
-    def _cite_reasoning(self, answer: Answer, thoughts: Sequence[str],
-                        paragraphs: Sequence[Chunk], tracker: Tracker) -> None:
+    def _cite_reasoning(self, run: Run, thoughts: Sequence[str],
+                        paragraphs: Sequence[Chunk]) -> None:
         """Add the gathered paragraphs the reasoning cited to the answer's own citations."""
+        answer = run.answer
         gathered = {c.chunk_id for c in paragraphs}
         have = {c.chunk_id for c in answer.citations}
         ids = [cid for cid in cited_ids(" ".join(thoughts)) if cid in gathered - have]
-        found = resolve_sources(self.index, tracker, ids)
+        found = resolve_sources(self.index, run.tracker, ids)
         answer.citations += [found[cid] for cid in ids if cid in found]
 
 

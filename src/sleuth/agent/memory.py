@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.loop import Agent, StepCallback, prompt
-from sleuth.agent.tracker import Tracker
+from sleuth.agent.prompts import prompt
+from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.errors import MissingDependency
+from sleuth.ids import cite
 from sleuth.retrieval import HybridRetriever
 from sleuth.settings import MemorySettings
 from sleuth.tokens import count_tokens, decode, encode
+from sleuth.tracker import Tracker
 from sleuth.types import Answer, Chunk, Step
 
 EXCERPT_TOKENS = 300  # of each recalled chunk shown to the model
@@ -40,7 +42,7 @@ _INPUTS = ("\n\nQuestion: {question}\n\nMemory so far:\n{memory}\n\nEarlier simi
 
 
 @dataclass
-class MemoryAgent(Agent):
+class MemoryAgent(ModelRunner):
     """Sequential reading with an accumulated memory and TF-IDF recall of earlier chunks."""
 
     memory: MemorySettings = field(default_factory=MemorySettings)
@@ -50,88 +52,82 @@ class MemoryAgent(Agent):
             history: Sequence[dict[str, Any]] = ()) -> Answer:
         """Read and answer; ``history`` is accepted for sessions but unused (the memory
         agent keeps no dialogue, only the session's tracker)."""
+        with self.start(question, question_id=question_id, on_step=on_step,
+                        tracker=tracker) as run:
+            recalled = _History()
+            memory = ""
+            limit = min(self.memory.candidates, self.settings.max_steps)
+            for chunk in self._candidates(run, question)[:limit]:
+                memory, sufficient = self._read(run, question, memory, chunk, recalled)
+                if sufficient:
+                    break
+            final = self._ask(run, _fill(
+                prompt("memory_answer"), question=question, memory=memory or "(empty)",
+                examples=_render(recalled.recall(question, self.memory.recall_examples)),
+            ), final=True)
+            run.answer.memory_state = {"final_memory": memory, "history_size": len(recalled)}
+            run.finish(final, self.index)
+        return run.answer
+
+    def _read(self, run: Run, question: str, memory: str, chunk: Chunk,
+              recalled: _History) -> tuple[str, bool]:
+        """One chunk into the memory: (the new memory, whether the model says it suffices)."""
         started = time.perf_counter()
-        tracker = tracker or Tracker()
-        answer = Answer(question=question, answer="", question_id=question_id, agent=self.name,
-                        model=self.llm.model)
-        recalled = _History()
-        memory = ""
-        limit = min(self.memory.candidates, self.settings.max_steps)
-        for chunk in self._candidates(question, answer, tracker, on_step)[:limit]:
-            step_started = time.perf_counter()
-            examples = _render(recalled.recall(chunk.text, self.memory.recall_examples))
-            reply = self._ask(answer, _fill(
-                self._update_template(), question=question,
-                memory=memory or "(empty)", examples=examples, chunk_id=chunk.chunk_id,
-                chunk=chunk.text, budget=str(self.memory.memory_size),
-            ))
-            memory, sufficient = _parse_update(reply)
-            memory = self._fit(answer, question, memory)
-            tracker.mark_read(chunk.chunk_id)
-            recalled.add(chunk)
-            answer.loops += 1
-            self._record(answer, on_step, Step(
-                len(answer.trajectory) + 1, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
-                chunk.text, memory, count_tokens(chunk.text), None,
-                time.perf_counter() - step_started,
-            ))
-            if sufficient:
-                break
-        final = self._ask(answer, _fill(
-            prompt("memory_answer"), question=question, memory=memory or "(empty)",
-            examples=_render(recalled.recall(question, self.memory.recall_examples)),
-        ), final=True)
-        answer.memory_state = {"final_memory": memory, "history_size": len(recalled)}
-        self._finish(answer, final, tracker, started)
-        return answer
+        examples = _render(recalled.recall(chunk.text, self.memory.recall_examples))
+        reply = self._ask(run, _fill(
+            self._update_template(), question=question,
+            memory=memory or "(empty)", examples=examples, chunk_id=chunk.chunk_id,
+            chunk=chunk.text, budget=str(self.memory.memory_size),
+        ))
+        memory, sufficient = _parse_update(reply)
+        memory = self._fit(run, question, memory)
+        run.tracker.mark_read(chunk.chunk_id)
+        recalled.add(chunk)
+        run.answer.loops += 1
+        run.record(Step(run.next_step, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
+                        chunk.text, memory, count_tokens(chunk.text), None,
+                        time.perf_counter() - started))
+        return memory, sufficient
 
     def _update_template(self) -> str:
         """The configured update prompt; one without placeholders gets the inputs appended."""
         template = self.memory.update_prompt or prompt("memory_update")
         return template if "{chunk}" in template else template + _INPUTS
 
-    def _candidates(self, question: str, answer: Answer, tracker: Tracker,
-                    on_step: StepCallback | None) -> list[Chunk]:
+    def _candidates(self, run: Run, question: str) -> list[Chunk]:
         started = time.perf_counter()
         ids = HybridRetriever(self.index).hybrid(question, top_k=self.memory.candidates)
         chunks = self.index.read(ids).chunks
         titles = {c.doc_id: (d.title if (d := self.index.document(c.doc_id)) else "")
                   for c in chunks}
         for rank, chunk in enumerate(chunks, 1):
-            tracker.saw(chunk.chunk_id, 1.0 / rank)
-        listing = "\n".join(f"{rank}. [{c.chunk_id}] {titles[c.doc_id]}"
+            run.tracker.saw(chunk.chunk_id, 1.0 / rank)
+        listing = "\n".join(f"{rank}. {cite(c.chunk_id)} {titles[c.doc_id]}"
                             for rank, c in enumerate(chunks, 1))
-        self._record(answer, on_step, Step(
+        run.record(Step(
             1, "hybrid_search", {"query": question, "top_k": self.memory.candidates},
             listing or "No matches.", "candidate chunks for sequential reading",
             count_tokens(listing), None, time.perf_counter() - started,
         ))
         return list(chunks)
 
-    def _fit(self, answer: Answer, question: str, memory: str) -> str:
+    def _fit(self, run: Run, question: str, memory: str) -> str:
         """The memory within budget: one request to shrink it, then a cut at the budget."""
         budget = self.memory.memory_size
         size = count_tokens(memory)
         if size <= budget:
             return memory
-        reply = self._ask(answer, _SHRINK.format(size=size, budget=budget, question=question,
-                                                 memory=memory))
+        reply = self._ask(run, _SHRINK.format(size=size, budget=budget, question=question,
+                                              memory=memory))
         memory = _parse_update(reply)[0]
         tokens = encode(memory)
         return memory if len(tokens) <= budget else decode(tokens[:budget])
 
-    def _ask(self, answer: Answer, content: str, final: bool = False) -> str:
+    @staticmethod
+    def _ask(run: Run, content: str, final: bool = False) -> str:
         """One user message; memory updates are free text, the final answer is an answer."""
         messages = [{"role": "user", "content": content}]
-        if final:
-            return self._chat(answer, messages, []).content or ""
-        return self._account(answer, self.llm.chat(messages)).content or ""
-
-    @staticmethod
-    def _record(answer: Answer, on_step: StepCallback | None, step: Step) -> None:
-        answer.trajectory.append(step)
-        if on_step:
-            on_step(step)
+        return run.chat(messages, tool_choice="none" if final else None).content or ""
 
 
 @dataclass
@@ -179,7 +175,7 @@ def _render(chunks: list[Chunk]) -> str:
     for chunk in chunks:
         tokens = encode(chunk.text)
         excerpt = decode(tokens[:EXCERPT_TOKENS]) + (" …" if len(tokens) > EXCERPT_TOKENS else "")
-        blocks.append(f"[{chunk.chunk_id}] {excerpt}")
+        blocks.append(f"{cite(chunk.chunk_id)} {excerpt}")
     return "\n\n".join(blocks)
 
 

@@ -18,28 +18,28 @@ multi-hop, comparison, calculation or explanation question needs the agent's too
 A question is *complex* when it has two or more hops or any cue, else *simple*; the reason
 names what decided it. With ``use_llm`` one tool-less chat call (prompt ``router.md``)
 decides instead, falling back to the rule when the reply is not understood or the call
-fails. The :class:`Router` then runs the chosen agent and records the route on the answer.
+fails. The :class:`Router` wraps the two runners: it runs the chosen one and records the
+route on its answer.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from sleuth.agent.loop import Agent, StepCallback
-from sleuth.agent.tracker import Tracker
+from sleuth.agent.prompts import prompt
+from sleuth.agent.run import Prices, Run, Runner, StepCallback
 from sleuth.errors import LLMError
-from sleuth.llm import ChatResponse
+from sleuth.llm import LLM
 from sleuth.retrieval import question_keywords
-from sleuth.types import Answer
+from sleuth.tracker import Tracker
+from sleuth.types import Answer, Decision, Route
 
 AUTO = "auto"
 DESCRIPTION = ("router: simple questions to router.simple_agent (naive-rag), complex ones to "
                "router.complex_agent (full); answers carry the route")
-Decision = Literal["simple", "complex"]
 MAX_WORDS = 35
 MAX_ENTITIES = 2
 
@@ -73,16 +73,6 @@ _CUES: dict[str, re.Pattern[str]] = {
 _CHOICE = re.compile(r",[^,?]+\bor\b[^,?]+\?\s*$")
 _JOINED = re.compile(r"^\W*(?:and|or|&)\W*$", re.I)
 _VERDICT = re.compile(r"^\W*(simple|complex)\b\W*(.*)", re.I | re.S)
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a question goes, why, and the features the rule looked at."""
-
-    decision: Decision
-    reason: str
-    features: dict[str, Any] = field(default_factory=dict)
-    by: Literal["rules", "llm"] = "rules"
 
 
 def classify(question: str) -> Route:
@@ -142,51 +132,53 @@ def parse_verdict(text: str) -> tuple[Decision, str] | None:
 
 
 @dataclass
-class Router(Agent):
-    """Classify the question, run ``simple_agent`` or ``complex_agent``, record the route.
+class Router:
+    """Classify the question, run ``simple`` or ``complex``, record the route.
 
-    The answer keeps the delegated agent's name in ``agent`` and gains ``route``
+    The answer keeps the chosen runner's name in ``agent`` and gains ``route``
     (``decision``, ``reason``, ``by``, ``agent``, ``features``). With ``use_llm`` the
     classification call's tokens and cost are added to the answer.
     """
 
-    simple_agent: Agent = field(kw_only=True)
-    complex_agent: Agent = field(kw_only=True)
-    use_llm: bool = field(default=False, kw_only=True)
+    simple: Runner
+    complex: Runner
+    llm: LLM
+    use_llm: bool = False
+    system_prompt: str = field(default_factory=lambda: prompt("router"))
+    prices: Prices | None = None
+    name: str = AUTO
 
     def run(self, question: str, *, question_id: str | None = None,
             on_step: StepCallback | None = None, tracker: Tracker | None = None,
             history: Sequence[dict[str, Any]] = ()) -> Answer:
-        started = time.perf_counter()
-        route, response = self.route(question)
-        agent = self.complex_agent if route.decision == "complex" else self.simple_agent
-        answer = agent.run(question, question_id=question_id, on_step=on_step,
-                           tracker=tracker, history=history)
-        if response is not None:
-            self._account(answer, response)
-        answer.route = {"decision": route.decision, "reason": route.reason, "by": route.by,
-                        "agent": agent.name, "features": route.features}
-        answer.seconds = time.perf_counter() - started
+        with Run.start(self.name, self.llm, question, question_id=question_id,
+                       prices=self.prices) as run:
+            route = self.route(question, run)
+            runner = self.complex if route.decision == "complex" else self.simple
+            answer = runner.run(question, question_id=question_id, on_step=on_step,
+                                tracker=tracker, history=history)
+            run.absorb(answer)
+            run.adopt(answer).route = replace(route, agent=runner.name)
         return answer
 
-    def route(self, question: str) -> tuple[Route, ChatResponse | None]:
-        """The rule's route, or the LLM's when ``use_llm`` (with the call to account for)."""
+    def route(self, question: str, run: Run) -> Route:
+        """The rule's route, or the LLM's when ``use_llm`` (its call on ``run``'s account)."""
         rules = classify(question)
         if not self.use_llm:
-            return rules, None
+            return rules
         messages = [{"role": "system", "content": self.system_prompt},
                     {"role": "user", "content": question}]
         try:
-            response = self.llm.chat(messages, None, tool_choice="none")
+            response = run.chat(messages, None, tool_choice="none")
         except LLMError as exc:
-            return _fallback(rules, f"LLM error: {exc}"), None
+            return _fallback(rules, f"LLM error: {exc}")
         verdict = parse_verdict(response.content or "")
         if verdict is None:
             reply = " ".join((response.content or "").split())[:60]
-            return _fallback(rules, f"LLM reply not understood: {reply!r}"), response
+            return _fallback(rules, f"LLM reply not understood: {reply!r}")
         decision, reason = verdict
         return Route(decision, f"{decision}: {reason}" if reason else decision,
-                     rules.features, "llm"), response
+                     rules.features, "llm")
 
 
 def _fallback(rules: Route, problem: str) -> Route:

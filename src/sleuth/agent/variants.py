@@ -1,15 +1,30 @@
-"""Named agent configurations (``--agent NAME``) and the one-call ``ask``."""
+"""Named agents (``--agent NAME``): a registry of factories, and the one-call builder.
+
+A :class:`Variant` names a factory that builds a :class:`~sleuth.agent.run.Runner` from a
+:class:`Setup` (the index, the model, the settings and the variant itself). Built-ins are
+registered below exactly as another package would register its own::
+
+    register_variant(Variant("echo", "answers with the question", lambda s: Echo(s.llm)))
+
+after which ``sleuth ask --agent echo``, ``sleuth.ask(..., agent="echo")``, the servers
+and ``sleuth eval run`` all reach it. ``auto`` (the router over two other variants) and
+``--verify`` wrap what the registry builds.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.agent.a2rag import A2RAGAgent, VerifiedAgent
+from sleuth.agent.a2rag import A2RAGAgent, Gated
 from sleuth.agent.ircot import IRCoTAgent
-from sleuth.agent.loop import Agent, prompt
+from sleuth.agent.loop import Agent
 from sleuth.agent.memory import MemoryAgent
+from sleuth.agent.prompts import prompt
 from sleuth.agent.router import AUTO, Router
+from sleuth.agent.run import Runner
+from sleuth.agent.verify import Verified
 from sleuth.errors import ConfigError
 from sleuth.index import Index
 from sleuth.llm import LLM
@@ -18,98 +33,126 @@ from sleuth.tools import TOOLS
 
 
 @dataclass(frozen=True)
+class Setup:
+    """What a factory builds a runner from."""
+
+    variant: Variant
+    index: Index
+    llm: LLM
+    settings: Settings
+
+    def fields(self) -> dict[str, Any]:
+        """The :class:`~sleuth.agent.run.ModelRunner` fields the variant implies: its
+        tools and prompt, the agent settings, the prices, its name."""
+        return {"index": self.index, "llm": self.llm,
+                "tools": [TOOLS[t] for t in self.variant.tools],
+                "system_prompt": prompt(self.variant.prompt), "settings": self.settings.agent,
+                "prices": self.settings.llm.prices or None, "name": self.variant.name}
+
+
+Factory = Callable[[Setup], Runner]
+
+
+@dataclass(frozen=True)
 class Variant:
-    """Which tools an agent gets and how it is prompted."""
+    """A named agent: how it is built, the tools it offers, the prompt it starts from."""
 
     name: str
-    tools: tuple[str, ...]
-    prompt: str
     description: str
-    full_chunks: bool = False
-    retrieve_first: int = 0  # single-shot retrieval of this many chunks before answering
-    memory: bool = False  # sequential reading into a memory instead of a tool loop
-    ircot: bool = False  # interleaved retrieval and chain-of-thought instead of a tool loop
-    a2rag: bool = False  # the A2RAG controller: gate, progressive graph retrieval, Triple-Check
+    factory: Factory
+    tools: tuple[str, ...] = ()
+    prompt: str = "full"
+    checked: bool = False  # it runs Triple-Check itself: ``--verify`` leaves it alone
 
 
 VARIANTS: dict[str, Variant] = {}
 
 
 def register_variant(variant: Variant) -> Variant:
+    """Make ``variant`` available by its name (a later registration replaces an earlier)."""
     VARIANTS[variant.name] = variant
     return variant
 
 
+def tool_loop(*, full_chunks: bool = False, retrieve_first: int = 0) -> Factory:
+    """The ReAct loop over the variant's tools; ``retrieve_first`` chunks are retrieved
+    once before the first call (naive RAG), ``full_chunks`` makes searches return them whole."""
+    def build(setup: Setup) -> Runner:
+        return Agent(**setup.fields(), full_chunks=full_chunks, retrieve_first=retrieve_first)
+
+    return build
+
+
+def _memory(setup: Setup) -> Runner:
+    return MemoryAgent(**setup.fields(), memory=setup.settings.memory)
+
+
+def _ircot(setup: Setup) -> Runner:
+    return IRCoTAgent(**setup.fields())
+
+
+def _a2rag(setup: Setup) -> Runner:
+    cfg = setup.settings.a2rag
+    return Gated(A2RAGAgent(**setup.fields(), a2rag=cfg), setup.index, setup.llm,
+                 cfg.gate_threshold)
+
+
 for _variant in (
-    Variant("full", ("keyword_search", "semantic_search", "chunk_read"), "full",
-            "A-RAG (Full): keyword, semantic and chunk-level tools"),
-    Variant("naive", ("naive_embedding_search",), "full",
-            "A-RAG (Naive): one embedding search tool that returns whole chunks"),
-    Variant("no-keyword", ("semantic_search", "chunk_read"), "full",
-            "ablation: A-RAG without keyword_search"),
-    Variant("no-semantic", ("keyword_search", "chunk_read"), "full",
-            "ablation: A-RAG without semantic_search"),
-    Variant("no-read", ("keyword_search", "semantic_search"), "full",
-            "ablation: searches return whole chunks, no chunk_read", full_chunks=True),
-    Variant("direct", (), "direct", "baseline: the model answers with no retrieval"),
-    Variant("naive-rag", (), "naive_rag",
-            "baseline: single-shot top-5 semantic retrieval, then one answer",
-            retrieve_first=5),
-    Variant("docs", ("search", "find", "open", "summarize"), "docs",
-            "AgenticRAG: document search (5 queries a call, reference ids), find and open "
-            "inside long documents, summarize to manage the context"),
-    Variant("all", ("keyword_search", "semantic_search", "chunk_read", "search", "find",
-                    "open", "summarize"), "all",
-            "every retrieval tool: the A-RAG chunk tools plus the AgenticRAG document tools"),
-    Variant("memory", (), "memory_answer",
-            "A-RAG MemoryAgent: reads hybrid-ranked chunks one at a time into an LLM-updated "
-            "memory (TF-IDF recall of earlier chunks), then answers from it", memory=True),
-    Variant("ircot", (), "ircot",
-            "baseline: IRCoT — interleaved retrieval and chain-of-thought, one reasoning "
-            "sentence per step, each used as the next query", ircot=True),
-    Variant("a2rag", (), "a2rag_answer",
-            "A2RAG: summary gate, progressive graph retrieval (local, bridge, PPR map-back) "
-            "with sufficiency checks, Triple-Check, failure-aware rewrite, bounded retries, "
-            "abstention", a2rag=True),
-    Variant("graph", ("keyword_search", "semantic_search", "chunk_read", "graph_entity",
-                      "graph_neighbors", "graph_path", "graph_ppr"), "graph",
-            "A-RAG with the knowledge-graph tools: entity lookup, neighbours, paths and PPR "
-            "(needs `sleuth graph build`)"),
+    Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
+            ("keyword_search", "semantic_search", "chunk_read")),
+    Variant("naive", "A-RAG (Naive): one embedding search tool that returns whole chunks",
+            tool_loop(), ("naive_embedding_search",)),
+    Variant("no-keyword", "ablation: A-RAG without keyword_search", tool_loop(),
+            ("semantic_search", "chunk_read")),
+    Variant("no-semantic", "ablation: A-RAG without semantic_search", tool_loop(),
+            ("keyword_search", "chunk_read")),
+    Variant("no-read", "ablation: searches return whole chunks, no chunk_read",
+            tool_loop(full_chunks=True), ("keyword_search", "semantic_search")),
+    Variant("direct", "baseline: the model answers with no retrieval", tool_loop(),
+            prompt="direct"),
+    Variant("naive-rag", "baseline: single-shot top-5 semantic retrieval, then one answer",
+            tool_loop(retrieve_first=5), prompt="naive_rag"),
+    Variant("docs", "AgenticRAG: document search (5 queries a call, reference ids), find and "
+            "open inside long documents, summarize to manage the context", tool_loop(),
+            ("search", "find", "open", "summarize"), "docs"),
+    Variant("all", "every retrieval tool: the A-RAG chunk tools plus the AgenticRAG document "
+            "tools", tool_loop(), ("keyword_search", "semantic_search", "chunk_read", "search",
+                                   "find", "open", "summarize"), "all"),
+    Variant("memory", "A-RAG MemoryAgent: reads hybrid-ranked chunks one at a time into an "
+            "LLM-updated memory (TF-IDF recall of earlier chunks), then answers from it",
+            _memory, prompt="memory_answer"),
+    Variant("ircot", "baseline: IRCoT — interleaved retrieval and chain-of-thought, one "
+            "reasoning sentence per step, each used as the next query", _ircot,
+            prompt="ircot"),
+    Variant("a2rag", "A2RAG: summary gate, progressive graph retrieval (local, bridge, PPR "
+            "map-back) with sufficiency checks, Triple-Check, failure-aware rewrite, bounded "
+            "retries, abstention", _a2rag, prompt="a2rag_answer", checked=True),
+    Variant("graph", "A-RAG with the knowledge-graph tools: entity lookup, neighbours, paths "
+            "and PPR (needs `sleuth graph build`)", tool_loop(),
+            ("keyword_search", "semantic_search", "chunk_read", "graph_entity",
+             "graph_neighbors", "graph_path", "graph_ppr"), "graph"),
 ):
     register_variant(_variant)
 
 
-def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
+def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Runner:
     """The agent called ``name`` over ``index``; wrapped with Triple-Check and bounded
     retries when ``settings.a2rag.verify`` (``--verify``)."""
-    agent = _build(name, index, llm, settings)
-    if settings.a2rag.verify and not isinstance(agent, A2RAGAgent):  # a2rag verifies itself
-        return VerifiedAgent(index=index, llm=llm, tools=[], settings=settings.agent,
-                             prices=settings.llm.prices or None, name=f"{agent.name}+verify",
-                             inner=agent, a2rag=settings.a2rag)
-    return agent
+    runner = _build(name, index, llm, settings)
+    variant = VARIANTS.get(name)
+    if settings.a2rag.verify and not (variant and variant.checked):
+        return Verified(runner, index, llm, settings.a2rag, settings.llm.prices or None)
+    return runner
 
 
-def _build(name: str, index: Index, llm: LLM, settings: Settings) -> Agent:
+def _build(name: str, index: Index, llm: LLM, settings: Settings) -> Runner:
     if name == AUTO:
         return _router(index, llm, settings)
     variant = VARIANTS.get(name)
     if variant is None:
         raise ConfigError(f"unknown agent {name!r}; choose one of: "
                           f"{', '.join(sorted([*VARIANTS, AUTO]))}")
-    common: dict[str, Any] = {
-        "index": index, "llm": llm, "tools": [TOOLS[t] for t in variant.tools],
-        "system_prompt": prompt(variant.prompt), "settings": settings.agent,
-        "prices": settings.llm.prices or None, "name": variant.name,
-    }
-    if variant.memory:
-        return MemoryAgent(**common, memory=settings.memory)
-    if variant.ircot:
-        return IRCoTAgent(**common)
-    if variant.a2rag:
-        return A2RAGAgent(**common, a2rag=settings.a2rag)
-    return Agent(**common, full_chunks=variant.full_chunks,
-                 retrieve_first=variant.retrieve_first)
+    return variant.factory(Setup(variant, index, llm, settings))
 
 
 def _router(index: Index, llm: LLM, settings: Settings) -> Router:
@@ -118,11 +161,9 @@ def _router(index: Index, llm: LLM, settings: Settings) -> Router:
     if AUTO in (cfg.simple_agent, cfg.complex_agent):
         raise ConfigError("router.simple_agent and router.complex_agent must name agents other "
                           "than 'auto'")
-    return Router(index=index, llm=llm, tools=[], system_prompt=prompt("router"),
-                  settings=settings.agent, prices=settings.llm.prices or None, name=AUTO,
-                  simple_agent=_build(cfg.simple_agent, index, llm, settings),
-                  complex_agent=_build(cfg.complex_agent, index, llm, settings),
-                  use_llm=cfg.use_llm)
+    return Router(_build(cfg.simple_agent, index, llm, settings),
+                  _build(cfg.complex_agent, index, llm, settings), llm, cfg.use_llm,
+                  prompt("router"), settings.llm.prices or None)
 
 
 def llm_from_settings(settings: Settings) -> LLM:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sleuth.errors import ToolError
 from sleuth.graph.store import Reviewed, norm
+from sleuth.ids import strip_markers
 
 if TYPE_CHECKING:
     from sleuth.graph import Graph
@@ -32,7 +33,6 @@ SOURCE = "reviewed"  # the ``source`` of relations inserted by review
 MAX_ANSWER_WORDS = 8
 MAX_RELATION_WORDS = 4
 NEW_ENTITY_TYPE = "PROPN"  # the weakest type: a later extraction's NER type replaces it
-_CITATION = re.compile(r"\s*(?:\[[^\]]*\]|【[^】]*】)")
 _ABSTAIN = re.compile(
     r"^(?:unknown|none|n/?a|nobody|nothing|not (?:known|found|stated|given|available))$|"
     r"\b(?:cannot|can't|can ?not|(?:don't|do not|does not|doesn't) (?:know|say|mention)|"
@@ -111,7 +111,7 @@ def propose(graph: Graph, question: str, answer: str,
 def short_answer(answer: str) -> str | None:
     """The answer as an entity name: citations and a final period stripped; None for
     yes/no answers, abstentions and answers longer than ``MAX_ANSWER_WORDS`` words."""
-    text = " ".join(_CITATION.sub("", answer).split()).strip(" \"'“”")
+    text = " ".join(strip_markers(answer).split()).strip(" \"'“”")
     if text.endswith(".") and text.split()[-1].lower() not in _ABBREVIATIONS:
         text = text[:-1].strip()
     if (not text or len(text.split()) > MAX_ANSWER_WORDS or norm(text) in {"yes", "no"}

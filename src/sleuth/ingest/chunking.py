@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import accumulate
 
+from sleuth.ids import chunk_id
 from sleuth.ingest.sentences import split_sentences
 from sleuth.tokens import count_tokens, encode, encoding
 from sleuth.types import Chunk, Document, Sentence
@@ -21,8 +22,8 @@ from sleuth.types import Chunk, Document, Sentence
 def chunk_document(doc: Document, max_tokens: int = 1000) -> list[Chunk]:
     """Cut ``doc`` into sentence-aligned chunks of at most ``max_tokens`` tokens.
 
-    Chunk ids are ``f"{doc.doc_id}#{position}"`` (0-based), so they are stable across rebuilds
-    of an unchanged document. A document without sentences yields no chunks.
+    Chunk ids are :func:`sleuth.ids.chunk_id` (``doc#position``, 0-based), so they are stable
+    across rebuilds of an unchanged document. A document without sentences yields no chunks.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -231,7 +232,7 @@ def _link(doc: Document, groups: list[tuple[list[Sentence], int]],
           first: int = 0) -> list[Chunk]:
     """Turn counted sentence groups into chunks with stable ids and neighbour links
     (positions from ``first``)."""
-    ids = [f"{doc.doc_id}#{first + i}" for i in range(len(groups))]
+    ids = [chunk_id(doc.doc_id, first + i) for i in range(len(groups))]
     chunks: list[Chunk] = []
     for i, (group, n_tokens) in enumerate(groups):
         start, end = group[0].start, group[-1].end

@@ -30,13 +30,13 @@ from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 
+from sleuth.ids import cite, ids_in
 from sleuth.llm.base import ChatResponse, ToolCall, Usage
 
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _OBJECT = re.compile(r"\{.*\}", re.S)
 _OPEN_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
-_CHUNK_ID = re.compile(r"(?<![\w#])([\w.\-/]+(?:#[\w.\-/]+)*#\d+)\b")
 ANSWER_CHARS = 2000  # longest final answer the schema allows (small models can loop)
 
 _PROTOCOL = """
@@ -211,25 +211,20 @@ def _check_call(name: str, arguments: Any, functions: Mapping[str, Mapping[str, 
 
 
 def _with_sources(answer: str, sources: Any) -> str:
-    """The answer with a ``[chunk id]`` citation for each listed source it does not cite."""
+    """The answer with a citation for each listed source it does not cite."""
     if not isinstance(sources, list):
         return answer
-    missing = [s for s in dict.fromkeys(map(str, sources)) if f"[{s}]" not in answer]
-    return answer.rstrip() + (" " + " ".join(f"[{s}]" for s in missing) if missing else "")
-
-
-_REF_ID = re.compile(r"\bturn\d+search\d+\b")  # reference ids handed out by `search`
+    missing = [s for s in dict.fromkeys(map(str, sources)) if cite(s) not in answer]
+    return answer.rstrip() + (" " + " ".join(map(cite, missing)) if missing else "")
 
 
 def _seen_ids(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Chunk ids (``doc#n``) and reference ids named in tool results and user messages
-    (retrieved passages), first seen first."""
+    """Chunk ids and reference ids named in tool results and user messages (retrieved
+    passages), first seen first."""
     found: dict[str, None] = {}
     for message in messages:
         if message.get("role") in ("tool", "user"):
-            content = str(message.get("content") or "")
-            found.update(dict.fromkeys(_CHUNK_ID.findall(content)))
-            found.update(dict.fromkeys(_REF_ID.findall(content)))
+            found.update(dict.fromkeys(ids_in(str(message.get("content") or ""))))
     return list(found)
 
 

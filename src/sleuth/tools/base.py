@@ -21,8 +21,8 @@ from sleuth.errors import ToolError
 from sleuth.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from sleuth.agent.tracker import Tracker
     from sleuth.index import Index
+    from sleuth.tracker import Tracker
 
 
 @dataclass

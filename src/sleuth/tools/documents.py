@@ -8,7 +8,6 @@ to keep when the agent loop compacts its context.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -17,6 +16,7 @@ from pydantic import Field
 
 from sleuth.docview import DocumentView
 from sleuth.errors import ToolError
+from sleuth.ids import is_ref
 from sleuth.retrieval import DocumentHit, search_documents
 from sleuth.tokens import count_tokens
 from sleuth.tools.base import ToolContext, ToolResult, tool
@@ -28,7 +28,6 @@ SNIPPET_LINES = 4
 SNIPPET_LINE_CHARS = 300
 PASSAGE_BEFORE, PASSAGE_AFTER = 2, 4  # lines of context around a find match
 MORE_LINES_LISTED = 15
-REF_PATTERN = re.compile(r"\bturn\d+search\d+\b")
 _RECORD_TYPES = {"corpus", "chunks", "json", "jsonl"}
 
 
@@ -314,7 +313,7 @@ def summarize(
         keep_refs: Reference ids (e.g. "turn1search2") or chunk ids to keep in full.
     """
     keep = [r.strip().strip("[]`'\" ") for r in keep_refs if r.strip()]
-    unknown = [r for r in keep if not REF_PATTERN.fullmatch(r) and r not in ctx.tracker.refs
+    unknown = [r for r in keep if not is_ref(r) and r not in ctx.tracker.refs
                and not ctx.tracker.was_read(r) and r not in ctx.tracker.seen_scores]
     text = (f"Notes recorded. Keeping the output of: {', '.join(keep) or 'nothing'}; other "
             "tool output is removed from the conversation.")

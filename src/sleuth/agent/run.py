@@ -1,0 +1,151 @@
+"""What every agent shares: the :class:`Runner` protocol and the :class:`Run` that keeps one
+question's books.
+
+A runner takes a question and returns an :class:`~sleuth.types.Answer`. For each question
+it opens a run (``with self.start(question, ...) as run:``) and lets the run do the
+bookkeeping: LLM calls go through :meth:`Run.chat` (or :meth:`Run.account` for a call made
+another way), steps through :meth:`Run.record`, and :meth:`Run.finish` turns the final text
+into the answer with its citations; leaving the ``with`` block stamps the time. A runner
+that wraps others (routing, verification, the scope gate) adds their answers to its books
+with :meth:`Run.absorb` and returns one of them with :meth:`Run.adopt`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sleuth.agent.citations import parse_citations, resolve_sources
+from sleuth.llm import LLM, ChatResponse, cost
+from sleuth.settings import AgentSettings
+from sleuth.tracker import Tracker
+from sleuth.types import Answer, Step
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from sleuth.index import Index
+    from sleuth.tools import Tool
+
+StepCallback = Callable[[Step], None]
+Prices = Mapping[str, tuple[float, float]]
+_BOOKS = ("llm_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
+          "total_cost", "loops")
+
+
+class Runner(Protocol):
+    """Question in, :class:`Answer` out. A session passes its ``tracker`` and the ``history``
+    of earlier turns (:attr:`Answer.messages`); a runner that keeps no dialogue ignores
+    ``history``. ``on_step`` sees each step as it is recorded."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run(self, question: str, *, question_id: str | None = None,
+            on_step: StepCallback | None = None, tracker: Tracker | None = None,
+            history: Sequence[dict[str, Any]] = ()) -> Answer: ...
+
+
+@dataclass
+class Run:
+    """One question's books: LLM calls, tokens and cost, steps, time; and its answer."""
+
+    answer: Answer
+    llm: LLM
+    tracker: Tracker = field(default_factory=Tracker)
+    on_step: StepCallback | None = None
+    prices: Prices | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def start(cls, name: str, llm: LLM, question: str, *, question_id: str | None = None,
+              tracker: Tracker | None = None, on_step: StepCallback | None = None,
+              prices: Prices | None = None) -> Run:
+        """A run of ``question`` by the runner called ``name``; the clock starts now."""
+        answer = Answer(question=question, answer="", question_id=question_id, agent=name,
+                        model=llm.model)
+        return cls(answer, llm, tracker or Tracker(), on_step, prices)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.answer.seconds = time.perf_counter() - self.started
+
+    def chat(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None = None, *,
+             tool_choice: str | None = None,
+             parallel_tool_calls: bool | None = None) -> ChatResponse:
+        """One LLM call on this run's account."""
+        return self.account(self.llm.chat(messages, tools, tool_choice=tool_choice,
+                                          parallel_tool_calls=parallel_tool_calls))
+
+    def account(self, response: ChatResponse) -> ChatResponse:
+        """Add one call's tokens and cost to the books."""
+        answer = self.answer
+        answer.llm_calls += 1
+        answer.prompt_tokens += response.usage.prompt_tokens
+        answer.cached_prompt_tokens += response.usage.cached_tokens
+        answer.completion_tokens += response.usage.completion_tokens
+        answer.total_cost += cost(response.model or self.llm.model, response.usage, self.prices)
+        return response
+
+    @property
+    def next_step(self) -> int:
+        """The number the next recorded step gets."""
+        return len(self.answer.trajectory) + 1
+
+    def record(self, step: Step) -> Step:
+        """Add ``step`` to the trajectory and show it to ``on_step``."""
+        self.answer.trajectory.append(step)
+        if self.on_step:
+            self.on_step(step)
+        return step
+
+    def finish(self, text: str, index: Index) -> Answer:
+        """The answer from the model's final ``text``: its citations resolved against
+        ``index`` and the tracker's reference ids, and the chunks read and retrieved."""
+        answer = self.answer
+        answer.answer, answer.citations = parse_citations(
+            text, lambda ids: resolve_sources(index, self.tracker, ids))
+        answer.chunks_read_ids = list(self.tracker.read)
+        answer.retrieved_ids = list(self.tracker.retrieved)
+        return answer
+
+    def absorb(self, part: Answer) -> None:
+        """Add a wrapped runner's books (calls, tokens, cost, loops, steps) to these; its
+        steps are numbered on after ours."""
+        for name in _BOOKS:
+            setattr(self.answer, name, getattr(self.answer, name) + getattr(part, name))
+        offset = len(self.answer.trajectory)
+        self.answer.trajectory.extend(replace(s, step=offset + s.step) for s in part.trajectory)
+
+    def adopt(self, part: Answer) -> Answer:
+        """Make ``part`` (a wrapped runner's answer, already absorbed) this run's answer: it
+        takes over the books kept here, and the clock stamps it."""
+        for name in _BOOKS:
+            setattr(part, name, getattr(self.answer, name))
+        part.trajectory = self.answer.trajectory
+        self.answer = part
+        return part
+
+
+@dataclass
+class ModelRunner:
+    """What the runners that prompt a model over an index are configured with."""
+
+    index: Index
+    llm: LLM
+    tools: Sequence[Tool] = ()  # offered to the model (none where the runner retrieves)
+    system_prompt: str = ""
+    settings: AgentSettings = field(default_factory=AgentSettings)
+    prices: Prices | None = None
+    name: str = "full"
+
+    def start(self, question: str, *, question_id: str | None = None,
+              on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Run:
+        return Run.start(self.name, self.llm, question, question_id=question_id,
+                         tracker=tracker, on_step=on_step, prices=self.prices)
