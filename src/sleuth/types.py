@@ -5,7 +5,8 @@ Nothing here does I/O. Offsets are character offsets into the owning document's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -138,8 +139,25 @@ Outcome = Literal["", "verified", "unverified", "abstained", "out of scope"]
 PROPERTIES = ("relevance", "grounding", "adequacy")
 
 
+class _Record(Mapping[str, Any]):
+    """Read access by JSON key (``answer.route["decision"]``, ``control.get("gate")``), so
+    code written when these records were dicts keeps working."""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
 @dataclass(frozen=True)
-class Route:
+class Route(_Record):
     """Where ``--agent auto`` sent a question, why, and the features the rule looked at."""
 
     decision: Decision
@@ -151,10 +169,6 @@ class Route:
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "by": self.by,
                 "agent": self.agent, "features": self.features}
-
-    def __getitem__(self, key: str) -> Any:
-        """A field by its JSON key (``answer.route["decision"]``), as when this was a dict."""
-        return self.to_dict()[key]
 
 
 @dataclass(frozen=True)
@@ -212,7 +226,7 @@ class Attempt:
 
 
 @dataclass
-class Control:
+class Control(_Record):
     """What the A2RAG controller or ``--verify`` decided: the gate, every attempt, the
     outcome, and how many triples a verified answer proposed for review."""
 
@@ -225,10 +239,6 @@ class Control:
         return {**({"gate": self.gate.to_dict()} if self.gate is not None else {}),
                 "attempts": [a.to_dict() for a in self.attempts], "outcome": self.outcome,
                 **({"proposed": self.proposed} if self.proposed is not None else {})}
-
-    def __getitem__(self, key: str) -> Any:
-        """A field by its JSON key (``answer.control["outcome"]``), as when this was a dict."""
-        return self.to_dict()[key]
 
 
 @dataclass
