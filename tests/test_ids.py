@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from sleuth.agent.prompts import prompt
 from sleuth.ids import (
     CHUNK_ID,
     PROMPT_EXAMPLES,
@@ -23,11 +22,12 @@ from sleuth.ids import (
     strip_markers,
 )
 from sleuth.ingest.chunking import chunk_document
+from sleuth.prompts import prompt
 from sleuth.tracker import Tracker
 from sleuth.types import Document
 
-PROMPTS = sorted(p.name[:-3] for p in resources.files("sleuth.agent.prompts").iterdir()
-                 if p.name.endswith(".md"))
+FOLDER = resources.files("sleuth") / "agent" / "prompts"
+PROMPTS = sorted(p.name[:-3] for p in FOLDER.iterdir() if p.name.endswith(".md"))
 
 
 def test_chunk_and_reference_ids_are_written_and_read_by_the_same_module() -> None:
@@ -54,7 +54,7 @@ def test_the_relevance_line_round_trips_and_citations_strip() -> None:
 def test_prompts_take_their_id_examples_from_the_module() -> None:
     used: set[str] = set()
     for name in PROMPTS:
-        raw = resources.files("sleuth.agent.prompts").joinpath(f"{name}.md").read_text("utf-8")
+        raw = (FOLDER / f"{name}.md").read_text("utf-8")
         assert not CHUNK_ID.search(raw) and not REF_ID.search(raw), f"{name}.md spells an id"
         used |= {key for key in PROMPT_EXAMPLES if "{" + key + "}" in raw}
         assert not re.search(r"\{(?:cite|relevance)_\w+\}", prompt(name)), name

@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import ModelRunner, Run, Runner, StepCallback
 from sleuth.agent.verify import Candidate, abstention, checked, complete, evidence_text
 from sleuth.llm import LLM
+from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever, fuse
 from sleuth.settings import A2RAGSettings
 from sleuth.tokens import count_tokens

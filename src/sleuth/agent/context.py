@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import Run
 from sleuth.agent.toolcalls import assistant_message, execute
 from sleuth.ids import REF_ID
+from sleuth.prompts import prompt
 from sleuth.settings import AgentSettings
 from sleuth.tokens import count_tokens
 from sleuth.tools import Tool, ToolContext

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.citations import resolve_sources
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.ids import cite, cited_ids, strip_citations
 from sleuth.ingest.sentences import split_sentences
+from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
 from sleuth.tracker import Tracker

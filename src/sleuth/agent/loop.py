@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.context import ContextWatch
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.agent.toolcalls import assistant_message, execute
 from sleuth.llm import ChatResponse
+from sleuth.prompts import prompt
 from sleuth.tokens import count_tokens
 from sleuth.tools import TOOLS, ToolContext
 from sleuth.tracker import Tracker

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.errors import MissingDependency
 from sleuth.ids import cite
+from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
 from sleuth.settings import MemorySettings
 from sleuth.tokens import count_tokens, decode, encode

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import Prices, Run, Runner, StepCallback
 from sleuth.errors import LLMError
 from sleuth.llm import LLM
+from sleuth.prompts import prompt
 from sleuth.retrieval import question_keywords
 from sleuth.tracker import Tracker
 from sleuth.types import Answer, Decision, Route
@@ -133,15 +133,15 @@ def parse_verdict(text: str) -> tuple[Decision, str] | None:
 
 @dataclass
 class Router:
-    """Classify the question, run ``simple`` or ``complex``, record the route.
+    """Classify the question, run ``simple_agent`` or ``complex_agent``, record the route.
 
     The answer keeps the chosen runner's name in ``agent`` and gains ``route``
     (``decision``, ``reason``, ``by``, ``agent``, ``features``). With ``use_llm`` the
     classification call's tokens and cost are added to the answer.
     """
 
-    simple: Runner
-    complex: Runner
+    simple_agent: Runner
+    complex_agent: Runner
     llm: LLM
     use_llm: bool = False
     system_prompt: str = field(default_factory=lambda: prompt("router"))
@@ -154,7 +154,7 @@ class Router:
         with Run.start(self.name, self.llm, question, question_id=question_id,
                        prices=self.prices) as run:
             route = self.route(question, run)
-            runner = self.complex if route.decision == "complex" else self.simple
+            runner = self.complex_agent if route.decision == "complex" else self.simple_agent
             answer = runner.run(question, question_id=question_id, on_step=on_step,
                                 tracker=tracker, history=history)
             run.absorb(answer)

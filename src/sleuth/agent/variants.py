@@ -21,13 +21,13 @@ from sleuth.agent.a2rag import A2RAGAgent, Gated
 from sleuth.agent.ircot import IRCoTAgent
 from sleuth.agent.loop import Agent
 from sleuth.agent.memory import MemoryAgent
-from sleuth.agent.prompts import prompt
 from sleuth.agent.router import AUTO, Router
 from sleuth.agent.run import Runner
 from sleuth.agent.verify import Verified
 from sleuth.errors import ConfigError
 from sleuth.index import Index
 from sleuth.llm import LLM
+from sleuth.prompts import prompt
 from sleuth.settings import Settings
 from sleuth.tools import TOOLS
 

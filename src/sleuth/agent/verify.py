@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sleuth.agent.prompts import prompt
 from sleuth.agent.run import Prices, Run, Runner, StepCallback
 from sleuth.ids import cite
 from sleuth.llm import LLM
 from sleuth.llm.jsontools import JsonToolCalls, json_objects
+from sleuth.prompts import prompt
 from sleuth.settings import A2RAGSettings
 from sleuth.tokens import count_tokens
 from sleuth.tracker import Tracker
