@@ -75,7 +75,8 @@ class Gated:
                     f"{score:.2f} < {self.threshold:.2f})"), self.index)
                 answer.abstained = True
                 answer.control = Control(outcome="out of scope")
-            answer.control = answer.control or Control()
+            if answer.control is None:  # the inner runner keeps no control record
+                answer.control = Control()
             answer.control.gate = gate
         return answer
 
