@@ -10,53 +10,33 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from sleuth.errors import SleuthError, StoreError
+from sleuth.console import (
+    Bar,
+    IndexBar,
+    common,
+    emit,
+    int_list,
+    load_settings,
+    print_answer,
+    print_problems,
+    print_step,
+    status,
+)
+from sleuth.errors import SleuthError
+from sleuth.eval.commands import eval_group
 from sleuth.settings import Settings
+from sleuth.tools.commands import AllTools, ToolGroup
 
 F = TypeVar("F", bound=Callable[..., Any])
 MANIFEST_NAME = "manifest.json"
 
 
-def common(func: F) -> F:
-    """``--index``, ``--json`` and ``--config`` on every command."""
-    func = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
-                        help="Config file (YAML or TOML; A-RAG layout accepted).")(func)
-    func = click.option("--json", "as_json", is_flag=True,
-                        help="Machine-readable JSON on stdout.")(func)
-    func = click.option("--index", "--store", "index_dir", default=None, envvar="SLEUTH_INDEX",
-                        show_envvar=True, help="Index folder (default ./.sleuth) or store URL "
-                        "(postgresql://user@host/db?schema=NAME).")(func)
-    return func
-
-
-def _settings(config: str | None, index_dir: str | None, **overrides: Any) -> Settings:
-    return Settings.load(config, index=index_dir, **overrides)
-
-
-def _int_list(text: str, option: str) -> list[int]:
-    """``"2,5,10"`` → ``[2, 5, 10]``, or a usage error naming the option."""
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{option} expects integers like 2,5 (got {text!r})") from None
-    if not values or min(values) < 1:
-        raise click.BadParameter(f"{option} expects positive integers (got {text!r})")
-    return values
-
-
-def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def _status(message: str) -> None:
-    click.echo(message, err=True)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=ToolGroup, tool_path="",
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="sleuth-rag")
 def cli() -> None:
     """Sleuth: agentic retrieval-augmented generation over your documents.
@@ -123,8 +103,8 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
     from sleuth.index import Index
     from sleuth.ingest import IngestReport, JsonFields, has_sources
 
-    settings = _settings(config, index_dir, chunk={"tokens": chunk_tokens},
-                         embed={"model": embedder, "batch_size": batch_size, "device": device})
+    settings = load_settings(config, index_dir, chunk={"tokens": chunk_tokens},
+                             embed={"model": embedder, "batch_size": batch_size, "device": device})
     if repair:
         _repair(settings, as_json)
         if not paths:
@@ -138,25 +118,25 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
     if not found and keep_missing:  # nothing to add and nothing to remove
         raise IngestError(_nothing_found(paths, listing))
     if found and not as_json:
-        _status(f"loading embedder {settings.embed.model!r} ...")
+        status(f"loading embedder {settings.embed.model!r} ...")
     try:  # with no file to add, only an existing index has documents to remove
         opened = Index.open(settings=settings, create=found)
     except IndexNotFound:
         raise IngestError(_nothing_found(paths, listing)) from None
-    with opened as index, _IndexBar(not as_json) as bar:
+    with opened as index, IndexBar(not as_json) as bar:
         report = index.add(list(paths), include=include, exclude=exclude, fields=fields,
                            delete_missing=not keep_missing, on_progress=bar.update,
                            collection=collection, groups=groups or ())
         stats = index.stats()
     if as_json:
-        _emit({"index": str(settings.index), **report.to_dict(),
+        emit({"index": str(settings.index), **report.to_dict(),
                "totals": {"documents": stats.documents, "chunks": stats.chunks,
                           "sentences": stats.sentences}})
     else:
         for skipped in report.skipped + report.duplicates:
-            _status(f"skipped {skipped.path}: {skipped.reason}")
+            status(f"skipped {skipped.path}: {skipped.reason}")
         if report.unsupported:
-            _status(_unsupported(report.unsupported))
+            status(_unsupported(report.unsupported))
         click.echo(
             f"{'resumed; ' if report.resumed else ''}added {len(report.added)}, updated "
             f"{len(report.updated)}, unchanged {report.unchanged}, removed "
@@ -169,7 +149,7 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
     if not report.deleted:
         raise IngestError(_nothing_found(paths, report))
     removed = len(report.deleted)
-    _status(f"warning: {_nothing_found(paths, report)}; removed the {removed} "
+    status(f"warning: {_nothing_found(paths, report)}; removed the {removed} "
             f"document{'s' * (removed != 1)} indexed from there")
 
 
@@ -178,12 +158,12 @@ def _repair(settings: Settings, as_json: bool) -> None:
     from sleuth.index import Index
 
     with Index.open(settings=settings, repair=True) as index, \
-            _Bar(not as_json, "re-embedding", "sentences") as bar:
+            Bar(not as_json, "re-embedding", "sentences") as bar:
         report = index.repair(on_progress=lambda done, total: bar.advance(done))
         problems = index.check(full=False)
     if as_json:
-        _emit({"repair": vars(report), "problems": [vars(p) for p in problems]})
-        _print_problems(problems)
+        emit({"repair": vars(report), "problems": [vars(p) for p in problems]})
+        print_problems(problems)
     else:
         done = [f"restored {MANIFEST_NAME}"] if report.manifest_restored else []
         if report.segments_dropped:
@@ -192,8 +172,8 @@ def _repair(settings: Settings, as_json: bool) -> None:
             done.append(f"re-embedded {report.sentences_embedded} sentences")
         if report.ann_rebuilt:
             done.append("rebuilt the approximate index")
-        _status(f"repair: {', '.join(done) or 'nothing to repair'}")
-        _print_problems(problems)
+        status(f"repair: {', '.join(done) or 'nothing to repair'}")
+        print_problems(problems)
     if problems:
         sys.exit(1)
 
@@ -221,44 +201,11 @@ def _nothing_found(paths: Sequence[str], report: Any) -> str:
             f"(supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})")
 
 
-class _Bar:
-    """A tqdm bar on stderr (hidden when stderr is no terminal); subclasses map progress."""
-
-    def __init__(self, enabled: bool, desc: str, unit: str) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc=desc, unit=unit, disable=not enabled or None, file=sys.stderr)
-        self.done = 0
-
-    def advance(self, done: int, **postfix: Any) -> None:
-        self.bar.update(done - self.done)
-        self.done = done
-        self.bar.set_postfix(refresh=False, **postfix)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.close()
-
-
-class _IndexBar(_Bar):
-    """Embedded sentences, with documents and chunks alongside."""
-
-    def __init__(self, enabled: bool) -> None:
-        super().__init__(enabled, "embedding", " sent")
-
-    def update(self, progress: Any) -> None:
-        self.advance(progress.sentences, docs=progress.documents_seen,
-                     new=progress.documents_indexed, unchanged=progress.documents_unchanged,
-                     chunks=progress.chunks)
-
-
-class _SearchGroup(click.Group):
+class _SearchGroup(ToolGroup):
     """``sleuth search QUERY...`` means ``sleuth search docs QUERY...``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+        if args and args[0] not in self.list_commands(ctx) and args[0] not in ("-h", "--help"):
             args = ["docs", *args]
         return super().parse_args(ctx, args)
 
@@ -273,121 +220,14 @@ def search() -> None:
     """
 
 
-_session_option = click.option(
-    "--session", "session_id", default="cli", show_default=True,
-    help="Session whose reference ids are used and extended (kept with the index: its "
-         "folder, or the sessions table of a PostgreSQL index).")
+@cli.group("tool", cls=AllTools)
+def tool_group() -> None:
+    """Run any registered tool by its name (`sleuth tools` lists them), as the servers do.
 
-
-def _run_session_tool(name: str, arguments: dict[str, Any], session_id: str,
-                      index_dir: str | None, config: str | None, as_json: bool) -> None:
-    from sleuth.index import Index
-    from sleuth.session import Session
-
-    settings = _settings(config, index_dir)
-    with Index.open(settings=settings) as index:
-        session = Session.open(index, session_id, create=True)
-        result = session.run_tool(name, arguments)
-    _print_result(name, arguments, result, as_json)
-
-
-@search.command("docs")
-@click.argument("queries", nargs=-1, required=True)
-@click.option("--top-k", type=click.IntRange(1, 10), default=10, show_default=True,
-              help="Results per query.")
-@_session_option
-@common
-def search_docs(queries: tuple[str, ...], top_k: int, session_id: str, index_dir: str | None,
-                as_json: bool, config: str | None) -> None:
-    """Document search: up to 5 queries, merged and deduplicated by document, each result
-    with a reference id (turnNsearchM), title, file, type, page, lines, snippet and score."""
-    _run_session_tool("search", {"queries": list(queries), "top_k": top_k}, session_id,
-                      index_dir, config, as_json)
-
-
-@cli.command("find")
-@click.argument("ref")
-@click.argument("patterns", nargs=-1, required=True)
-@click.option("--semantic", is_flag=True,
-              help="Rank the document's sentences by meaning instead of exact matches.")
-@_session_option
-@common
-def find_cmd(ref: str, patterns: tuple[str, ...], semantic: bool, session_id: str,
-             index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Find patterns inside one document (a reference id from `sleuth search`, or a
-    document id): up to 2 line-numbered passages per pattern."""
-    _run_session_tool("find", {"ref": ref, "patterns": list(patterns),
-                               "mode": "semantic" if semantic else "lexical"},
-                      session_id, index_dir, config, as_json)
-
-
-@cli.command("open")
-@click.argument("ref")
-@click.option("--line", type=click.IntRange(0, None), default=0, show_default=True,
-              help="First line to show.")
-@_session_option
-@common
-def open_cmd(ref: str, line: int, session_id: str, index_dir: str | None, as_json: bool,
-             config: str | None) -> None:
-    """Show a document (reference id or document id) as numbered lines, a window at a
-    time: `Viewing lines [a–b] of N lines`."""
-    _run_session_tool("open", {"ref": ref, "line": line}, session_id, index_dir, config,
-                      as_json)
-
-
-def _run_tool(name: str, arguments: dict[str, Any], index_dir: str | None,
-              config: str | None, as_json: bool) -> None:
-    from sleuth.agent.tracker import Tracker
-    from sleuth.index import Index
-    from sleuth.tools import TOOLS, ToolContext
-
-    settings = _settings(config, index_dir)
-    with Index.open(settings=settings) as index:
-        result = TOOLS[name].run(ToolContext(index, Tracker()), arguments)
-    _print_result(name, arguments, result, as_json)
-
-
-def _print_result(name: str, arguments: dict[str, Any], result: Any, as_json: bool) -> None:
-    if as_json:
-        _emit({"tool": name, "arguments": arguments, **result.data,
-               "retrieved_tokens": result.retrieved_tokens})
-    else:
-        click.echo(result.text)
-
-
-@search.command("keyword")
-@click.argument("keywords", nargs=-1, required=True)
-@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
-@click.option("--mode", type=click.Choice(["word", "substring"]), default="word",
-              show_default=True, help="Whole-word matching, or plain substrings.")
-@common
-def search_keyword(keywords: tuple[str, ...], top_k: int, mode: str, index_dir: str | None,
-                   as_json: bool, config: str | None) -> None:
-    """Exact keyword search: score = sum of count(keyword) x len(keyword)."""
-    _run_tool("keyword_search", {"keywords": list(keywords), "top_k": top_k, "mode": mode},
-              index_dir, config, as_json)
-
-
-@search.command("semantic")
-@click.argument("query")
-@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
-@common
-def search_semantic(query: str, top_k: int, index_dir: str | None, as_json: bool,
-                    config: str | None) -> None:
-    """Sentence-level embedding search; chunks ranked by their best sentence."""
-    _run_tool("semantic_search", {"query": query, "top_k": top_k}, index_dir, config, as_json)
-
-
-@cli.command("read")
-@click.argument("chunk_ids", nargs=-1, required=True)
-@click.option("--adjacent", type=click.IntRange(0, 2), default=0, show_default=True,
-              help="Also read this many neighbouring chunks on each side.")
-@common
-def read_cmd(chunk_ids: tuple[str, ...], adjacent: int, index_dir: str | None, as_json: bool,
-             config: str | None) -> None:
-    """Print the full text of chunks by id."""
-    _run_tool("chunk_read", {"chunk_ids": list(chunk_ids), "adjacent": adjacent}, index_dir,
-              config, as_json)
+    `sleuth tool NAME ARGS...` is the command line's `POST /v1/tools/NAME`: the arguments
+    the tool's schema names (required ones in order, the others as options), the serving
+    limits, and with --session ID the reference ids of that session.
+    """
 
 
 @cli.command("ask")
@@ -412,49 +252,15 @@ def ask_cmd(question: str, agent_name: str, max_steps: int | None,
     """Answer a question with the agent, citing the chunks it used."""
     from sleuth.api import ask
 
-    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url},
-                         agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools},
-                         a2rag={"verify": verify})
-    on_step = _print_step if show_steps and not as_json else None
+    settings = load_settings(config, index_dir, llm={"model": model, "base_url": base_url},
+                             agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools},
+                             a2rag={"verify": verify})
+    on_step = print_step if show_steps and not as_json else None
     answer = ask(question, settings=settings, agent=agent_name, on_step=on_step)
     if as_json:
-        _emit(answer.to_record())
+        emit(answer.to_record())
         return
-    _print_answer(answer)
-
-
-def _print_answer(answer: Any) -> None:
-    click.echo(answer.answer)
-    if answer.citations:
-        click.echo("\nSources:")
-        for c in answer.citations:
-            where = f", {c.where}" if c.where else ""
-            click.echo(f"  [{c.ref or c.chunk_id}] {c.title}{where} "
-                       f"(relevance {c.relevance:.2f})")
-    if answer.control is not None:
-        _status(_control_line(answer.control.to_dict()))
-    forced = f", forced by {answer.forced}" if answer.forced else ""
-    summaries = sum(1 for e in answer.context_events if e.get("event") == "summarize")
-    summarized = f", context summarized {summaries}x" if summaries else ""
-    _status(f"({answer.loops} steps, {answer.llm_calls} LLM calls, "
-            f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
-            f"{answer.seconds:.1f}s{forced}{summarized})")
-
-
-def _control_line(control: dict[str, Any]) -> str:
-    """``verified at attempt 2 (stage ppr); gate 0.61 >= 0.25`` for a2rag / --verify runs."""
-    attempts = control.get("attempts") or []
-    stages = [a["stage"] for a in attempts if a.get("stage")]
-    stage = f" (stage {stages[-1]})" if stages else ""
-    parts = [f"{control.get('outcome') or 'no outcome'} after {len(attempts)} attempt"
-             f"{'' if len(attempts) == 1 else 's'}{stage}"]
-    gate = control.get("gate")
-    if gate:
-        parts.append(f"gate {gate['score']:.2f} {'>=' if gate['passed'] else '<'} "
-                     f"{gate['threshold']:.2f}")
-    if control.get("proposed"):
-        parts.append(f"{control['proposed']} triple(s) proposed for `sleuth graph review`")
-    return "; ".join(parts)
+    print_answer(answer)
 
 
 @cli.command("chat")
@@ -479,13 +285,13 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
     from sleuth.index import Index
     from sleuth.session import Session
 
-    settings = _settings(config, index_dir, llm={"model": model, "base_url": base_url},
-                         a2rag={"verify": verify})
+    settings = load_settings(config, index_dir, llm={"model": model, "base_url": base_url},
+                             a2rag={"verify": verify})
     with Index.open(settings=settings) as index:
         if list_sessions:
             rows = Session.saved(index)
             if as_json:
-                _emit(rows)
+                emit(rows)
             for row in [] if as_json else rows:
                 click.echo(f"{row['id']}  {row['agent']}  {row['turns']} turns  "
                            f"{row['updated']}  {row['first_question'][:60]}")
@@ -493,9 +299,9 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
         session = (Session.open(index, session_id, agent=agent_name, create=True)
                    if session_id else Session(index, agent=agent_name or "docs"))
         state = f"{len(session.turns)} earlier turns" if session.turns else "new session"
-        _status(f"{'session' if session.turns else 'new session'} {session.id} "
+        status(f"{'session' if session.turns else 'new session'} {session.id} "
                 f"({session.agent_name} agent, {state}); /exit to leave")
-        on_step = _print_step if show_steps and not as_json else None
+        on_step = print_step if show_steps and not as_json else None
         stdin = sys.stdin
         while True:
             if stdin.isatty():
@@ -510,358 +316,17 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
                 continue
             answer = session.ask(question, on_step=on_step)
             if as_json:
-                _emit(answer.to_record())
+                emit(answer.to_record())
             else:
-                _print_answer(answer)
+                print_answer(answer)
                 click.echo()
-
-
-def _print_step(step: Any) -> None:
-    args = json.dumps(step.tool_input, ensure_ascii=False)
-    flag = f"  ! {step.error}" if step.error else ""
-    _status(f"  step {step.step}: {step.tool_name}({args[:160]}) -> "
-            f"{step.retrieved_tokens} tokens{flag}")
-
-
-def _dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--dataset, --questions and --limit, shared by the eval commands."""
-    for option in reversed((
-        click.option("--dataset", "dataset_path", required=True, type=click.Path(),
-                     help="Dataset folder (questions.json + corpus.json/chunks.json) or "
-                     "question file."),
-        click.option("--questions", type=click.Path(dir_okay=False), default=None,
-                     help="Question file to use instead of the dataset's own (e.g. a "
-                     "held-out split)."),
-        click.option("--limit", type=click.IntRange(1), default=None,
-                     help="First N questions only."),
-    )):
-        command = option(command)
-    return command
 
 
 _model_option = click.option("--model", "size", type=click.Choice(["1.5b", "0.5b"]),
                              default=None, help="Model size [settings: llm.local_model, 1.5b].")
 
 
-_workers_option = click.option("--workers", type=click.IntRange(1, 64), default=4,
-                               show_default=True, help="Questions answered concurrently.")
-
-
-def _dataset_index(dataset: Any, settings: Settings, index_dir: str | None,
-                   as_json: bool) -> Any:
-    """The dataset's index, with the embedding progress bar while it is (re)built."""
-    from sleuth.eval.runner import dataset_index
-
-    with _IndexBar(not as_json) as bar:
-        return dataset_index(dataset, settings, index_dir, on_progress=bar.update)
-
-
-def _questions(dataset_path: str, questions: str | None,
-               limit: int | None) -> tuple[Any, list[Any]]:
-    """The dataset and its first ``limit`` questions (all without a limit)."""
-    from sleuth.eval.datasets import load_dataset
-
-    dataset = load_dataset(dataset_path, questions)
-    if dataset.unanswerable:
-        _status(f"{dataset.unanswerable} questions left out: their document is not in the "
-                "corpus (doc_available: false)")
-    return dataset, dataset.questions[:limit] if limit else dataset.questions
-
-
-@cli.group("eval")
-def eval_group() -> None:
-    """Batch evaluation: run an agent over a dataset (scoring commands follow)."""
-
-
-@eval_group.command("run")
-@_dataset_options
-@click.option("--agent", "agent_names", default="full", show_default=True,
-              help="Agent variant, or several comma-separated (see `sleuth agents`).")
-@_workers_option
-@click.option("--resume", is_flag=True, help="Continue a run: skip ids already in the output.")
-@click.option("--output", type=click.Path(file_okay=False), default="results",
-              show_default=True, help="Folder for predictions.jsonl (one subfolder per agent "
-              "when several are given).")
-@click.option("--max-steps", type=click.IntRange(1, 200), default=None,
-              help="Max tool-calling steps [15].")
-@click.option("--score", is_flag=True,
-              help="Score the runs when they finish (implied by --judge and by several agents).")
-@click.option("--judge", is_flag=True,
-              help="Score with LLM-Acc too, judged by the configured endpoint (cached).")
-@click.option("--k", "ks", default="2,5", show_default=True,
-              help="Comma-separated k for evidence Recall@k when scoring.")
-@click.option("--verify", is_flag=True, default=None,
-              help="Triple-Check the answer (relevance, grounding, adequacy); on failure rewrite "
-              "the question and retry (a2rag.retries, 2), then abstain.")
-@common
-def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, limit: int | None,
-                 workers: int, resume: bool, output: str, max_steps: int | None, score: bool,
-                 judge: bool, ks: str, verify: bool | None, index_dir: str | None,
-                 as_json: bool, config: str | None) -> None:
-    """Answer every question of a dataset and write predictions.jsonl (resumable).
-
-    The dataset's corpus is indexed once into the user cache (or --index) and reused.
-    Each finished question is flushed to OUTPUT/predictions.jsonl at once; a failed question
-    is recorded with its error and the run goes on; Ctrl-C keeps everything finished.
-
-    With several agents (e.g. --agent direct,naive-rag,naive,full --judge) each runs into
-    OUTPUT/<agent>/ and the runs are scored side by side into OUTPUT/scores.md and
-    scores.json: A-RAG's Table 1 protocol for one dataset in one command.
-    """
-    from pathlib import Path
-
-    from sleuth.agent.router import AUTO
-    from sleuth.agent.variants import VARIANTS, llm_from_settings
-    from sleuth.eval.report import score_runs, to_markdown
-    from sleuth.eval.runner import EvalRun
-
-    agents = list(dict.fromkeys(a.strip() for a in agent_names.split(",") if a.strip()))
-    unknown = [a for a in agents if a not in VARIANTS and a != AUTO]
-    if unknown or not agents:
-        raise click.BadParameter(f"unknown agents {unknown}; choose from "
-                                 f"{', '.join(sorted([*VARIANTS, AUTO]))}", param_hint="--agent")
-    k_values = _int_list(ks, "--k")
-    settings = _settings(config, index_dir, agent={"max_steps": max_steps},
-                         a2rag={"verify": verify})
-    llm = llm_from_settings(settings)
-    dataset, chosen = _questions(dataset_path, questions, limit)
-    if not as_json:
-        _status(f"{dataset.name}: {len(chosen)} questions; preparing the index ...")
-    root = Path(output)
-    folders = {a: root / a if len(agents) > 1 else root for a in agents}
-    summaries = []
-    with _dataset_index(dataset, settings, index_dir, as_json) as index:
-        for agent in agents:
-            with _RunBar(not as_json, agent if len(agents) > 1 else "questions") as bar:
-                stats = EvalRun(index, settings, agent=agent, output=folders[agent],
-                                workers=workers, resume=resume, llm=llm,
-                                on_progress=bar.update).run(chosen)
-            summaries.append({
-                "agent": agent, "output": str(folders[agent] / "predictions.jsonl"),
-                "questions": stats.total, "skipped_done": stats.skipped,
-                "finished": stats.done, "errors": stats.errors, "answered": stats.answered,
-                "contain_acc": round(stats.contain_acc, 4), "cost": round(stats.cost, 6),
-            })
-            if not as_json:
-                click.echo(" | ".join(f"{k} {v}" for k, v in summaries[-1].items()))
-    scores = None
-    if score or judge or len(agents) > 1:
-        scores = score_runs(list(folders.values()), k_values, llm if judge else None)
-        (root / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
-        (root / "scores.md").write_text(to_markdown(scores) + "\n")
-        if not as_json:
-            click.echo("\n" + to_markdown(scores))
-    if as_json:
-        _emit(summaries[0] if len(summaries) == 1 and scores is None
-              else {"runs": summaries, "scores": scores})
-
-
-@eval_group.command("retrieval")
-@_dataset_options
-@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,search,bm25",
-              show_default=True,
-              help="Comma-separated: keyword, semantic, hybrid (fusion of both and a second "
-              "hop), search (the document search tool), bm25, graph (PPR over the knowledge "
-              "graph, mapped back to chunks; builds the graph if needed), hybrid+graph, "
-              "progressive (A2RAG's local → bridge → PPR stages; prints the stage breakdown).")
-@click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
-@click.option("--level", type=click.Choice(["page", "doc"]), default="page", show_default=True,
-              help="page: recall of the gold passages/pages; doc: of the gold document "
-              "(FinanceBench filing, from its pages' ids).")
-@common
-def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str, ks: str,
-                       level: str, limit: int | None, index_dir: str | None, as_json: bool,
-                       config: str | None) -> None:
-    """LLM-free retrieval recall per tool, by gold document id (no LLM needed).
-
-    Queries are the questions themselves; keyword search gets the entities and noun phrases
-    extracted from each question. bm25 is a standard BM25 (bm25s) over the same chunks.
-    """
-    from sleuth.eval.retrieval import TOOL_NAMES, RetrievalEval
-
-    tools = [t.strip() for t in tool_names.split(",") if t.strip()]
-    unknown = [t for t in tools if t not in TOOL_NAMES]
-    if unknown or not tools:
-        raise click.BadParameter(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
-    k_values = _int_list(ks, "--k")
-    settings = _settings(config, index_dir)
-    dataset, chosen = _questions(dataset_path, questions, limit)
-    with _dataset_index(dataset, settings, index_dir, as_json) as index:
-        result = RetrievalEval(index, tools, k_values,  # type: ignore[arg-type]
-                               level).run(chosen)  # type: ignore[arg-type]
-    result["dataset"] = dataset.name
-    if as_json:
-        _emit(result)
-        return
-    heads = [f"R@{k}" for k in k_values]
-    click.echo(f"{dataset.name}: {result['questions']} questions with gold evidence, "
-               f"{level} level\n")
-    click.echo("| tool | " + " | ".join(heads) + " | p50 ms |\n|" + "---|" * (len(heads) + 2))
-    for tool, row in result["tools"].items():
-        cells = [f"{100 * row[f'recall@{k}']:.1f}" for k in k_values]
-        click.echo(f"| {tool} | " + " | ".join(cells) + f" | {row['ms_p50']:.1f} |")
-    if result.get("stages"):
-        total = sum(result["stages"].values())
-        shares = ", ".join(f"{stage} {100 * n / total:.0f}%" for stage, n in
-                           sorted(result["stages"].items(), key=lambda item: -item[1]))
-        click.echo(f"\nprogressive: questions ending at each stage: {shares}")
-
-
-@eval_group.command("graph-loss")
-@_dataset_options
-@click.option("--fractions", default="0,0.1,0.2,0.3,0.4", show_default=True,
-              help="Comma-separated shares of the graph's entities to delete.")
-@click.option("--k", "ks", default="2,5", show_default=True, help="Comma-separated k values.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--output", type=click.Path(file_okay=False), default="results/graph-loss",
-              show_default=True, help="Folder for extraction_loss.json and .png.")
-@common
-def eval_graph_loss_cmd(dataset_path: str, questions: str | None, fractions: str, ks: str,
-                        seed: int, output: str, limit: int | None, index_dir: str | None,
-                        as_json: bool, config: str | None) -> None:
-    """A2RAG's extraction-loss stress test (no LLM): delete a growing share of the knowledge
-    graph's entities and plot Recall@k of graph and hybrid+graph retrieval against the
-    hybrid retriever, which uses no graph. Builds the graph first if needed."""
-    from pathlib import Path
-
-    from sleuth.eval.graphloss import extraction_loss, write
-    from sleuth.graph import Graph
-
-    shares = [float(f) for f in fractions.split(",") if f.strip()]
-    if not shares or any(not 0 <= f < 1 for f in shares):
-        raise click.BadParameter("fractions must be in [0, 1)", param_hint="--fractions")
-    k_values = _int_list(ks, "--k")
-    settings = _settings(config, index_dir)
-    dataset, chosen = _questions(dataset_path, questions, limit)
-    with _dataset_index(dataset, settings, index_dir, as_json) as index, \
-            Graph.open(index) as graph:
-        with _Bar(not as_json, "graph", " chunks") as bar:
-            graph.build(on_progress=lambda done, total: bar.advance(done, of=total))
-        result = extraction_loss(index, graph, chosen, shares, k_values, seed,
-                                 on_step=None if as_json else _status)
-    data, png = write(result, Path(output))
-    if as_json:
-        _emit({**result, "json": str(data), "png": str(png)})
-        return
-    heads = [f"{name}@{k}" for name in ("graph", "hybrid+graph") for k in k_values]
-    click.echo("| deleted | " + " | ".join(heads) + " |\n|" + "---|" * (len(heads) + 1))
-    for row in result["rows"]:
-        cells = [f"{100 * row[h]:.1f}" for h in heads]
-        click.echo(f"| {100 * row['fraction']:.0f}% | " + " | ".join(cells) + " |")
-    baseline = ", ".join(f"R@{k} {100 * v:.1f}" for k, v in
-                         zip(k_values, result["hybrid"].values(), strict=True))
-    click.echo(f"\nhybrid (no graph): {baseline}\nwrote {data} and {png}")
-
-
-@eval_group.command("score")
-@click.argument("predictions", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--k", "ks", default="2,5", show_default=True,
-              help="Comma-separated k for evidence Recall@k.")
-@click.option("--judge", is_flag=True,
-              help="Also compute LLM-Acc with the configured endpoint (verdicts are cached).")
-@click.option("--compare", is_flag=True,
-              help="Several runs side by side (the default whenever several are given).")
-@common
-def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: bool,
-                   index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Score predictions.jsonl files: EM, F1, Contain-Acc, LLM-Acc, Recall@k, cost, latency.
-
-    Each PREDICTIONS is a predictions.jsonl file or the folder holding one. Results are
-    given overall and by question type, as Markdown (default) or JSON.
-    """
-    from pathlib import Path
-
-    from sleuth.agent.variants import llm_from_settings
-    from sleuth.eval.report import score_runs, to_markdown
-
-    k_values = _int_list(ks, "--k")
-    judge_llm = llm_from_settings(_settings(config, index_dir)) if judge else None
-    scores = score_runs([Path(p) for p in predictions], k_values, judge_llm)
-    if as_json:
-        _emit(scores)
-    else:
-        click.echo(to_markdown(scores))
-
-
-@eval_group.command("sweep")
-@_dataset_options
-@click.option("--agent", "agent_name", default="full", show_default=True,
-              help="Agent variant (see `sleuth agents`).")
-@click.option("--param", default="max_steps", show_default=True,
-              help="Setting to sweep: max_steps, reasoning_effort, token_budget, memory_size.")
-@click.option("--values", required=True,
-              help="Comma-separated values, e.g. 1,3,5,10,15 or minimal,low,medium,high.")
-@_workers_option
-@click.option("--resume", is_flag=True, help="Continue a sweep: finished questions are kept.")
-@click.option("--output", type=click.Path(file_okay=False), default="results/sweep",
-              show_default=True, help="Folder for one run per value, sweep.json and sweep.png.")
-@click.option("--judge", is_flag=True, help="Also plot LLM-Acc (judge verdicts are cached).")
-@click.option("--k", "ks", default="2,5", show_default=True,
-              help="Comma-separated k for evidence Recall@k.")
-@common
-def eval_sweep_cmd(dataset_path: str, questions: str | None, agent_name: str, param: str,
-                   values: str, limit: int | None, workers: int, resume: bool, output: str,
-                   judge: bool, ks: str, index_dir: str | None, as_json: bool,
-                   config: str | None) -> None:
-    """Test-time scaling: accuracy against max steps or reasoning effort (A-RAG §5).
-
-    Runs the agent once per value into OUTPUT/<param>=<value>/ (each an ordinary, resumable
-    `eval run`), scores the runs side by side, and writes OUTPUT/sweep.json and a PNG plot
-    of accuracy (and retrieved tokens) against the value, OUTPUT/sweep.png.
-    """
-    from pathlib import Path
-
-    from sleuth.agent.variants import llm_from_settings
-    from sleuth.eval.sweep import Sweep
-
-    swept = [v.strip() for v in values.split(",") if v.strip()]
-    if not swept:
-        raise click.BadParameter("give at least one value", param_hint="--values")
-    settings = _settings(config, index_dir)
-    dataset, chosen = _questions(dataset_path, questions, limit)
-    bars: list[_RunBar] = []
-
-    def progress(label: str) -> Any:
-        if bars:
-            bars[-1].bar.close()
-        bars.append(_RunBar(not as_json, label))
-        return bars[-1].update
-
-    try:
-        with _dataset_index(dataset, settings, index_dir, as_json) as index:
-            result = Sweep(index, settings, param, swept, agent=agent_name, output=Path(output),
-                           workers=workers, resume=resume,
-                           judge_llm=llm_from_settings(settings) if judge else None,
-                           ks=_int_list(ks, "--k")).run(chosen, progress)
-    finally:
-        for bar in bars:
-            bar.bar.close()
-    if as_json:
-        _emit(result)
-        return
-    keys = [k for k in ("llm_acc", "contain", "em", "f1") if k in result["points"][0]]
-    click.echo(f"| {result['param']} | " + " | ".join(keys) + " | tokens | steps | cost $ |")
-    click.echo("|---" * (len(keys) + 4) + "|")
-    for p in result["points"]:
-        cells = [f"{100 * p[k]:.1f}" for k in keys]
-        click.echo(f"| {p['value']} | " + " | ".join(cells) + f" | {p['retrieved_tokens']:.0f} "
-                   f"| {p['steps']:.1f} | {p['cost_total']:.4f} |")
-    click.echo(f"\nplot: {result['plot']}")
-
-
-class _RunBar(_Bar):
-    """Questions finished, with running answer rate, contain-accuracy and cost."""
-
-    def __init__(self, enabled: bool, desc: str = "questions") -> None:
-        super().__init__(enabled, desc, "q")
-
-    def update(self, stats: Any) -> None:
-        if self.bar.total is None:
-            self.bar.total = stats.total - stats.skipped
-        scored = max(stats.done - stats.errors, 1)
-        self.advance(stats.done, answered=f"{stats.answered / scored:.0%}",
-                     contain=f"{stats.contain_acc:.1%}", errors=stats.errors,
-                     cost=f"${stats.cost:.4f}")
+cli.add_command(eval_group)
 
 
 @cli.command("status")
@@ -875,7 +340,7 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
     from sleuth.index import Index
     from sleuth.threads import thread_policy
 
-    with Index.open(settings=_settings(config, index_dir)) as index:
+    with Index.open(settings=load_settings(config, index_dir)) as index:
         stats = index.stats()
         problems = index.check(full=False)
     build = dict(stats.manifest.get("build") or {})
@@ -884,7 +349,7 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
             "sentences": stats.sentences, "build": build, "manifest": dict(stats.manifest),
             "threads": policy.to_dict(), "problems": [vars(p) for p in problems]}
     if as_json:
-        _emit(info)
+        emit(info)
     else:
         m = stats.manifest
         click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
@@ -900,13 +365,8 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
             click.echo(f"interrupted (started {entry['started']}); resume it with: "
                        f"{entry['command']}")
     if problems:  # (on stderr with --json too)
-        _print_problems(problems)
+        print_problems(problems)
         sys.exit(1)
-
-
-def _print_problems(problems: Sequence[Any]) -> None:
-    for p in problems:
-        _status(f"damaged: {p.part} {p.problem}; repair: {p.repair}")
 
 
 @cli.command("check")
@@ -925,11 +385,11 @@ def check_cmd(quick: bool, index_dir: str | None, as_json: bool, config: str | N
     """
     from sleuth.index import Index
 
-    with Index.open(settings=_settings(config, index_dir)) as index:
+    with Index.open(settings=load_settings(config, index_dir)) as index:
         problems = index.check(full=not quick)
         stats = index.stats()
     if as_json:
-        _emit({"index": index.location, "ok": not problems,
+        emit({"index": index.location, "ok": not problems,
                "problems": [vars(p) for p in problems],
                "documents": stats.documents, "chunks": stats.chunks,
                "sentences": stats.sentences})
@@ -937,7 +397,7 @@ def check_cmd(quick: bool, index_dir: str | None, as_json: bool, config: str | N
         click.echo(f"ok: {index.location}: {stats.documents} documents, {stats.chunks} "
                    f"chunks, {stats.sentences} sentences; every part verified")
     if problems:  # (on stderr with --json too)
-        _print_problems(problems)
+        print_problems(problems)
         sys.exit(1)
 
 
@@ -948,7 +408,7 @@ def tools_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
     from sleuth.tools import TOOLS
 
     if as_json:
-        _emit([t.schema() for t in TOOLS.values()])
+        emit([t.schema() for t in TOOLS.values()])
         return
     for t in TOOLS.values():
         click.echo(f"{t.name}: {t.description}\n  parameters: {json.dumps(t.parameters)}\n")
@@ -965,7 +425,7 @@ def agents_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
             for v in VARIANTS.values()]
     rows.append({"name": AUTO, "tools": [], "description": DESCRIPTION})
     if as_json:
-        _emit(rows)
+        emit(rows)
         return
     for r in rows:
         click.echo(f"{r['name']:<12} {r['description']}  tools: {', '.join(r['tools'])}")
@@ -988,13 +448,13 @@ def quickstart_cmd(question: str | None, size: str | None, no_install: bool,
     """
     from sleuth.quickstart import default_index, run_quickstart
 
-    settings = _settings(config, index_dir or str(default_index()),
-                         llm={"local_model": size})
-    run_quickstart(settings, question=question, echo=click.echo, status=_status,
+    settings = load_settings(config, index_dir or str(default_index()),
+                             llm={"local_model": size})
+    run_quickstart(settings, question=question, echo=click.echo, status=status,
                    as_json=as_json, install_local=not no_install)
 
 
-@cli.group("graph")
+@cli.group("graph", cls=ToolGroup)
 def graph_group() -> None:
     """The knowledge graph of an index (A2RAG): build it, then walk it by hand.
 
@@ -1014,95 +474,28 @@ def graph_group() -> None:
 def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None, as_json: bool,
                     config: str | None) -> None:
     """Extract entities and relations from the chunks not processed yet (resumable)."""
-    from sleuth.graph import Graph
-    from sleuth.graph.extract import OfflineExtractor
-    from sleuth.graph.llm_extract import CACHE_FILE, LLMExtractor
+    from sleuth.graph.building import build_graph
     from sleuth.index import Index
 
-    settings = _settings(config, index_dir)
-    llm_extractor: LLMExtractor | None = None
-    with Index.open(settings=settings) as index:
-        if rebuild:
-            try:  # keep reviewed triples: they are re-applied after the build
-                with Graph.open(index) as old:
-                    old.store.reset()
-            except StoreError:  # unreadable (e.g. an older format): start from nothing
-                Graph.drop(index)
-        with Graph.open(index) as graph, _Bar(not as_json, "graph", " chunks") as bar:
-            if (extractor or settings.graph.extractor) == "llm":
-                from sleuth.agent.variants import llm_from_settings
-
-                llm_extractor = LLMExtractor(llm_from_settings(settings),
-                                             graph.store.folder / CACHE_FILE,
-                                             workers=settings.graph.llm_workers)
-            report = graph.build(on_progress=lambda done, total: bar.advance(done, of=total),
-                                 extractor=llm_extractor or OfflineExtractor())
-    failures = llm_extractor.failures if llm_extractor else []
-    data = {"processed": report.processed, "unchanged": report.unchanged,
-            "removed": report.removed, **report.counts,
-            "calls": llm_extractor.calls if llm_extractor else 0,
-            "cached": llm_extractor.cached if llm_extractor else 0,
-            "failures": [{"chunk_id": c, "reason": r} for c, r in failures],
-            "aliases_merged": report.aliases.merged if report.aliases else 0,
-            "reviewed_restored": report.restored}
+    with Index.open(settings=load_settings(config, index_dir)) as index, \
+            Bar(not as_json, "graph", " chunks") as bar:
+        built = build_graph(index, extractor=extractor,  # type: ignore[arg-type]  # a Choice
+                            rebuild=rebuild,
+                            on_progress=lambda done, total: bar.advance(done, of=total))
     if as_json:
-        _emit(data)
-    else:
-        merged = f", {report.aliases.merged} aliases merged" if report.aliases else ""
-        restored = f", {report.restored} reviewed triples restored" if report.restored else ""
-        click.echo(f"processed {report.processed} chunks ({report.unchanged} unchanged, "
-                   f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
-                   f"{report.counts['relations']} relations, {report.counts['mentions']} "
-                   f"mentions{merged}{restored}")
-        if failures:
-            click.echo(f"{len(failures)} chunks failed (retried on the next build):")
-        for chunk_id, reason in failures:
-            click.echo(f"  {chunk_id}: {reason}")
-
-
-@graph_group.command("entity")
-@click.argument("name")
-@click.option("--limit", type=click.IntRange(1, 20), default=5, show_default=True)
-@common
-def graph_entity_cmd(name: str, limit: int, index_dir: str | None, as_json: bool,
-                     config: str | None) -> None:
-    """Entities matching NAME (spelling variants and acronyms included)."""
-    _run_tool("graph_entity", {"name": name, "limit": limit}, index_dir, config, as_json)
-
-
-@graph_group.command("neighbors")
-@click.argument("entity")
-@click.option("--relation", default=None, help="Only relations whose label contains this.")
-@click.option("--limit", type=click.IntRange(1, 50), default=20, show_default=True)
-@common
-def graph_neighbors_cmd(entity: str, relation: str | None, limit: int, index_dir: str | None,
-                        as_json: bool, config: str | None) -> None:
-    """An entity's relations, each with the chunk and sentence it was read from."""
-    _run_tool("graph_neighbors", {"entity": entity, "relation": relation, "limit": limit},
-              index_dir, config, as_json)
-
-
-@graph_group.command("path")
-@click.argument("source")
-@click.argument("target")
-@click.option("--max-hops", type=click.IntRange(1, 6), default=4, show_default=True)
-@common
-def graph_path_cmd(source: str, target: str, max_hops: int, index_dir: str | None,
-                   as_json: bool, config: str | None) -> None:
-    """The shortest chain of relations between two entities."""
-    _run_tool("graph_path", {"source": source, "target": target, "max_hops": max_hops},
-              index_dir, config, as_json)
-
-
-@graph_group.command("ppr")
-@click.argument("entities", nargs=-1, required=True)
-@click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
-@common
-def graph_ppr_cmd(entities: tuple[str, ...], top_k: int, index_dir: str | None,
-                  as_json: bool, config: str | None) -> None:
-    """Personalized PageRank from seed entities, mapped back to source chunks."""
-    _run_tool("graph_ppr", {"entities": list(entities), "top_k": top_k}, index_dir, config,
-              as_json)
+        emit(built.to_dict())
+        return
+    report = built.report
+    merged = f", {report.aliases.merged} aliases merged" if report.aliases else ""
+    restored = f", {report.restored} reviewed triples restored" if report.restored else ""
+    click.echo(f"processed {report.processed} chunks ({report.unchanged} unchanged, "
+               f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
+               f"{report.counts['relations']} relations, {report.counts['mentions']} "
+               f"mentions{merged}{restored}")
+    if built.failures:
+        click.echo(f"{len(built.failures)} chunks failed (retried on the next build):")
+    for chunk_id, reason in built.failures:
+        click.echo(f"  {chunk_id}: {reason}")
 
 
 @graph_group.command("review")
@@ -1125,11 +518,11 @@ def graph_review_cmd(approve: tuple[str, ...], reject: tuple[str, ...], approve_
     from sleuth.graph.review import apply_decisions, decide, pending
     from sleuth.index import Index
 
-    approve_ids = [i for v in approve for i in _int_list(v, "--approve")]
-    reject_ids = [i for v in reject for i in _int_list(v, "--reject")]
+    approve_ids = [i for v in approve for i in int_list(v, "--approve")]
+    reject_ids = [i for v in reject for i in int_list(v, "--reject")]
     decided = bool(approve_ids or reject_ids or approve_all)
     interactive = not decided and not as_json and sys.stdin.isatty()
-    with Index.open(settings=_settings(config, index_dir)) as index, \
+    with Index.open(settings=load_settings(config, index_dir)) as index, \
             Graph.open(index) as graph:
         if decided:
             changed = apply_decisions(graph, approve_ids, reject_ids, approve_all)
@@ -1145,7 +538,7 @@ def graph_review_cmd(approve: tuple[str, ...], reject: tuple[str, ...], approve_
                     if choice != "s":
                         changed += decide(graph, [p.id], approve=choice == "a")
     if as_json:
-        _emit({"decided": [p.to_dict() for p in changed]} if decided
+        emit({"decided": [p.to_dict() for p in changed]} if decided
               else {"pending": [p.to_dict() for p in proposals]})
     elif decided or interactive:
         for p in changed:
@@ -1181,11 +574,11 @@ def llm_install_cmd(size: str | None, jobs: int | None, index_dir: str | None, a
     """
     from sleuth.llm import local
 
-    size = size or _settings(config, index_dir).llm.local_model
-    server, model = local.install(size, say=_status, jobs=jobs)
+    size = size or load_settings(config, index_dir).llm.local_model
+    server, model = local.install(size, say=status, jobs=jobs)
     info = {"server": str(server), "model": str(model), "label": local.spec(size).label}
     if as_json:
-        _emit(info)
+        emit(info)
     else:
         click.echo(f"ready: {info['label']}\n  server {server}\n  model  {model}\n"
                    "With no SLEUTH_BASE_URL set, `sleuth ask` and `sleuth quickstart` use it.")
@@ -1204,7 +597,7 @@ def llm_serve_cmd(size: str | None, port: int, context: int | None, index_dir: s
 
     from sleuth.llm import local
 
-    cfg = _settings(config, index_dir).llm
+    cfg = load_settings(config, index_dir).llm
     size = size or cfg.local_model
     if not local.installed(size):
         raise click.ClickException(f"the local {size} model is not installed; run: sleuth llm "
@@ -1214,7 +607,7 @@ def llm_serve_cmd(size: str | None, port: int, context: int | None, index_dir: s
         settings = {"SLEUTH_BASE_URL": server.base_url, "SLEUTH_MODEL": local.spec(size).label,
                     "SLEUTH_LLM__TOOL_MODE": "json"}
         if as_json:
-            _emit(settings)
+            emit(settings)
         else:
             click.echo(f"serving {local.spec(size).label} at {server.base_url} (Ctrl-C stops)."
                        "\nPoint Sleuth (or any OpenAI client) at it with:")
@@ -1231,7 +624,7 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
     """Which LLM Sleuth will use, and what of the local model is installed."""
     from sleuth.llm import local
 
-    cfg = _settings(config, index_dir).llm
+    cfg = load_settings(config, index_dir).llm
     info = {
         "endpoint": cfg.base_url if cfg.configured else None, "model": cfg.model,
         "server": str(local.server_path()) if local.server_path().is_file() else None,
@@ -1242,7 +635,7 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
                     else f"local {local.spec(cfg.local_model).label}"
                     if local.installed(cfg.local_model) else "nothing: no endpoint, no local model")
     if as_json:
-        _emit(info)
+        emit(info)
     else:
         for key, value in info.items():
             click.echo(f"{key}: {value}")
@@ -1284,7 +677,7 @@ def store_copy_cmd(source: str, destination: str, replace_graph: bool, no_graph:
                                embedder=src.store.manifest.get("embedder"),
                                chunk_tokens=src.store.manifest.get("chunk_tokens")), settings)
         try:
-            with _Bar(not as_json, "copying", " doc") as bar:
+            with Bar(not as_json, "copying", " doc") as bar:
                 copied = copy_store(src.store, dst.store, on_progress=lambda done, total:
                                     bar.advance(done, of=total))
             graph = None if no_graph else copy_graph(src, dst, replace=replace_graph)
@@ -1295,7 +688,7 @@ def store_copy_cmd(source: str, destination: str, replace_graph: bool, no_graph:
     finally:
         src.close()
     if as_json:
-        _emit({"copied": copied, "documents": stats.documents, "chunks": stats.chunks,
+        emit({"copied": copied, "documents": stats.documents, "chunks": stats.chunks,
                "sentences": stats.sentences,
                "graph": None if graph is None else {"outcome": graph.outcome, **graph.counts},
                "sessions": None if sessions is None else vars(sessions)})
@@ -1375,14 +768,14 @@ def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
     from sleuth.server.http import create_app
     from sleuth.service import Service
 
-    settings = _settings(config, index_dir, serve={"host": host, "port": port,
+    settings = load_settings(config, index_dir, serve={"host": host, "port": port,
                                                    "runs": runs_dir, "workers": workers,
                                                    "queue": queue})
     service = Service(settings=settings)
     app = create_app(service, auth=not no_auth)
     import uvicorn
 
-    _status(f"serving {service.index.location} on http://{settings.serve.host}:"
+    status(f"serving {service.index.location} on http://{settings.serve.host}:"
             f"{settings.serve.port} (OpenAPI at /docs, run viewer at /viewer over "
             f"{settings.serve.runs}{'; no auth' if no_auth else ''}; {service.pool.workers} "
             f"workers, {service.pool.queue} may wait)")
@@ -1405,11 +798,11 @@ def serve_mcp_cmd(transport: str, no_auth: bool, index_dir: str | None, host: st
     from sleuth.server.mcp import serve_mcp
     from sleuth.service import Service
 
-    settings = _settings(config, index_dir, serve={"host": host, "port": port,
+    settings = load_settings(config, index_dir, serve={"host": host, "port": port,
                                                    "workers": workers, "queue": queue})
     service = Service(settings=settings)
     if transport == "http":
-        _status(f"MCP over streamable HTTP at http://{settings.serve.host}:"
+        status(f"MCP over streamable HTTP at http://{settings.serve.host}:"
                 f"{settings.serve.port}/mcp")
     serve_mcp(service, "http" if transport == "http" else "stdio", host=settings.serve.host,
               port=settings.serve.port, auth=not no_auth)
@@ -1433,26 +826,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except click.exceptions.Abort:
-        _status("aborted")
+        status("aborted")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        _status("interrupted; finished work is saved; run the same command again to resume")
+        status("interrupted; finished work is saved; run the same command again to resume")
         sys.exit(130)
     except SleuthError as exc:
-        _status(f"error: {exc}")
+        status(f"error: {exc}")
         sys.exit(1)
     except OSError as exc:  # the machine's own failures: disk full, permissions, ...
         where = f": {exc.filename}" if exc.filename else ""
-        _status(f"error: {exc.strerror or exc}{where}")
+        status(f"error: {exc.strerror or exc}{where}")
         sys.exit(1)
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get("SLEUTH_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
-        _status(f"error: unexpected {type(exc).__name__}: {first} (this is a bug in Sleuth; "
+        status(f"error: unexpected {type(exc).__name__}: {first} (this is a bug in Sleuth; "
                 "SLEUTH_DEBUG=1 shows the traceback to report)")
         sys.exit(1)
 

@@ -5,6 +5,10 @@ status, adding and deleting documents, listing and calling tools, asking the age
 managing sessions. Servers only parse, authenticate and render; request limits
 (``settings.serve``) are checked here so both servers enforce the same ones.
 
+:func:`run_tool` is the one way a tool call from outside the agent runs (the CLI, the HTTP
+API, the MCP server): the tool looked up in the registry, the serving limits its definition
+declares, then the call, in a session when one is named (its reference ids are kept).
+
 Every method takes the :class:`Caller` making the request. An admin caller (the local CLI, a
 plain API key) sees the whole index; a tenant's key reads through ``index.scoped(access)``
 (its collection, its groups), writes only into its collection, and keeps its sessions apart.
@@ -40,10 +44,8 @@ from sleuth.session import Session
 from sleuth.settings import ApiKey, ServeSettings, Settings
 from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
+from sleuth.tools.base import Limits, check_text
 
-# Arguments that carry query text: each string is length-limited, each list count-limited.
-QUERY_ARGUMENTS = frozenset({"query", "queries", "keywords", "patterns", "entities", "name",
-                             "entity", "source", "target"})
 _SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
 # Saved upload names stay well under the 255-byte limit file systems put on a name.
@@ -139,6 +141,42 @@ def caller_for_key(keys: KeyRing, presented: str | None) -> Caller | None:
         if hmac.compare_digest(secret.encode(), presented.encode()):
             found = caller
     return found
+
+
+def run_tool(index: Index, name: str, arguments: Mapping[str, Any] | str | None = None, *,
+             limits: Limits, session: str | None = None,
+             owner: str | None = None) -> ToolResult:
+    """Run tool ``name`` on ``index``: its serving ``limits`` checked first, then the call,
+    in ``owner``'s session ``session`` when given (created when new; its reference ids are
+    remembered and saved). Bad arguments raise ToolError, an unknown tool NotFoundError."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise NotFoundError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
+    args = _arguments(arguments)
+    tool.check_limits(args, limits)
+    if session is None:
+        return tool.run(ToolContext(index, Tracker()), args)
+    _check_session_id(session)
+    return Session.open(index, session, create=True, owner=owner).run_tool(name, args)
+
+
+def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise RequestError(f"tool arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(arguments, Mapping):
+        raise RequestError("tool arguments must be a JSON object")
+    return dict(arguments)
+
+
+def _check_session_id(session_id: str) -> None:
+    if not _SESSION_ID.fullmatch(session_id):
+        raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
+                           "'-' and '_' (at most 64)")
 
 
 class Service:
@@ -286,56 +324,21 @@ class Service:
     # -- tools -------------------------------------------------------------------------
 
     def tools(self, caller: Caller = LOCAL) -> list[dict[str, Any]]:
-        """Every tool as the agent sees it: name, description and JSON input schema."""
-        return [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in TOOLS.values()]
+        """Every tool as the agent sees it: name, description and JSON input schema (with
+        this server's limits)."""
+        return [{"name": t.name, "description": t.description,
+                 "input_schema": t.input_schema(self.limits)} for t in TOOLS.values()]
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None,
-                  session: str | None = None, caller: Caller = LOCAL) -> ToolResult:
-        """Run tool ``name`` (limits checked first); with ``session``, in that session so
-        its reference ids are remembered. Bad arguments raise ToolError."""
-        tool = TOOLS.get(name)
-        if tool is None:
-            raise NotFoundError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
-        args = self._arguments(arguments)
-        self.check_limits(args)
+                  caller: Caller = LOCAL, *, session: str | None = None) -> ToolResult:
+        """Run tool ``name`` for ``caller`` through :func:`run_tool`; with ``session``, in
+        that session of the caller's, so its reference ids are remembered."""
+        index = self.view(caller)
         if session is None:
-            return tool.run(ToolContext(self.view(caller), Tracker()), args)
+            return run_tool(index, name, arguments, limits=self.limits)
         with self._session_lock:
-            return self._session(session, caller, create=True).run_tool(name, args)
-
-    def check_limits(self, arguments: Mapping[str, Any]) -> None:
-        """Raise RequestError when ``arguments`` exceed the serving limits."""
-        limits = self.limits
-        top_k = arguments.get("top_k")
-        if isinstance(top_k, int) and top_k > limits.max_top_k:
-            raise RequestError(f"top_k {top_k} is over this server's limit of "
-                               f"{limits.max_top_k}")
-        for key in QUERY_ARGUMENTS & arguments.keys():
-            value = arguments[key]
-            if isinstance(value, list) and len(value) > limits.max_queries:
-                raise RequestError(f"{key}: {len(value)} given, this server accepts at most "
-                                   f"{limits.max_queries} per call")
-            for text in value if isinstance(value, list) else [value]:
-                self._check_text(key, text)
-
-    def _check_text(self, what: str, text: object) -> None:
-        if isinstance(text, str) and len(text) > self.limits.max_query_chars:
-            raise RequestError(f"{what}: {len(text)} characters, this server accepts at most "
-                               f"{self.limits.max_query_chars}")
-
-    @staticmethod
-    def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
-        if arguments is None or arguments == "":
-            return {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                raise RequestError(f"tool arguments are not valid JSON: {exc.msg}") from None
-        if not isinstance(arguments, Mapping):
-            raise RequestError("tool arguments must be a JSON object")
-        return dict(arguments)
+            return run_tool(index, name, arguments, limits=self.limits, session=session,
+                            owner=_owner(caller))
 
     # -- the agent ---------------------------------------------------------------------
 
@@ -354,7 +357,7 @@ class Service:
 
         if not question.strip():
             raise RequestError("question is empty")
-        self._check_text("question", question)
+        check_text("question", question, self.limits)
         if agent not in VARIANTS and agent != AUTO:
             raise RequestError(f"unknown agent {agent!r}; choose one of: "
                                f"{', '.join(sorted([*VARIANTS, AUTO]))}")
@@ -387,7 +390,7 @@ class Service:
                 "created": conversation.created, "turns": conversation.turns}
 
     def delete_session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
-        self._check_session_id(session_id)
+        _check_session_id(session_id)
         with self._session_lock:
             if not Session.delete(self.index, session_id, _owner(caller)):
                 raise NotFoundError(f"no session {session_id!r}")
@@ -397,18 +400,12 @@ class Service:
                  agent: str | None = None, llm: LLM | None = None) -> Session:
         """Session ``session_id`` of ``caller``: a tenant key's sessions live apart, and it
         reads through the key's view of the index."""
-        self._check_session_id(session_id)
+        _check_session_id(session_id)
         owner = _owner(caller)
         if not create and not Session.exists(self.index, session_id, owner):
             raise NotFoundError(f"no session {session_id!r}")
         return Session.open(self.view(caller), session_id, create=create, agent=agent,
                             settings=self.settings, llm=llm, owner=owner)
-
-    @staticmethod
-    def _check_session_id(session_id: str) -> None:
-        if not _SESSION_ID.fullmatch(session_id):
-            raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
-                               "'-' and '_' (at most 64)")
 
 
 def _owner(caller: Caller) -> str | None:

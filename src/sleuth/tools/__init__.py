@@ -1,6 +1,11 @@
-"""Retrieval tools, defined once and served to the agent, the CLI and the servers."""
+"""Retrieval tools, defined once and served to the agent, the CLI and the servers.
 
-from sleuth.tools.base import Tool, ToolContext, ToolResult, tool
+:data:`TOOLS` is the registry every face reads when it is asked, so a tool registered with
+:func:`register` (a typed function under ``@tool``, exactly like the built-ins) is at once
+an agent tool, ``sleuth tool NAME``, ``POST /v1/tools/NAME`` and an MCP tool.
+"""
+
+from sleuth.tools.base import QUERY, TOP_K, Arg, Cli, Tool, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import (
     CORPUS_TOOLS,
     chunk_read,
@@ -13,17 +18,27 @@ from sleuth.tools.documents import open as open_document
 from sleuth.tools.graph import GRAPH_TOOLS, graph_entity, graph_neighbors, graph_path, graph_ppr
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, *DOCUMENT_TOOLS, *GRAPH_TOOLS)}
+# Names the faces give their own options and parameters (``--index``, ``?session=``, ...).
+RESERVED_ARGUMENTS = frozenset({"index", "json", "config", "session", "help"})
 
 
-def register_tool(t: Tool) -> Tool:
-    """Make a tool available by name to agents, the CLI and the servers."""
+def register(t: Tool) -> Tool:
+    """Make a tool available by name to agents, the CLI and the servers (replacing a tool of
+    the same name). An argument named like an option every face adds is refused."""
+    clash = RESERVED_ARGUMENTS & set(t.args.model_fields)
+    if clash:
+        raise ValueError(f"tool {t.name!r}: argument {sorted(clash)[0]!r} is reserved for "
+                         f"the faces' own options ({', '.join(sorted(RESERVED_ARGUMENTS))})")
     TOOLS[t.name] = t
     return t
 
 
+register_tool = register  # the earlier name
+
+
 __all__ = [
-    "TOOLS", "Tool", "ToolContext", "ToolResult", "chunk_read", "find", "graph_entity",
-    "graph_neighbors", "graph_path", "graph_ppr", "keyword_search",
-    "naive_embedding_search", "open_document", "register_tool", "search", "semantic_search",
-    "summarize", "tool",
+    "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
+    "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "keyword_search",
+    "naive_embedding_search", "open_document", "register", "register_tool", "search",
+    "semantic_search", "summarize", "tool",
 ]

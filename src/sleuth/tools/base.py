@@ -3,7 +3,15 @@
 ``@tool`` turns ``def name(ctx: ToolContext, arg: T = default, ...) -> ToolResult`` into a
 :class:`Tool` with a JSON schema derived from the signature (``Annotated[..., Field(...)]``
 adds constraints; the ``Args:`` section of the docstring gives each parameter its
-description). The agent, the CLI and the servers all call :meth:`Tool.run`.
+description). Sleuth's own metadata sits beside the type as an :class:`Arg`: which arguments
+are query text or a result count (the serving limits of ``settings.serve`` apply to them) and
+how an argument reads on the command line.
+
+Every face derives from that one definition: the schema the agent, the HTTP API and the MCP
+server show (:meth:`Tool.schema`, serving limits included), the limits a call from outside
+the agent is held to (:meth:`Tool.check_limits`) and the CLI command
+(:mod:`sleuth.tools.commands`). The agent calls :meth:`Tool.run`; the CLI and the servers
+call it through :func:`sleuth.service.run_tool`.
 """
 
 from __future__ import annotations
@@ -13,11 +21,12 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from sleuth.errors import ToolError
+from sleuth.errors import RequestError, ToolError
+from sleuth.settings import ServeSettings
 from sleuth.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -56,6 +65,53 @@ ToolFunction = Callable[..., ToolResult]
 
 
 @dataclass(frozen=True)
+class Arg:
+    """Sleuth's metadata on a tool argument, declared in its ``Annotated[...]``.
+
+    ``query``: query text; each string is held to the serving limit on text length
+    (``serve.max_query_chars``) and a list to the queries per call (``serve.max_queries``).
+    ``top_k``: a number of results, held to ``serve.max_top_k``. ``flag``: on the command
+    line the argument is a flag ``--FLAG`` that sets it to the value FLAG (find's
+    ``--semantic``) instead of an option taking a value.
+    """
+
+    query: bool = False
+    top_k: bool = False
+    flag: str | None = None
+
+
+QUERY = Arg(query=True)
+TOP_K = Arg(top_k=True)
+
+
+class Limits(Protocol):
+    """The serving limits a call from outside the agent is held to (``settings.serve``)."""
+
+    @property
+    def max_query_chars(self) -> int: ...
+
+    @property
+    def max_top_k(self) -> int: ...
+
+    @property
+    def max_queries(self) -> int: ...
+
+
+DEFAULT_LIMITS: Limits = ServeSettings()
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How a tool reads on the command line. Every tool is ``sleuth tool NAME``; ``command``
+    adds a shorter path (``"search keyword"``); ``session`` is the default ``--session`` of
+    its commands (None: each call starts afresh), for tools whose reference ids must
+    survive between invocations."""
+
+    command: str | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
 class Tool:
     """A retrieval tool: name, description, argument model and the function itself."""
 
@@ -63,21 +119,54 @@ class Tool:
     description: str
     args: type[BaseModel]
     function: ToolFunction
+    cli: Cli = Cli()
+
+    def arg(self, name: str) -> Arg:
+        """The Sleuth metadata of argument ``name`` (an empty :class:`Arg` when none)."""
+        info = self.args.model_fields.get(name)
+        found = [m for m in info.metadata if isinstance(m, Arg)] if info else []
+        return found[0] if found else Arg()
 
     @property
     def parameters(self) -> dict[str, Any]:
-        return _clean_schema(self.args.model_json_schema())
+        """The JSON schema of the arguments under the default serving limits."""
+        return self.input_schema()
 
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool definition."""
+    def input_schema(self, limits: Limits | None = None) -> dict[str, Any]:
+        """The JSON schema of the arguments, carrying the serving ``limits`` (default: the
+        defaults of ``settings.serve``) as ``maxItems``, ``maxLength`` and ``maximum``."""
+        schema = _clean_schema(self.args.model_json_schema())
+        for name, prop in schema.get("properties", {}).items():
+            _tighten(prop, self.arg(name), limits or DEFAULT_LIMITS)
+        return schema
+
+    def schema(self, limits: Limits | None = None) -> dict[str, Any]:
+        """The OpenAI function-tool definition (see :meth:`input_schema`)."""
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.parameters,
+                "parameters": self.input_schema(limits),
             },
         }
+
+    def check_limits(self, arguments: Mapping[str, Any], limits: Limits | None = None) -> None:
+        """Raise RequestError when ``arguments`` exceed the serving ``limits``: the checks
+        :meth:`input_schema` announces, before the arguments are validated."""
+        limits = limits or DEFAULT_LIMITS
+        for name, value in arguments.items():
+            meta = self.arg(name)
+            if meta.top_k and _is_int(value) and value > limits.max_top_k:
+                raise RequestError(f"{name} {value} is over this server's limit of "
+                                   f"{limits.max_top_k}")
+            if not meta.query:
+                continue
+            if isinstance(value, list) and len(value) > limits.max_queries:
+                raise RequestError(f"{name}: {len(value)} given, this server accepts at most "
+                                   f"{limits.max_queries} items per call")
+            for text in value if isinstance(value, list) else [value]:
+                check_text(name, text, limits)
 
     def parse(self, arguments: str | Mapping[str, Any] | None) -> BaseModel:
         """Validate raw model arguments; a ToolError explains what was wrong."""
@@ -129,8 +218,53 @@ def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
-def tool(function: ToolFunction) -> Tool:
-    """Build a :class:`Tool` from a typed function (first parameter: the ToolContext)."""
+def check_text(what: str, text: object, limits: Limits) -> None:
+    """Raise RequestError when ``text`` is a string over the serving limit on text length."""
+    if isinstance(text, str) and len(text) > limits.max_query_chars:
+        raise RequestError(f"{what}: {len(text)} characters, this server accepts at most "
+                           f"{limits.max_query_chars}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _tighten(prop: dict[str, Any], meta: Arg, limits: Limits) -> None:
+    """Write the serving limits that apply to one argument into its schema node."""
+    for node in prop.get("anyOf", [prop]):  # ``str | None`` is an anyOf
+        kind = node.get("type")
+        if meta.top_k and kind == "integer":
+            node["maximum"] = min(node.get("maximum", limits.max_top_k), limits.max_top_k)
+        if not meta.query:
+            continue
+        if kind == "array":
+            node["maxItems"] = min(node.get("maxItems", limits.max_queries), limits.max_queries)
+            node = node.get("items", {})
+            kind = node.get("type")
+        if kind == "string":
+            node["maxLength"] = min(node.get("maxLength", limits.max_query_chars),
+                                    limits.max_query_chars)
+
+
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+
+
+@overload
+def tool(*, command: str | None = None,
+         session: str | None = None) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(function: ToolFunction | None = None, /, *, command: str | None = None,
+         session: str | None = None) -> Tool | Callable[[ToolFunction], Tool]:
+    """Build a :class:`Tool` from a typed function (first parameter: the ToolContext);
+    ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`)."""
+    if function is None:
+        return lambda f: _build(f, Cli(command, session))
+    return _build(function, Cli())
+
+
+def _build(function: ToolFunction, cli: Cli) -> Tool:
     description, docs = _split_docstring(function.__doc__ or "")
     hints = get_type_hints(function, include_extras=True)
     fields: dict[str, Any] = {}
@@ -142,7 +276,7 @@ def tool(function: ToolFunction) -> Tool:
     model = create_model(
         f"{function.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(function.__name__, description, model, function)
+    return Tool(function.__name__, description, model, function, cli)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

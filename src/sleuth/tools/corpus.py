@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from sleuth.tokens import count_tokens
-from sleuth.tools.base import ToolContext, ToolResult, tool
+from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
 
 MAX_SNIPPETS = 5
@@ -49,11 +49,11 @@ def _format_hits(ctx: ToolContext, hits: Sequence[Hit], header: str) -> ToolResu
     return ToolResult("\n".join(lines), {"hits": [h.to_dict() for h in hits]})
 
 
-@tool
+@tool(command="search keyword")
 def keyword_search(
     ctx: ToolContext,
-    keywords: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
-    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+    keywords: Annotated[list[str], StrList, Field(min_length=1, max_length=10), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=20), TOP_K] = 5,
     mode: Literal["word", "substring"] = "word",
 ) -> ToolResult:
     """Exact keyword search over the corpus. Best for names, entities, dates, numbers and
@@ -79,11 +79,11 @@ def keyword_search(
     return _format_hits(ctx, hits, f"Found {len(hits)} chunks for keywords {keywords}:")
 
 
-@tool
+@tool(command="search semantic")
 def semantic_search(
     ctx: ToolContext,
-    query: Annotated[str, Field(min_length=1, max_length=2000)],
-    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+    query: Annotated[str, Field(min_length=1, max_length=2000), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=20), TOP_K] = 5,
 ) -> ToolResult:
     """Meaning-based search over the corpus. Best for concepts, descriptions and questions
     whose exact wording is unknown. Compares the query with every sentence of the corpus by
@@ -107,7 +107,7 @@ def _chunk_block(chunk: Chunk, *, score: float | None = None) -> str:
            f"{chunk.text}"
 
 
-@tool
+@tool(command="read")
 def chunk_read(
     ctx: ToolContext,
     chunk_ids: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
@@ -151,8 +151,8 @@ def chunk_read(
 @tool
 def naive_embedding_search(
     ctx: ToolContext,
-    query: Annotated[str, Field(min_length=1, max_length=2000)],
-    top_k: Annotated[int, Field(ge=1, le=10)] = 5,
+    query: Annotated[str, Field(min_length=1, max_length=2000), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=10), TOP_K] = 5,
 ) -> ToolResult:
     """Search the corpus by meaning and get the full text of the most relevant chunks.
     Chunks are ranked by the embedding similarity of their best-matching sentence to the

@@ -19,7 +19,7 @@ from sleuth.errors import ToolError
 from sleuth.ids import is_ref
 from sleuth.retrieval import DocumentHit, search_documents
 from sleuth.tokens import count_tokens
-from sleuth.tools.base import ToolContext, ToolResult, tool
+from sleuth.tools.base import QUERY, TOP_K, Arg, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 from sleuth.types import Document, Reference
 
@@ -28,6 +28,7 @@ SNIPPET_LINES = 4
 SNIPPET_LINE_CHARS = 300
 PASSAGE_BEFORE, PASSAGE_AFTER = 2, 4  # lines of context around a find match
 MORE_LINES_LISTED = 15
+CLI_SESSION = "cli"  # the session whose reference ids `sleuth search/find/open` share
 _RECORD_TYPES = {"corpus", "chunks", "json", "jsonl"}
 
 
@@ -60,11 +61,11 @@ class _Merged:
     queries: list[int]
 
 
-@tool
+@tool(command="search docs", session=CLI_SESSION)
 def search(
     ctx: ToolContext,
-    queries: Annotated[list[str], StrList, Field(min_length=1, max_length=MAX_QUERIES)],
-    top_k: Annotated[int, Field(ge=1, le=10)] = 10,
+    queries: Annotated[list[str], StrList, Field(min_length=1, max_length=MAX_QUERIES), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=10), TOP_K] = 10,
 ) -> ToolResult:
     """Search the whole corpus for documents. Send up to 5 reformulations of what you need
     in one call (different wordings, names, synonyms); results of all queries are merged and
@@ -142,12 +143,12 @@ def _snippet(view: DocumentView, hit: DocumentHit) -> str:
     return "\n".join(out)
 
 
-@tool
+@tool(command="find", session=CLI_SESSION)
 def find(
     ctx: ToolContext,
     ref: Annotated[str, Field(min_length=1, max_length=200)],
-    patterns: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
-    mode: Literal["lexical", "semantic"] = "lexical",
+    patterns: Annotated[list[str], StrList, Field(min_length=1, max_length=10), QUERY],
+    mode: Annotated[Literal["lexical", "semantic"], Arg(flag="semantic")] = "lexical",
 ) -> ToolResult:
     """Search inside one document from the search results. lexical mode (default) finds
     case-insensitive occurrences of each pattern, e.g. a metric name or a term; semantic
@@ -244,7 +245,7 @@ def _semantic_lines(ctx: ToolContext, doc: Document, view: DocumentView,
     return list(dict.fromkeys(line for _, line in ranked))
 
 
-@tool
+@tool(command="open", session=CLI_SESSION)
 def open(  # noqa: A001  (the tool's name in the AgenticRAG paper)
     ctx: ToolContext,
     ref: Annotated[str, Field(min_length=1, max_length=200)],

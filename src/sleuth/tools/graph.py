@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from sleuth.errors import ToolError
-from sleuth.tools.base import ToolContext, ToolResult, tool
+from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def _snippet(ctx: ToolContext, chunk_id: str, start: int, end: int) -> str:
     return " ".join(text[lo:hi].split())[:SNIPPET_CHARS]
 
 
-@tool
+@tool(command="graph entity")
 def graph_entity(
     ctx: ToolContext,
-    name: Annotated[str, Field(min_length=1, max_length=300)],
+    name: Annotated[str, Field(min_length=1, max_length=300), QUERY],
     limit: Annotated[int, Field(ge=1, le=20)] = 5,
 ) -> ToolResult:
     """Find entities (people, places, organisations, works, ...) in the knowledge graph by
@@ -74,10 +74,10 @@ def graph_entity(
     return ToolResult("\n".join(lines), {"entities": rows})
 
 
-@tool
+@tool(command="graph neighbors")
 def graph_neighbors(
     ctx: ToolContext,
-    entity: Annotated[str, Field(min_length=1, max_length=300)],
+    entity: Annotated[str, Field(min_length=1, max_length=300), QUERY],
     relation: Annotated[str | None, Field(max_length=100)] = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 20,
 ) -> ToolResult:
@@ -109,11 +109,11 @@ def graph_neighbors(
     return ToolResult("\n".join(lines), {"entity": found.name, "relations": rows})
 
 
-@tool
+@tool(command="graph path")
 def graph_path(
     ctx: ToolContext,
-    source: Annotated[str, Field(min_length=1, max_length=300)],
-    target: Annotated[str, Field(min_length=1, max_length=300)],
+    source: Annotated[str, Field(min_length=1, max_length=300), QUERY],
+    target: Annotated[str, Field(min_length=1, max_length=300), QUERY],
     max_hops: Annotated[int, Field(ge=1, le=6)] = 4,
 ) -> ToolResult:
     """Find how two entities are connected in the knowledge graph: the shortest chain of
@@ -141,11 +141,11 @@ def graph_path(
     return ToolResult("\n".join(lines), {"path": steps})
 
 
-@tool
+@tool(command="graph ppr")
 def graph_ppr(
     ctx: ToolContext,
-    entities: Annotated[list[str], StrList, Field(min_length=1, max_length=10)],
-    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+    entities: Annotated[list[str], StrList, Field(min_length=1, max_length=10), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=20), TOP_K] = 5,
 ) -> ToolResult:
     """Spread Personalized PageRank over the knowledge graph from seed entities and return
     the chunks that mention the most relevant entities around them. Good for questions
