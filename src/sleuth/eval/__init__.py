@@ -1,5 +1,11 @@
-"""Evaluation: answer metrics and retrieval recall (batch runner and scorer to follow)."""
+"""Evaluation: batch runs of agents over datasets, answer metrics and retrieval recall.
 
+:func:`run` and :func:`score` are ``sleuth eval run`` and ``sleuth eval score`` as Python
+functions; :mod:`sleuth.eval.evaluate` also has ``retrieval``, ``graph_loss`` and ``sweep``
+(not re-exported here: submodules of this package carry those names).
+"""
+
+from sleuth.eval.evaluate import run, score
 from sleuth.eval.metrics import (
     contain_match,
     exact_match,
@@ -10,4 +16,4 @@ from sleuth.eval.metrics import (
 )
 
 __all__ = ["contain_match", "exact_match", "f1_score", "normalize_answer", "percentile",
-           "recall_at_k"]
+           "recall_at_k", "run", "score"]
