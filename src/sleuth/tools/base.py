@@ -192,6 +192,9 @@ class Tool:
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
     def run(self, ctx: ToolContext, arguments: str | Mapping[str, Any] | None) -> ToolResult:
+        """Validate ``arguments`` and call the tool. The agent calls this directly, within
+        the tool's own bounds; calls from outside go through :func:`sleuth.service.run_tool`,
+        which checks the serving limits first."""
         parsed = self.parse(arguments)
         return self.function(ctx, **parsed.model_dump())
 
