@@ -152,3 +152,18 @@ def test_reference_ids_live_in_the_session_on_every_face(service: Service, sleut
         service.call_tool("open", {"ref": ref})  # no session: no reference ids
     via_cli = sleuth("open", ref, "--session", "s1", "--index", str(sample_copy), "--json")
     assert via_cli.code == 0 and via_cli.json()["ref"] == ref  # the same session store
+
+
+def test_an_argument_named_like_a_face_option_is_refused() -> None:
+    @tool
+    def clashing(ctx: ToolContext, session: str) -> ToolResult:
+        """A tool whose argument would shadow ``--session`` and ``?session=``.
+
+        Args:
+            session: Anything.
+        """
+        return ToolResult(session)
+
+    with pytest.raises(ValueError, match="argument 'session' is reserved"):
+        register(clashing)
+    assert "clashing" not in TOOLS
