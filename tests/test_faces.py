@@ -22,6 +22,7 @@ from sleuth.errors import RequestError  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
 from sleuth.server.mcp import build_mcp  # noqa: E402
 from sleuth.service import Service  # noqa: E402
+from sleuth.session import Session  # noqa: E402
 from sleuth.tools import QUERY, TOOLS, TOP_K, ToolContext, ToolResult, register, tool  # noqa: E402
 
 
@@ -152,6 +153,11 @@ def test_reference_ids_live_in_the_session_on_every_face(service: Service, sleut
         service.call_tool("open", {"ref": ref})  # no session: no reference ids
     via_cli = sleuth("open", ref, "--session", "s1", "--index", str(sample_copy), "--json")
     assert via_cli.code == 0 and via_cli.json()["ref"] == ref  # the same session store
+    live = Session(service.index, persist=False)  # held by a face (an MCP connection)
+    ref = service.call_tool("search", {"queries": ["levers"]}, session=live).data[
+        "results"][0]["ref"]
+    found = service.call_tool("find", {"ref": ref, "patterns": ["levers"]}, session=live)
+    assert found.data["ref"] == ref and found.data["matches"][0]["lines"]
 
 
 def test_an_argument_named_like_a_face_option_is_refused() -> None:

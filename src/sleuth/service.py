@@ -144,11 +144,12 @@ def caller_for_key(keys: KeyRing, presented: str | None) -> Caller | None:
 
 
 def run_tool(index: Index, name: str, arguments: Mapping[str, Any] | str | None = None, *,
-             limits: Limits, session: str | None = None,
+             limits: Limits, session: str | Session | None = None,
              owner: str | None = None) -> ToolResult:
     """Run tool ``name`` on ``index``: its serving ``limits`` checked first, then the call,
-    in ``owner``'s session ``session`` when given (created when new; its reference ids are
-    remembered and saved). Bad arguments raise ToolError, an unknown tool NotFoundError."""
+    in ``session`` when given: a live :class:`Session` (an MCP connection's), or the id of
+    ``owner``'s saved session (created when new). Its reference ids are remembered. Bad
+    arguments raise ToolError, an unknown tool NotFoundError."""
     tool = TOOLS.get(name)
     if tool is None:
         raise NotFoundError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
@@ -156,8 +157,10 @@ def run_tool(index: Index, name: str, arguments: Mapping[str, Any] | str | None 
     tool.check_limits(args, limits)
     if session is None:
         return tool.run(ToolContext(index, Tracker()), args)
-    _check_session_id(session)
-    return Session.open(index, session, create=True, owner=owner).run_tool(name, args)
+    if isinstance(session, str):
+        _check_session_id(session)
+        session = Session.open(index, session, create=True, owner=owner)
+    return session.run_tool(name, args)
 
 
 def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -330,9 +333,10 @@ class Service:
                  "input_schema": t.input_schema(self.limits)} for t in TOOLS.values()]
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None,
-                  caller: Caller = LOCAL, *, session: str | None = None) -> ToolResult:
-        """Run tool ``name`` for ``caller`` through :func:`run_tool`; with ``session``, in
-        that session of the caller's, so its reference ids are remembered."""
+                  caller: Caller = LOCAL, *, session: str | Session | None = None) -> ToolResult:
+        """Run tool ``name`` for ``caller`` through :func:`run_tool`; with ``session`` (the
+        id of one of the caller's saved sessions, or a live one such as an MCP
+        connection's), in that session, so its reference ids are remembered."""
         index = self.view(caller)
         if session is None:
             return run_tool(index, name, arguments, limits=self.limits)
