@@ -35,7 +35,6 @@ import yaml
 from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
-from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
 from sleuth.index import Index
 from sleuth.llm import LLM
@@ -45,6 +44,7 @@ from sleuth.settings import ApiKey, ServeSettings, Settings
 from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 from sleuth.tools.base import Limits, check_text
+from sleuth.tracker import Tracker
 
 _SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
