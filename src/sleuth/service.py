@@ -291,9 +291,10 @@ class Service:
                 for t in TOOLS.values()]
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None,
-                  session: str | None = None, caller: Caller = LOCAL) -> ToolResult:
-        """Run tool ``name`` (limits checked first); with ``session``, in that session so
-        its reference ids are remembered. Bad arguments raise ToolError."""
+                  session: str | Session | None = None, caller: Caller = LOCAL) -> ToolResult:
+        """Run tool ``name`` (limits checked first); with ``session`` (a saved session's id,
+        or a live one such as an MCP connection's), in that session so its reference ids
+        are remembered. Bad arguments raise ToolError."""
         tool = TOOLS.get(name)
         if tool is None:
             raise NotFoundError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
@@ -302,7 +303,9 @@ class Service:
         if session is None:
             return tool.run(ToolContext(self.view(caller), Tracker()), args)
         with self._session_lock:
-            return self._session(session, caller, create=True).run_tool(name, args)
+            if isinstance(session, str):
+                session = self._session(session, caller, create=True)
+            return session.run_tool(name, args)
 
     def check_limits(self, arguments: Mapping[str, Any]) -> None:
         """Raise RequestError when ``arguments`` exceed the serving limits."""

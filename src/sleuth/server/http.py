@@ -44,15 +44,18 @@ from sleuth.server.openapi import (
     GROUPS_PATTERN,
     HEADER_KEY,
     NAME_PATTERN,
+    NOT_BLANK,
     PATH_ID_MAX,
     PATH_ID_PATTERN,
     QUERY_KEY,
-    SESSION_ID,
+    SESSION_PATTERN,
     ToolAnswer,
+    check_pattern,
+    check_session_id,
     responses,
 )
 from sleuth.server.runs import runs_router
-from sleuth.server.schemas import ArgumentCheck, served_parameters
+from sleuth.server.schemas import ArgumentCheck, ask_schema, served_parameters
 from sleuth.service import (
     LOCAL,
     Caller,
@@ -67,7 +70,7 @@ try:
     from fastapi import Path as PathParameter
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, StreamingResponse
-    from pydantic import BaseModel, Field, ValidationError
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
     from starlette.datastructures import UploadFile
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from starlette.routing import BaseRoute, Match
@@ -84,7 +87,7 @@ class AddPaths(BaseModel):
 
     # no NUL (checked here); not blank (checked by the service, which says so)
     paths: list[Annotated[str, Field(pattern=r"^[^\x00]*$", json_schema_extra={
-        "pattern": r"^[^\x00]*\S[^\x00]*$"})]] = Field(
+        "pattern": rf"^[^\x00]*{NOT_BLANK}[^\x00]*$"})]] = Field(
         ..., min_length=1, description="Files or folders on the server")
     collection: Name | None = Field(None, description="Collection (tenant) to index into; a "
                                     "tenant's key always writes to its own")
@@ -93,6 +96,10 @@ class AddPaths(BaseModel):
 
 
 class AskRequest(BaseModel):
+    """The body of ``/v1/ask``; its published schema is :func:`ask_schema`."""
+
+    model_config = ConfigDict(extra="forbid")
+
     question: str = Field(..., description="The question to answer")
     agent: str = Field("full", description="Agent variant (`sleuth agents`)")
     session: str | None = Field(None, description="Session id: follow-ups see earlier turns")
@@ -109,9 +116,9 @@ _DOCUMENTS_BODY = {"requestBody": {"required": True, "content": {
 }}}
 SessionQuery = Annotated[str | None, Query(
     description="Session id: the call runs in that session, so reference ids from earlier "
-    "calls in it stay valid", json_schema_extra={"pattern": SESSION_ID["pattern"]})]
+    "calls in it stay valid", json_schema_extra={"pattern": SESSION_PATTERN})]
 SessionPath = Annotated[str, PathParameter(
-    description="Session id", json_schema_extra={"pattern": SESSION_ID["pattern"],
+    description="Session id", json_schema_extra={"pattern": SESSION_PATTERN,
                                                  "maxLength": 64})]
 DocumentId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
                                           pattern=PATH_ID_PATTERN, description="Document id")]
@@ -311,7 +318,12 @@ def _index_routes(router: APIRouter, service: Service) -> None:
 
 
 def _check_names(collection: str | None, groups: str | list[str] | None) -> None:
-    """A RequestError (400) for a collection or group name the index would refuse."""
+    """A RequestError (400) for a collection or group name the document or the index would
+    refuse."""
+    check_pattern("collection name", collection, NAME_PATTERN)
+    for group in [groups] if isinstance(groups, str) else groups or []:
+        check_pattern("groups", group, GROUPS_PATTERN if isinstance(groups, str)
+                      else NAME_PATTERN)
     try:
         if collection is not None:
             check_name("collection", collection)
@@ -342,6 +354,7 @@ def _tool_routes(router: APIRouter, service: Service) -> None:
         tool at run time. Each tool served from the start has its own route above, with its
         argument schema; this one serves the rest: tools registered later, and 404 for a
         name that is no tool."""
+        check_session_id(session)
         return await _call(service, name, await _json_object(request), session, who)
 
     # the schema of `name` depends on the registry, so it is set here, for FastAPI to read
@@ -361,6 +374,7 @@ def _tool_route(router: APIRouter, service: Service, tool: Tool,
     check = ArgumentCheck(tool.name, schema)
 
     async def call(request: Request, who: Who, session: SessionQuery = None) -> dict[str, Any]:
+        check_session_id(session)
         arguments = await _json_object(request)
         service.check_limits(arguments)  # first, for its messages naming the limit
         check(arguments)
@@ -416,12 +430,13 @@ _EVENT = {"type": "object", "required": ["event", "data"], "description": "One e
 
 
 def _agent_routes(router: APIRouter, service: Service) -> None:
-    ask_body = _body(_ask_schema(service), required=True)
+    ask_body = _body(ask_schema(service.limits), required=True)
 
     @router.post("/ask", tags=["agent"], openapi_extra=ask_body,
                  responses=responses(400, 413, 422, 502))
     def ask(body: AskRequest, who: Who) -> dict[str, Any]:
         """Answer a question with the agent; returns the full record (trajectory, citations)."""
+        check_session_id(body.session)
         return service.ask(body.question, body.agent, body.session, caller=who)
 
     @router.post("/ask/stream", tags=["agent"], openapi_extra=ask_body,
@@ -432,24 +447,10 @@ def _agent_routes(router: APIRouter, service: Service) -> None:
     def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
         """Server-sent events: one ``step`` event per tool call, then ``answer`` (the record),
         or ``error`` with ``{"detail", "status"}``."""
+        check_session_id(body.session)
         service.check_ask(body.question, body.agent)
         return _EventStream(_ask_events(service, body, who), headers={"Cache-Control":
                                                                        "no-cache"})
-
-
-def _ask_schema(service: Service) -> dict[str, Any]:
-    """The body of ``/ask``: what :meth:`Service.check_ask` accepts."""
-    from sleuth.agent.router import AUTO
-    from sleuth.agent.variants import VARIANTS
-
-    return {"type": "object", "required": ["question"], "properties": {
-        "question": {"type": "string", "minLength": 1, "pattern": r"\S",
-                     "maxLength": service.limits.max_query_chars,
-                     "description": "The question to answer"},
-        "agent": {"type": "string", "enum": sorted([*VARIANTS, AUTO]), "default": "full",
-                  "description": "Agent variant (`sleuth agents`)"},
-        "session": {"anyOf": [SESSION_ID, {"type": "null"}], "default": None,
-                    "description": "Session id: follow-ups see earlier turns"}}}
 
 
 def _session_routes(router: APIRouter, service: Service) -> None:
@@ -462,12 +463,14 @@ def _session_routes(router: APIRouter, service: Service) -> None:
                 responses=responses(400, 404, 422))
     def session(session_id: SessionPath, who: Who) -> dict[str, Any]:
         """One session with its turns (question, answer, citations)."""
+        check_session_id(session_id)
         return service.session(session_id, who)
 
     @router.delete("/sessions/{session_id}", tags=["sessions"],
                    responses=responses(400, 404, 422))
     def delete_session(session_id: SessionPath, who: Who) -> dict[str, Any]:
         """Delete a saved session."""
+        check_session_id(session_id)
         return service.delete_session(session_id, who)
 
 

@@ -9,9 +9,10 @@ routes check, so a value the document allows is one the server takes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from sleuth.errors import MissingDependency
+from sleuth.errors import MissingDependency, RequestError
 
 try:
     from fastapi.security import APIKeyHeader, APIKeyQuery, HTTPBearer
@@ -77,13 +78,32 @@ HEADER_KEY = APIKeyHeader(name="X-API-Key", scheme_name="apiKeyHeader", auto_err
 QUERY_KEY = APIKeyQuery(name="api_key", scheme_name="apiKeyQuery", auto_error=False,
                         description="`?api_key=KEY` (for a browser opening /viewer)")
 
-# Parameter shapes, as JSON schema. Session ids follow sleuth.service (at most 64 letters,
-# digits, '.', '-', '_'), without a leading '.': "." and ".." are not ids a URL can carry.
-SESSION_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$",
-              "minLength": 1, "maxLength": 64}
+# Parameter shapes, as JSON schema patterns. They are ASCII and read the same in ECMA 262 (what
+# JSON Schema uses), Python and Rust, so the server checks exactly what the document says.
+# Session ids: sleuth.service's (at most 64 letters, digits, '.', '-', '_'), ASCII, without a
+# leading '.' ("." and ".." are not ids a URL can carry).
+SESSION_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$"
+SESSION_ID = {"type": "string", "pattern": SESSION_PATTERN, "minLength": 1, "maxLength": 64}
 # Document, chunk and run ids are paths: no control characters.
 PATH_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 PATH_ID_MAX = 1024
-# Collection and group names: sleuth.access.check_name.
-NAME_PATTERN = r"^[A-Za-z0-9][\w.-]{0,63}$"
-GROUPS_PATTERN = r"^[\w.,\s-]*$"
+# Collection and group names (sleuth.access.check_name, in ASCII), and a comma-separated list.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+GROUPS_PATTERN = rf"^ *({_NAME})? *(, *({_NAME})? *)*$"
+# Text with a character str.strip() keeps: not empty, not only white space.
+NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_SESSION = re.compile(SESSION_PATTERN)
+
+
+def check_session_id(session_id: str | None) -> None:
+    """A RequestError (HTTP 400) for a session id the document does not allow."""
+    if session_id is not None and not _SESSION.fullmatch(session_id):
+        raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
+                           "'-' and '_' (at most 64, not starting with '.')")
+
+
+def check_pattern(what: str, value: str | None, pattern: str) -> None:
+    """A RequestError (HTTP 400) when ``value`` does not match ``pattern``."""
+    if value is not None and not re.fullmatch(pattern, value):
+        raise RequestError(f"invalid {what} {value!r}")

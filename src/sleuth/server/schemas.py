@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sleuth.errors import ToolError
+from sleuth.server.openapi import NOT_BLANK, SESSION_ID
 from sleuth.service import QUERY_ARGUMENTS
 from sleuth.settings import ServeSettings
 from sleuth.tools import Tool
@@ -65,3 +66,21 @@ class ArgumentCheck:
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments for {self.name}: {where}: {error.message}")
+
+
+def ask_schema(limits: ServeSettings) -> dict[str, Any]:
+    """The arguments of ``ask`` (HTTP ``/v1/ask``, the MCP tool): what
+    :meth:`sleuth.service.Service.check_ask` accepts."""
+    from sleuth.agent.router import AUTO
+    from sleuth.agent.variants import VARIANTS
+
+    return {"type": "object", "required": ["question"], "additionalProperties": False,
+            "properties": {
+                "question": {"type": "string", "minLength": 1, "pattern": NOT_BLANK,
+                             "maxLength": limits.max_query_chars,
+                             "description": "The question to answer"},
+                "agent": {"type": "string", "enum": sorted([*VARIANTS, AUTO]),
+                          "default": "full", "description": "Agent variant (`sleuth agents`)"},
+                "session": {"anyOf": [SESSION_ID, {"type": "null"}], "default": None,
+                            "description": "Session id: follow-up questions see earlier "
+                            "turns"}}}
