@@ -22,14 +22,15 @@ class Unauthorized(Exception):
 
 
 def presented_keys(headers: Mapping[str, str], query_key: str | None = None) -> list[str]:
-    """Every key the request presents, in header, header, query order ("" for an
-    ``Authorization`` header of another scheme, which no key matches)."""
+    """Every key the request presents, in header, header, query order. An ``X-API-Key``
+    header or ``api_key`` parameter counts even when empty, an ``Authorization`` header once
+    it is not blank ("" for another scheme than ``Bearer``); no key matches ""."""
     keys = []
     authorization = headers.get("authorization", "").strip()
     if authorization:
         scheme, _, key = authorization.partition(" ")
         keys.append(key.strip() if scheme.lower() == "bearer" else "")
-    keys += [key for key in (headers.get("x-api-key"), query_key) if key]
+    keys += [key for key in (headers.get("x-api-key"), query_key) if key is not None]
     return keys
 
 
