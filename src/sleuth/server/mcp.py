@@ -6,10 +6,11 @@ HTTP API's), plus ``ask``. Calls go through :class:`sleuth.service.Service` (sam
 the HTTP API); a tool error comes back as an ``isError`` result whose text says what was
 wrong, so the calling model can recover.
 
-Each MCP session (a stdio connection, or one ``Mcp-Session-Id`` over streamable HTTP) has a
-Sleuth session of its own, kept in memory while the MCP session lasts: reference ids that
-``search`` returns work in ``find`` and ``open`` for the rest of it, as the server's
-instructions say. ``ask`` runs in a saved session only when its ``session`` argument names one.
+Each MCP session (a stdio or in-process connection, or one ``Mcp-Session-Id`` over
+streamable HTTP) has a Sleuth session of its own, kept in memory (:class:`LiveSessions`):
+reference ids that ``search`` returns work in ``find`` and ``open`` for the rest of it, as
+the server's instructions say. ``ask`` runs in a saved session only when its ``session``
+argument names one.
 
 Over stdio the client is the local user (an admin caller). Over streamable HTTP every
 request needs an API key of ``serve.api_keys`` (Bearer or ``X-API-Key``; 401 otherwise,
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from typing import Any, Literal
-from weakref import WeakKeyDictionary
 
 import anyio
 
@@ -37,6 +38,7 @@ try:
     import mcp_types as types
     from mcp.server import Server
     from mcp.server.context import ServerRequestContext
+    from mcp.server.streamable_http import MCP_SESSION_ID_HEADER as MCP_SESSION_ID
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "mcp", "serve") from None
 
@@ -63,21 +65,37 @@ def mcp_tools(limits: ServeSettings | None = None) -> list[types.Tool]:
 
 class LiveSessions:
     """The Sleuth session of each MCP session, per caller, made on its first tool call and
-    dropped with the MCP session (kept in memory, never saved)."""
+    kept in memory (never saved).
+
+    An MCP session is what the SDK serves as one connection: a stdio or in-process client,
+    whose requests share the server's lifespan state, or over streamable HTTP (one lifespan
+    for every client) the requests carrying one ``Mcp-Session-Id``. A request of the
+    stateless 2026-07-28 protocol over HTTP carries none and runs without a session. The
+    newest :data:`LIMIT` sessions of a state are kept."""
+
+    LIMIT = 1024
 
     def __init__(self, service: Service) -> None:
         self.service = service
         self._lock = threading.Lock()
-        self._live: WeakKeyDictionary[Any, dict[Caller, Session]] = WeakKeyDictionary()
 
-    def get(self, connection: Any, caller: Caller) -> Session:
-        """``caller``'s session in the MCP session ``connection`` (its ServerSession)."""
+    def get(self, ctx: ServerRequestContext[Any], caller: Caller) -> Session | None:
+        """``caller``'s session in the MCP session of the request ``ctx``."""
+        key = ""
+        if ctx.request is not None:  # streamable HTTP
+            key = getattr(ctx.request, "headers", {}).get(MCP_SESSION_ID, "")
+            if not key:
+                return None
+        state = ctx.lifespan_context
         with self._lock:
-            sessions = self._live.setdefault(connection, {})
-            if caller not in sessions:
-                sessions[caller] = Session(self.service.view(caller), persist=False,
-                                           settings=self.service.settings)
-            return sessions[caller]
+            sessions: OrderedDict[tuple[str, Caller], Session] = state.setdefault(
+                "sleuth_sessions", OrderedDict())
+            session = sessions.pop((key, caller), None) or Session(
+                self.service.view(caller), persist=False, settings=self.service.settings)
+            sessions[key, caller] = session
+            while len(sessions) > self.LIMIT:
+                sessions.popitem(last=False)
+            return session
 
 
 def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
@@ -109,7 +127,7 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                     lambda: _ask(service, arguments, caller))
                 text, data = str(record.get("answer", "")), record
             else:
-                session = live.get(ctx.session, caller)
+                session = live.get(ctx, caller)
                 result = await service.pool.run(  # bounded: a full queue is an error result
                     lambda: service.call_tool(params.name, arguments, session=session,
                                               caller=caller))
