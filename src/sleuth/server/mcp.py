@@ -115,7 +115,7 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=mcp_tools(service.limits))
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -140,7 +140,6 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
 
     from sleuth._version import __version__
 
-    tools = mcp_tools(service.limits)
     return Server("sleuth", version=__version__, on_list_tools=list_tools,
                   on_call_tool=call_tool, instructions=INSTRUCTIONS)
 
