@@ -49,7 +49,8 @@ ASK_DESCRIPTION = ("Answer a question with Sleuth's agent, which searches and re
                    "the structured result is the full record (trajectory, citations).")
 INSTRUCTIONS = ("Search and read the documents of a Sleuth index, or ask its agent. Reference "
                 "ids that `search` returns (turn1search1, ...) stay valid in `find` and `open` "
-                "for the rest of this MCP session.")
+                "for the rest of this MCP session; `find` and `open` also take a document id "
+                "(the `file` of a search result), which needs no session.")
 
 
 def mcp_tools(limits: ServeSettings | None = None) -> list[types.Tool]:
