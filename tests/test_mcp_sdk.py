@@ -112,14 +112,20 @@ def test_streamable_http_keeps_a_session_per_mcp_session(sample_copy: Path) -> N
         http = create_mcp_http_client(headers={"X-API-Key": KEY})
         async with Client(streamable_http_client(f"{live.url}/mcp", http_client=http),
                           mode="legacy") as other:
-            return await other.call_tool("open", {"ref": "turn1search1"})
+            elsewhere = await other.call_tool("open", {"ref": "turn1search1"})
+        # the 2026-07-28 protocol has no sessions: a document id needs none
+        http = create_mcp_http_client(headers={"X-API-Key": KEY})
+        async with Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) \
+                as stateless:
+            return elsewhere, await stateless.call_tool("open", {"ref": "pepys-diary-1660.md"})
 
     try:
-        elsewhere = anyio.run(main)
+        elsewhere, by_document = anyio.run(main)
     finally:
         live.close()
         service.close()
     assert elsewhere.is_error and "unknown reference id" in _text(elsewhere)
+    assert not by_document.is_error and "Greatorex" in _text(by_document)
 
 
 def _inspector_cached() -> bool:

@@ -26,13 +26,14 @@ from typing import Any, Literal
 
 import anyio
 
+from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.schemas import ask_schema, served_parameters
 from sleuth.service import LOCAL, Caller, KeyRing, Service, load_api_keys
 from sleuth.session import Session
 from sleuth.settings import ServeSettings
-from sleuth.tools import TOOLS
+from sleuth.tools import TOOLS, ToolResult
 
 try:
     import mcp_types as types
@@ -66,7 +67,7 @@ def mcp_tools(limits: ServeSettings | None = None) -> list[types.Tool]:
 
 class LiveSessions:
     """The Sleuth session of each MCP session, per caller, made on its first tool call and
-    kept in memory (never saved).
+    kept in memory (never saved). It holds the reference ids ``search`` handed out.
 
     An MCP session is what the SDK serves as one connection: a stdio or in-process client,
     whose requests share the server's lifespan state, or over streamable HTTP (one lifespan
@@ -91,12 +92,22 @@ class LiveSessions:
         with self._lock:
             sessions: OrderedDict[tuple[str, Caller], Session] = state.setdefault(
                 "sleuth_sessions", OrderedDict())
-            session = sessions.pop((key, caller), None) or Session(
+            session = sessions.pop((key, caller), None) or _McpSession(
                 self.service.view(caller), persist=False, settings=self.service.settings)
             sessions[key, caller] = session
             while len(sessions) > self.LIMIT:
                 sessions.popitem(last=False)
-            return session
+        return session
+
+
+class _McpSession(Session):
+    """A session whose calls share only the reference-id table: the client, not this
+    server, keeps its context, so no result is cut short as "shown before"."""
+
+    def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        old = self.tracker  # called one at a time (the service's session lock)
+        self.tracker = Tracker(refs=old.refs, turn=old.turn, searches=old.searches)
+        return super().run_tool(name, arguments)
 
 
 def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
