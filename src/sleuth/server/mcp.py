@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import anyio
 
-from sleuth.agent.tracker import Tracker
+from sleuth.tracker import Tracker
 from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.schemas import ask_schema, served_parameters
