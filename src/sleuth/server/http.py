@@ -1,12 +1,18 @@
 """The HTTP API (``sleuth serve http``): FastAPI over :class:`sleuth.service.Service`.
 
 Routes parse, authenticate and render; every decision is the service's. API keys come as
-``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY``; errors are JSON
-``{"detail": "..."}`` with 401 (key), 404 (unknown tool, document, session), 400 (invalid
-request, over a limit, bad tool arguments), 413 (body too large), 422 (malformed body),
-503 with ``Retry-After`` (the workers and their queue are full: nothing was done, send it
-again later; see :mod:`sleuth.server.pool`) or 500 (a server-side failure, such as a file
-that cannot be written).
+``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY`` (declared as the
+document's security schemes); errors are JSON ``{"detail": "..."}`` with 401 (key), 403 (the
+key may not do this), 404 (unknown tool, document, session), 400 (invalid request, over a
+limit, bad tool arguments), 413 (body too large), 422 (malformed body or parameter), 502 (the
+LLM failed), 503 with ``Retry-After`` (the workers and their queue are full: nothing was done,
+send it again later; see :mod:`sleuth.server.pool`) or 500 (a server-side failure, such as a
+file that cannot be written). Each route's OpenAPI entry lists the statuses it answers with.
+
+Every tool gets its own route, ``POST /v1/tools/<name>``, whose body schema is the tool's
+argument schema within this server's limits (:mod:`sleuth.server.schemas`); the routes are
+made from the tool registry when the app is created, so a registered tool appears with no
+further edit. ``POST /v1/tools/{name}`` stays for clients that pick the tool at run time.
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Annotated, Any
 
 from sleuth._version import __version__
+from sleuth.access import check_name, parse_groups
 from sleuth.errors import (
     Busy,
     ConfigError,
@@ -31,40 +38,68 @@ from sleuth.errors import (
     SleuthError,
     ToolError,
 )
+from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.openapi import (
+    BEARER,
+    GROUPS_PATTERN,
+    HEADER_KEY,
+    NAME_PATTERN,
+    NOT_BLANK,
+    PATH_ID_MAX,
+    PATH_ID_PATTERN,
+    QUERY_KEY,
+    SESSION_PATTERN,
+    ToolAnswer,
+    check_pattern,
+    check_session_id,
+    responses,
+)
 from sleuth.server.runs import runs_router
+from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.service import (
     LOCAL,
     Caller,
     KeyRing,
     Service,
-    caller_for_key,
     load_api_keys,
-    presented_key,
 )
+from sleuth.tools import TOOLS, Tool
 
 try:
-    from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Request
+    from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+    from fastapi import Path as PathParameter
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, StreamingResponse
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
     from starlette.datastructures import UploadFile
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+    from starlette.routing import BaseRoute, Match
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
 STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
           IngestError: 400, LLMError: 502, Busy: 503}
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
 class AddPaths(BaseModel):
     """Server-side files or folders to index."""
 
-    paths: list[str] = Field(..., min_length=1, description="Files or folders on the server")
-    collection: str | None = Field(None, description="Collection (tenant) to index into; a "
-                                   "tenant's key always writes to its own")
-    groups: list[str] = Field(default_factory=list, description="Access groups of the "
-                              "documents (none: open to the whole collection)")
+    # no NUL (checked here); not blank (checked by the service, which says so)
+    paths: list[Annotated[str, Field(pattern=r"^[^\x00]*$", json_schema_extra={
+        "pattern": rf"^[^\x00]*{NOT_BLANK}[^\x00]*$"})]] = Field(
+        ..., min_length=1, description="Files or folders on the server")
+    collection: Name | None = Field(None, description="Collection (tenant) to index into; a "
+                                    "tenant's key always writes to its own")
+    groups: list[Name] = Field(default_factory=list, description="Access groups of the "
+                               "documents (none: open to the whole collection)")
 
 
 class AskRequest(BaseModel):
+    """The body of ``/v1/ask``; its published schema is :func:`ask_schema`."""
+
+    model_config = ConfigDict(extra="forbid")
+
     question: str = Field(..., description="The question to answer")
     agent: str = Field("full", description="Agent variant (`sleuth agents`)")
     session: str | None = Field(None, description="Session id: follow-ups see earlier turns")
@@ -75,24 +110,18 @@ _DOCUMENTS_BODY = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
         "files": {"type": "array", "minItems": 1,
                   "items": {"type": "string", "format": "binary"}},
-        "collection": {"type": "string"},
-        "groups": {"type": "string", "description": "Comma-separated access groups"}}}},
+        "collection": {"type": "string", "pattern": NAME_PATTERN},
+        "groups": {"type": "string", "pattern": GROUPS_PATTERN,
+                   "description": "Comma-separated access groups"}}}},
 }}}
-
-
-class ErrorBody(BaseModel):
-    detail: str = Field(..., description="What was wrong, and what to do about it")
-
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody, "description": text} for code, text in (
-        (400, "Invalid request, over a limit, or bad tool arguments"),
-        (401, "Missing or invalid API key"),
-        (403, "The key may not do this"),
-        (404, "Unknown tool, document or session"),
-        (413, "Request body too large"),
-        (503, "Workers and their queue are full; send it again after Retry-After seconds"),
-    )}
+SessionQuery = Annotated[str | None, Query(
+    description="Session id: the call runs in that session, so reference ids from earlier "
+    "calls in it stay valid", json_schema_extra={"pattern": SESSION_PATTERN})]
+SessionPath = Annotated[str, PathParameter(
+    description="Session id", json_schema_extra={"pattern": SESSION_PATTERN,
+                                                 "maxLength": 64})]
+DocumentId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
+                                          pattern=PATH_ID_PATTERN, description="Document id")]
 
 
 def status_for(exc: SleuthError) -> int:
@@ -113,22 +142,20 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
                   description="Agentic retrieval over a document index: tools, ask, sessions.")
     _install_errors(app, service.limits.max_body_bytes)
     caller = _authenticate(keys) if auth else _anonymous
-    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=_ERRORS)
+    denied = (401,) if auth else ()
+    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)],
+                       responses=responses(*denied, 500))
     _index_routes(router, service)
     _tool_routes(router, service)
     _agent_routes(router, service)
     _session_routes(router, service)
     app.include_router(router)
+
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
-    async def admin(request: Request) -> Caller:
-        who = await caller(request)
-        if not who.admin:
-            raise ForbiddenError("eval runs and the run viewer need an admin key")
-        return who
-
     app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
-                                   auth=admin))
+                                   auth=[caller, _admin], responses=responses(*denied, 403,
+                                                                              500)))
     return app
 
 
@@ -138,15 +165,13 @@ async def _anonymous(request: Request) -> Caller:
     return LOCAL
 
 
-def _authenticate(keys: KeyRing) -> Callable[[Request], Awaitable[Caller]]:
-    """The dependency that maps a request's API key to its Caller, or answers 401."""
+def _authenticate(keys: KeyRing) -> Callable[..., Awaitable[Caller]]:
+    """The dependency that maps a request's API key to its Caller, or answers 401. Its three
+    sub-dependencies only declare the security schemes; the key is read here."""
 
-    async def caller(request: Request) -> Caller:
-        presented = presented_key(request.headers) or request.query_params.get("api_key")
-        found = caller_for_key(keys, presented)
-        if found is None:
-            raise _Unauthorized("missing API key: send Authorization: Bearer KEY or X-API-Key"
-                                if not presented else "invalid API key")
+    async def caller(request: Request, bearer: Bearer, header: HeaderKey,
+                     query: QueryKey) -> Caller:
+        found = authenticate(keys, request.headers, request.query_params.get("api_key"))
         request.state.caller = found
         return found
 
@@ -158,7 +183,15 @@ async def _who(request: Request) -> Caller:
     return caller
 
 
+async def _admin(request: Request) -> None:
+    if not (await _who(request)).admin:
+        raise ForbiddenError("eval runs and the run viewer need an admin key")
+
+
 Who = Annotated[Caller, Depends(_who)]
+Bearer = Annotated[Any, Depends(BEARER)]
+HeaderKey = Annotated[Any, Depends(HEADER_KEY)]
+QueryKey = Annotated[Any, Depends(QUERY_KEY)]
 
 
 class _BodyLimit:
@@ -206,21 +239,51 @@ def _install_errors(app: FastAPI, limit: int) -> None:
         reason = exc.strerror or type(exc).__name__
         return JSONResponse({"detail": f"server I/O error: {reason}"}, status_code=500)
 
-    @app.exception_handler(_Unauthorized)
-    async def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            headers["Allow"] = ", ".join(_methods(request.app, request.scope))
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                            headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # one line, like every other error ({"detail": "..."}), not FastAPI's list
+        return JSONResponse({"detail": f"malformed request: {_problems(exc)}"},
+                            status_code=422)
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=401,
                             headers={"WWW-Authenticate": "Bearer"})
+
+
+def _problems(exc: ValidationError | RequestValidationError) -> str:
+    """A validation error's problems on one line: ``where: what; ...``."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                     for e in exc.errors())
+
+
+def _methods(app: FastAPI, scope: MutableMapping[str, Any]) -> list[str]:
+    """The methods some route of ``app`` serves at the path of ``scope``."""
+    methods: set[str] = set()
+    for route in app.routes:
+        if isinstance(route, BaseRoute) and route.matches(scope)[0] != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 def _index_routes(router: APIRouter, service: Service) -> None:
     pool = service.pool  # CPU-bound work: a bounded pool, 503 when its queue is full
 
-    @router.get("/status", tags=["index"])
+    @router.get("/status", tags=["index"], responses=responses(503))
     async def status(who: Who) -> dict[str, Any]:
         """Index size, embedder, tools, this server's limits, workers and threads."""
         return await pool.run(lambda: service.status(who))
 
-    @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY)
+    @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY,
+                 responses=responses(400, 403, 413, 503))
     async def add_documents(request: Request, who: Who) -> dict[str, Any]:
         """Index documents: a JSON ``{"paths": [...]}`` of server-side files or folders, or a
         multipart upload of ``files``. New and changed documents are (re)indexed."""
@@ -229,59 +292,165 @@ def _index_routes(router: APIRouter, service: Service) -> None:
             files = [(f.filename or "upload.txt", await f.read())
                      for f in form.getlist("files") if isinstance(f, UploadFile)]
             collection, groups = form.get("collection"), form.get("groups")
-            return await pool.run(
-                lambda: service.add_uploads(
-                    files, who, collection=collection if isinstance(collection, str) else None,
-                    groups=groups if isinstance(groups, str) else None))
+            collection = collection if isinstance(collection, str) else None
+            groups = groups if isinstance(groups, str) else None
+            _check_names(collection, groups)
+            return await pool.run(lambda: service.add_uploads(
+                files, who, collection=collection, groups=groups))
         try:
             body = AddPaths.model_validate(await request.json())
+        except ValidationError as exc:
+            raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
+                               f"'files': {_problems(exc)}") from None
         except ValueError as exc:
             raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
                                f"'files': {exc}") from None
+        _check_names(body.collection, body.groups)
         return await pool.run(
             lambda: service.add_documents(body.paths, who, collection=body.collection,
                                           groups=body.groups))
 
-    @router.delete("/documents/{doc_id:path}", tags=["index"])
-    async def delete_document(doc_id: str, who: Who) -> dict[str, Any]:
+    @router.delete("/documents/{doc_id:path}", tags=["index"],
+                   responses=responses(404, 422, 503))
+    async def delete_document(doc_id: DocumentId, who: Who) -> dict[str, Any]:
         """Remove a document and its chunks from the index."""
         return await pool.run(lambda: service.delete_documents([doc_id], who))
 
 
+def _check_names(collection: str | None, groups: str | list[str] | None) -> None:
+    """A RequestError (400) for a collection or group name the document or the index would
+    refuse."""
+    check_pattern("collection name", collection, NAME_PATTERN)
+    for group in [groups] if isinstance(groups, str) else groups or []:
+        check_pattern("groups", group, GROUPS_PATTERN if isinstance(groups, str)
+                      else NAME_PATTERN)
+    try:
+        if collection is not None:
+            check_name("collection", collection)
+        parse_groups(groups)
+    except ConfigError as exc:
+        raise RequestError(str(exc)) from None
+
+
 def _tool_routes(router: APIRouter, service: Service) -> None:
-    pool = service.pool
     @router.get("/tools", tags=["tools"])
     def tools(who: Who) -> list[dict[str, Any]]:
         """Every retrieval tool with the description and JSON schema the agent sees."""
         return service.tools(who)
 
-    @router.post("/tools/{name}", tags=["tools"])
-    async def call_tool(name: str, who: Who,
-                        arguments: Annotated[dict[str, Any] | None, Body()] = None,
-                        session: str | None = None) -> dict[str, Any]:
-        """Call a tool; the body is its arguments. ``?session=ID`` keeps reference ids.
-        Calls run on a bounded pool of workers: when its queue is full the answer is 503
-        with ``Retry-After``."""
-        result = await pool.run(
-            lambda: service.call_tool(name, arguments or {}, session=session, caller=who))
-        return {"text": result.text, "data": result.data,
-                "retrieved_tokens": result.retrieved_tokens}
+    schemas = {tool.name: tool.input_schema(service.limits) for tool in TOOLS.values()}
+    for tool in TOOLS.values():  # before /tools/{name}, so that these match first
+        _tool_route(router, service, tool, schemas[tool.name])
+
+    # Any other name: a tool registered after the app was made, or 404. A concrete path
+    # matches before a template (OpenAPI 3.1, "Paths"), and the document says so.
+    other_tool = {"pattern": r"^[A-Za-z_]\w{0,63}$", "not": {"enum": list(schemas)}}
+    arguments = {"type": "object", "description": "The tool's arguments (its input_schema "
+                 "in GET /v1/tools)"}
+
+    async def call_tool(name: str, request: Request, who: Who, session: SessionQuery = None
+                        ) -> dict[str, Any]:
+        """Call a tool by name, the body being its arguments; for a client that picks the
+        tool at run time. Each tool served from the start has its own route above, with its
+        argument schema; this one serves the rest: tools registered later, and 404 for a
+        name that is no tool."""
+        check_session_id(session)
+        return await _call(service, name, await _json_object(request), session, who)
+
+    # the schema of `name` depends on the registry, so it is set here, for FastAPI to read
+    call_tool.__annotations__["name"] = Annotated[str, PathParameter(
+        description="A tool's name", json_schema_extra=other_tool)]
+    router.add_api_route("/tools/{name}", call_tool, methods=["POST"], tags=["tools"],
+                         response_model=ToolAnswer, responses=responses(400, 404, 413, 422,
+                                                                        503),
+                         openapi_extra=_body(arguments, required=False))
+
+
+def _tool_route(router: APIRouter, service: Service, tool: Tool,
+                schema: dict[str, Any]) -> None:
+    """``POST /v1/tools/<name>``: the body is the tool's arguments, checked against
+    ``schema``, the serving limits and the tool (400 when they are wrong)."""
+
+    check = ArgumentCheck(tool.name, schema)
+
+    async def call(request: Request, who: Who, session: SessionQuery = None) -> dict[str, Any]:
+        check_session_id(session)
+        arguments = await _json_object(request)
+        tool.check_limits(arguments, service.limits)  # first: its messages name the limit
+        check(arguments)
+        return await _call(service, tool.name, arguments, session, who)
+
+    router.add_api_route(
+        f"/tools/{tool.name}", call, methods=["POST"], tags=["tools"],
+        operation_id=f"tool_{tool.name}", summary=f"Call {tool.name}",
+        description=tool.description + "\n\nCalls run on a bounded pool of workers: when its "
+        "queue is full the answer is 503 with Retry-After.",
+        response_model=ToolAnswer, responses=responses(400, 413, 422, 503),
+        openapi_extra=_body(schema, required=bool(schema.get("required"))))
+
+
+def _body(schema: dict[str, Any], *, required: bool) -> dict[str, Any]:
+    return {"requestBody": {"required": required,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+async def _call(service: Service, name: str, arguments: dict[str, Any], session: str | None,
+                who: Caller) -> dict[str, Any]:
+    result = await service.pool.run(
+        lambda: service.call_tool(name, arguments, session=session, caller=who))
+    return {"text": result.text, "data": result.data,
+            "retrieved_tokens": result.retrieved_tokens}
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The request's JSON object body ({} when there is none); 422 when it is not one."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise HTTPException(422, f"malformed request: the body is not JSON ({exc})") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise HTTPException(422, "malformed request: the body must be a JSON object of the "
+                                 "tool's arguments")
+    return value
+
+
+class _EventStream(StreamingResponse):
+    media_type = "text/event-stream"
+
+
+_EVENT = {"type": "object", "required": ["event", "data"], "description": "One event: `step` "
+          "(a tool call done), then `answer` (the record) or `error` (`{detail, status}`)",
+          "properties": {"event": {"type": "string", "enum": ["step", "answer", "error"]},
+                         "data": {"type": "string", "contentMediaType": "application/json"}}}
 
 
 def _agent_routes(router: APIRouter, service: Service) -> None:
-    @router.post("/ask", tags=["agent"])
+    ask_body = _body(ask_schema(service.limits), required=True)
+
+    @router.post("/ask", tags=["agent"], openapi_extra=ask_body,
+                 responses=responses(400, 413, 422, 502))
     def ask(body: AskRequest, who: Who) -> dict[str, Any]:
         """Answer a question with the agent; returns the full record (trajectory, citations)."""
+        check_session_id(body.session)
         return service.ask(body.question, body.agent, body.session, caller=who)
 
-    @router.post("/ask/stream", tags=["agent"])
+    @router.post("/ask/stream", tags=["agent"], openapi_extra=ask_body,
+                 response_class=_EventStream, responses={
+                     200: {"description": "Server-sent events", "content": {
+                         "text/event-stream": {"schema": _EVENT}}},
+                     **responses(400, 413, 422)})
     def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
         """Server-sent events: one ``step`` event per tool call, then ``answer`` (the record),
-        or ``error`` with ``{"detail"}``."""
+        or ``error`` with ``{"detail", "status"}``."""
+        check_session_id(body.session)
         service.check_ask(body.question, body.agent)
-        return StreamingResponse(_ask_events(service, body, who),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
+        return _EventStream(_ask_events(service, body, who), headers={"Cache-Control":
+                                                                       "no-cache"})
 
 
 def _session_routes(router: APIRouter, service: Service) -> None:
@@ -290,18 +459,19 @@ def _session_routes(router: APIRouter, service: Service) -> None:
         """Saved sessions: id, agent, number of turns, first question, last update."""
         return service.sessions(who)
 
-    @router.get("/sessions/{session_id}", tags=["sessions"])
-    def session(session_id: str, who: Who) -> dict[str, Any]:
+    @router.get("/sessions/{session_id}", tags=["sessions"],
+                responses=responses(400, 404, 422))
+    def session(session_id: SessionPath, who: Who) -> dict[str, Any]:
         """One session with its turns (question, answer, citations)."""
+        check_session_id(session_id)
         return service.session(session_id, who)
 
-    @router.delete("/sessions/{session_id}", tags=["sessions"])
-    def delete_session(session_id: str, who: Who) -> dict[str, Any]:
+    @router.delete("/sessions/{session_id}", tags=["sessions"],
+                   responses=responses(400, 404, 422))
+    def delete_session(session_id: SessionPath, who: Who) -> dict[str, Any]:
+        """Delete a saved session."""
+        check_session_id(session_id)
         return service.delete_session(session_id, who)
-
-
-class _Unauthorized(Exception):
-    """A request without a valid API key (HTTP 401)."""
 
 
 def _sse(event: str, data: Any) -> str:

@@ -1,9 +1,16 @@
 """The MCP server (``sleuth serve mcp``), built on the official ``mcp`` SDK's low-level Server.
 
-Every retrieval tool is exposed one-to-one with the description and JSON input schema the
-agent sees (``Tool.schema()["function"]``), plus ``ask``. Calls go through
-:class:`sleuth.service.Service` (same limits as the HTTP API); a tool error comes back as an
-``isError`` result whose text says what was wrong, so the calling model can recover.
+Every retrieval tool is exposed one-to-one with the description the agent sees and its
+argument schema within this server's limits (:meth:`sleuth.tools.Tool.input_schema`, the same
+as the HTTP API's), plus ``ask``. Calls go through :class:`sleuth.service.Service` (same limits as
+the HTTP API); a tool error comes back as an ``isError`` result whose text says what was
+wrong, so the calling model can recover.
+
+Each MCP session (a stdio or in-process connection, or one ``Mcp-Session-Id`` over
+streamable HTTP) has a Sleuth session of its own, kept in memory (:class:`LiveSessions`):
+reference ids that ``search`` returns work in ``find`` and ``open`` for the rest of it, as
+the server's instructions say. ``ask`` runs in a saved session only when its ``session``
+argument names one.
 
 Over stdio the client is the local user (an admin caller). Over streamable HTTP every
 request needs an API key of ``serve.api_keys`` (Bearer or ``X-API-Key``; 401 otherwise,
@@ -13,26 +20,26 @@ unless ``--no-auth``), and a tenant's key sees only its collection and groups.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any, Literal
 
 import anyio
 
-from sleuth.errors import ConfigError, MissingDependency, SleuthError
-from sleuth.service import (
-    LOCAL,
-    Caller,
-    KeyRing,
-    Service,
-    caller_for_key,
-    load_api_keys,
-    presented_key,
-)
-from sleuth.tools import TOOLS
+from sleuth.agent.tracker import Tracker
+from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
+from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.schemas import ask_schema
+from sleuth.service import LOCAL, Caller, KeyRing, Service, load_api_keys
+from sleuth.session import Session
+from sleuth.settings import ServeSettings
+from sleuth.tools import TOOLS, ToolResult
 
 try:
     import mcp_types as types
     from mcp.server import Server
     from mcp.server.context import ServerRequestContext
+    from mcp.server.streamable_http import MCP_SESSION_ID_HEADER as MCP_SESSION_ID
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "mcp", "serve") from None
 
@@ -41,46 +48,86 @@ Transport = Literal["stdio", "http"]
 ASK_DESCRIPTION = ("Answer a question with Sleuth's agent, which searches and reads the "
                    "indexed documents and cites the chunks it used. Returns the answer text; "
                    "the structured result is the full record (trajectory, citations).")
-ASK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "The question to answer"},
-        "agent": {"type": "string", "default": "full",
-                  "description": "Agent variant (see `sleuth agents`)"},
-        "session": {"type": "string",
-                    "description": "Session id: follow-up questions see earlier turns"},
-    },
-    "required": ["question"],
-}
+INSTRUCTIONS = ("Search and read the documents of a Sleuth index, or ask its agent. Reference "
+                "ids that `search` returns (turn1search1, ...) stay valid in `find` and `open` "
+                "for the rest of this MCP session; `find` and `open` also take a document id "
+                "(the `file` of a search result), which needs no session.")
 
 
-def mcp_tools() -> list[types.Tool]:
-    """The MCP tool list: every Sleuth tool as the agent sees it, then ``ask``."""
-    out = []
-    for tool in TOOLS.values():
-        function = tool.schema()["function"]
-        out.append(types.Tool(name=function["name"], description=function["description"],
-                              input_schema=function["parameters"]))
-    out.append(types.Tool(name="ask", description=ASK_DESCRIPTION, input_schema=ASK_SCHEMA))
+def mcp_tools(limits: ServeSettings | None = None) -> list[types.Tool]:
+    """The MCP tool list: every Sleuth tool as the agent sees it, within the serving
+    ``limits`` (default: the defaults of ``settings.serve``), then ``ask``."""
+    limits = limits or ServeSettings()
+    out = [types.Tool(name=tool.name, description=tool.description,
+                      input_schema=tool.input_schema(limits)) for tool in TOOLS.values()]
+    out.append(types.Tool(name="ask", description=ASK_DESCRIPTION,
+                          input_schema=ask_schema(limits)))
     return out
+
+
+class LiveSessions:
+    """The Sleuth session of each MCP session, per caller, made on its first tool call and
+    kept in memory (never saved). It holds the reference ids ``search`` handed out.
+
+    An MCP session is what the SDK serves as one connection: a stdio or in-process client,
+    whose requests share the server's lifespan state, or over streamable HTTP (one lifespan
+    for every client) the requests carrying one ``Mcp-Session-Id``. A request of the
+    stateless 2026-07-28 protocol over HTTP carries none and runs without a session. The
+    newest :data:`LIMIT` sessions of a state are kept."""
+
+    LIMIT = 1024
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._lock = threading.Lock()
+
+    def get(self, ctx: ServerRequestContext[Any], caller: Caller) -> Session | None:
+        """``caller``'s session in the MCP session of the request ``ctx``."""
+        key = ""
+        if ctx.request is not None:  # streamable HTTP
+            key = getattr(ctx.request, "headers", {}).get(MCP_SESSION_ID, "")
+            if not key:
+                return None
+        state = ctx.lifespan_context
+        with self._lock:
+            sessions: OrderedDict[tuple[str, Caller], Session] = state.setdefault(
+                "sleuth_sessions", OrderedDict())
+            session = sessions.pop((key, caller), None) or _McpSession(
+                self.service.view(caller), persist=False, settings=self.service.settings)
+            sessions[key, caller] = session
+            while len(sessions) > self.LIMIT:
+                sessions.popitem(last=False)
+        return session
+
+
+class _McpSession(Session):
+    """A session whose calls share only the reference-id table: the client, not this
+    server, keeps its context, so no result is cut short as "shown before"."""
+
+    def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        old = self.tracker  # called one at a time (the service's session lock)
+        self.tracker = Tracker(refs=old.refs, turn=old.turn, searches=old.searches)
+        return super().run_tool(name, arguments)
 
 
 def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
     """An MCP server exposing ``service``'s tools and ``ask``; with ``keys``, each call acts
     as the caller whose key its HTTP request carries."""
 
+    live = LiveSessions(service)
+
     def who(ctx: ServerRequestContext[Any]) -> Caller:
         request = ctx.request
         if not keys or request is None:
             return LOCAL
-        caller = caller_for_key(keys, presented_key(getattr(request, "headers", {})))
-        if caller is None:  # the HTTP middleware answers 401 first; never act as local
-            raise ConfigError("invalid API key")
-        return caller
+        try:  # the HTTP middleware answers 401 first; never act as local
+            return authenticate(keys, getattr(request, "headers", {}))
+        except Unauthorized as exc:
+            raise ConfigError(str(exc)) from None
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=mcp_tools())
+        return types.ListToolsResult(tools=mcp_tools(service.limits))
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -92,8 +139,10 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                     lambda: _ask(service, arguments, caller))
                 text, data = str(record.get("answer", "")), record
             else:
+                session = live.get(ctx, caller)
                 result = await service.pool.run(  # bounded: a full queue is an error result
-                    lambda: service.call_tool(params.name, arguments, caller=caller))
+                    lambda: service.call_tool(params.name, arguments, session=session,
+                                              caller=caller))
                 text, data = result.text, result.data
         except SleuthError as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
@@ -104,16 +153,12 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
     from sleuth._version import __version__
 
     return Server("sleuth", version=__version__, on_list_tools=list_tools,
-                  on_call_tool=call_tool,
-                  instructions="Search and read the documents of a Sleuth index, or ask its "
-                  "agent. Reference ids from `search` stay valid within this server.")
+                  on_call_tool=call_tool, instructions=INSTRUCTIONS)
 
 
 def _ask(service: Service, arguments: dict[str, Any], caller: Caller) -> dict[str, Any]:
     question = arguments.get("question")
     if not isinstance(question, str):
-        from sleuth.errors import RequestError
-
         raise RequestError("ask needs a 'question' string")
     return service.ask(question, str(arguments.get("agent") or "full"),
                        arguments.get("session"), caller=caller)
@@ -134,11 +179,10 @@ def http_app(service: Service, *, host: str = "127.0.0.1", auth: bool = True) ->
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                        for k, v in scope.get("headers", [])}
-            presented = presented_key(headers)
-            if caller_for_key(keys, presented) is None:
-                detail = "invalid API key" if presented else \
-                    "missing API key: send Authorization: Bearer KEY or X-API-Key"
-                body = json.dumps({"detail": detail}).encode()
+            try:
+                authenticate(keys, headers)
+            except Unauthorized as exc:
+                body = json.dumps({"detail": str(exc)}).encode()
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"),
                                         (b"www-authenticate", b"Bearer")]})

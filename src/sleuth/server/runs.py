@@ -11,16 +11,19 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from sleuth.errors import IngestError, MissingDependency
 from sleuth.eval.report import read_predictions, score_record, score_runs
 from sleuth.index import Index
+from sleuth.server.openapi import PATH_ID_MAX, PATH_ID_PATTERN
+from sleuth.server.openapi import responses as _errors
 
 try:
     from fastapi import APIRouter, Depends, HTTPException
+    from fastapi import Path as PathParameter
     from fastapi.responses import HTMLResponse
 except ImportError as exc:  # pragma: no cover - the minimal install
     raise MissingDependency("fastapi", "serve") from exc
@@ -31,6 +34,13 @@ PREDICTIONS = "predictions.jsonl"
 ROOT_ID = "~"
 VIEWER = Path(__file__).with_name("viewer")
 KS = (2, 5)
+RunId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
+                                     pattern=PATH_ID_PATTERN,
+                                     description="Run id: its folder under the runs root")]
+ChunkId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
+                                       pattern=PATH_ID_PATTERN, description="Chunk id")]
+QuestionId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
+                                          description="Question id")]
 # The columns of the run list, in the order the page shows them (when a run has them).
 MAIN_METRICS = ("n", "llm_acc", "contain", "em", "f1", *(f"recall@{k}" for k in KS),
                 "doc_recall@1", "read_recall", "steps", "llm_calls", "llm_tokens",
@@ -70,7 +80,11 @@ class RunStore:
             if run_id.startswith("/") or any(p in ("", ".", "..") or "\\" in p for p in parts):
                 raise HTTPException(404, f"no run {run_id!r}")
             folder = (self.root / run_id).resolve()
-        if not folder.is_relative_to(self.root) or not (folder / PREDICTIONS).is_file():
+        try:
+            found = folder.is_relative_to(self.root) and (folder / PREDICTIONS).is_file()
+        except (OSError, ValueError):  # a name too long for the file system, a NUL
+            found = False
+        if not found:
             raise HTTPException(404, f"no run {run_id!r}")
         return folder
 
@@ -188,15 +202,19 @@ def viewer_page() -> str:
 
 
 def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None,
-                auth: Callable[..., Any] | None = None) -> APIRouter:
+                auth: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None,
+                responses: dict[int | str, dict[str, Any]] | None = None) -> APIRouter:
     """The viewer's routes: ``GET /v1/runs``, ``/v1/runs/{run_id}``,
     ``/v1/runs/{run_id}/questions/{question_id}``, ``/v1/chunks/{chunk_id}`` and ``/viewer``.
 
     ``index_opener`` is called once, on the first chunk request, and the index it returns
     stays open (the caller owns it); without one, chunk requests get 503. ``auth`` is a
-    FastAPI dependency attached to every route (``None``: open)."""
+    FastAPI dependency, or several run in order, attached to every route (``None``: open),
+    and ``responses`` the error statuses they answer with, for the OpenAPI document."""
     store = RunStore(Path(runs_root))
-    router = APIRouter(dependencies=[Depends(auth)] if auth else [], tags=["runs"])
+    checks = [] if auth is None else [auth] if callable(auth) else list(auth)
+    router = APIRouter(dependencies=[Depends(check) for check in checks], tags=["runs"],
+                       responses=responses)
     index = _LazyIndex(index_opener)
 
     def scored(run_id: str) -> dict[str, Any]:
@@ -210,8 +228,9 @@ def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None
         """Every run under the root with its main metrics, overall and per question type."""
         return {"root": str(store.root), "runs": [store.summary(i) for i in store.run_ids()]}
 
-    @router.get("/v1/runs/{run_id:path}/questions/{question_id}")
-    def get_question(run_id: str, question_id: str) -> dict[str, Any]:
+    @router.get("/v1/runs/{run_id:path}/questions/{question_id}",
+                responses=_errors(404, 422))
+    def get_question(run_id: RunId, question_id: QuestionId) -> dict[str, Any]:
         """One question's full prediction record, with its scores."""
         loaded = scored(run_id)
         for record, row in zip(loaded["records"], loaded["rows"], strict=True):
@@ -220,8 +239,8 @@ def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None
                         "summary": _question_row(record, row)}
         raise HTTPException(404, f"no question {question_id!r} in run {run_id!r}")
 
-    @router.get("/v1/runs/{run_id:path}")
-    def get_run(run_id: str) -> dict[str, Any]:
+    @router.get("/v1/runs/{run_id:path}", responses=_errors(404, 422))
+    def get_run(run_id: RunId) -> dict[str, Any]:
         """A run's metrics (overall, per question type, A2RAG control) and its questions."""
         loaded = scored(run_id)
         scores = loaded["scores"]
@@ -234,8 +253,8 @@ def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None
                           for r, row in zip(loaded["records"], loaded["rows"], strict=True)],
         }
 
-    @router.get("/v1/chunks/{chunk_id:path}")
-    def get_chunk(chunk_id: str) -> dict[str, Any]:
+    @router.get("/v1/chunks/{chunk_id:path}", responses=_errors(404, 422, 503))
+    def get_chunk(chunk_id: ChunkId) -> dict[str, Any]:
         """The text of one chunk, for the page's click-through."""
         return _chunk(index(), chunk_id)
 
