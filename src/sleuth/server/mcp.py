@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 import anyio
 
-from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.schemas import ask_schema
@@ -34,6 +33,7 @@ from sleuth.service import LOCAL, Caller, KeyRing, Service, load_api_keys
 from sleuth.session import Session
 from sleuth.settings import ServeSettings
 from sleuth.tools import TOOLS, ToolResult
+from sleuth.tracker import Tracker
 
 try:
     import mcp_types as types
