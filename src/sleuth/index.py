@@ -1,24 +1,28 @@
-"""The Index: ingestion pipeline plus the retrieval primitives, over any Store.
+"""The index over any Store: what reads it (:class:`ReadIndex`) and what writes it (:class:`Index`).
 
-``Index.open(path)`` opens or creates an index; ``index.add(paths)`` ingests files and
-corpora incrementally (new documents added, changed ones replaced by content hash, ones
-removed from an indexed source deleted) and resumes an interrupted build. Documents go into
-a collection (tenant) with access groups; ``index.scoped(access)`` is a read view that sees
-only what an :class:`~sleuth.access.Access` allows, in every search, read and count.
+- :class:`ReadIndex` is the read surface that tools, agents and the servers use: the
+  retrieval primitives (keyword, BM25 and semantic search, reading chunks with their
+  neighbours, titles, documents), the A2RAG gate (:meth:`ReadIndex.scope` over the
+  documents' summaries), the knowledge graph and the sessions store, opened once and shared.
+  It never writes: ``index.scoped(access)`` is a read view that sees only what an
+  :class:`~sleuth.access.Access` allows, in every search, read and count.
+- :class:`Index` is the indexer, and also offers every read: ``Index.open(path)`` opens or
+  creates an index; ``index.add(paths)`` ingests files and corpora incrementally (new
+  documents added, changed ones replaced by content hash, ones removed from an indexed
+  source deleted) and resumes an interrupted build; ``delete``, ``check`` and ``repair``
+  maintain it, and it stores the summaries that documents indexed by an older version lack.
+  Documents go into a collection (tenant) with access groups. The pipeline's parts live in
+  :mod:`sleuth.indexing`.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-import shlex
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
@@ -32,12 +36,29 @@ from sleuth.access import (
 )
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
-from sleuth.ingest import IngestReport, JsonFields, Skipped, iter_chunks, iter_documents
+from sleuth.indexing import (
+    BATCH_SENTENCES,
+    PIPELINE_DEPTH,
+    AddReport,
+    Batch,
+    IndexProgress,
+    Part,
+    ProgressCallback,
+    digest,
+    identity,
+    lead_summaries,
+    parts,
+    prepare,
+    resume_command,
+    serialised,
+    with_title,
+)
+from sleuth.ingest import IngestReport, JsonFields, iter_chunks, iter_documents
 from sleuth.pipeline import pipelined
+from sleuth.querytext import content_words
 from sleuth.settings import Settings
 from sleuth.store.base import (
     PARTIAL,
-    PreparedDocument,
     Problem,
     RepairReport,
     Store,
@@ -49,108 +70,11 @@ from sleuth.threads import batch_work, configure_threads
 from sleuth.titles import TitleIndex
 from sleuth.types import Chunk, Document, Hit
 
-BATCH_SENTENCES = 2048
-PIPELINE_DEPTH = 2  # batches embedded ahead of the one being written
-SUMMARY_SENTENCES = 3  # central sentences in a document's extractive summary
-SUMMARY_CHARS = 600
-SUMMARY_MIN_WORDS = 6
+if TYPE_CHECKING:
+    from sleuth.graph import Graph
 
-
-@dataclass
-class IndexProgress:
-    """Counters reported after every stored batch (and once at the end)."""
-
-    documents_seen: int = 0
-    documents_indexed: int = 0
-    documents_unchanged: int = 0
-    chunks: int = 0
-    sentences: int = 0
-    done: bool = False
-
-
-@dataclass
-class AddReport:
-    """What one ``Index.add`` call did."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    deleted: list[str] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    duplicates: list[Skipped] = field(default_factory=list)
-    unsupported: dict[str, int] = field(default_factory=dict)  # suffix -> files in folders
-    resumed: bool = False
-    chunks: int = 0
-    sentences: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": len(self.added), "updated": len(self.updated), "unchanged": self.unchanged,
-            "deleted": len(self.deleted), "chunks": self.chunks, "sentences": self.sentences,
-            "resumed": self.resumed,
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
-            "duplicates": [{"path": s.path, "reason": s.reason} for s in self.duplicates],
-            "unsupported": dict(self.unsupported),
-        }
-
-
-ProgressCallback = Callable[[IndexProgress], None]
-
-
-@dataclass
-class _Batch:
-    """Documents embedded and ready for the store."""
-
-    documents: list[PreparedDocument]
-    chunks: int
-    sentences: int
-
-
-def _serialised(callback: ProgressCallback | None) -> ProgressCallback:
-    """``callback`` behind a lock: progress comes from the embedding thread and the writer."""
-    lock = threading.Lock()
-
-    def report(progress: IndexProgress) -> None:
-        if callback is not None:
-            with lock:
-                callback(progress)
-
-    return report
-
-
-@dataclass(frozen=True)
-class _Part:
-    """Chunks of one document to store together: all of them, or a part of a long one."""
-
-    doc: Document
-    digest: str
-    chunks: list[Chunk]
-    opens: bool
-    closes: bool
-
-
-def _parts(chunks: Iterator[Chunk], sentences: int) -> Iterator[tuple[list[Chunk], bool]]:
-    """``chunks`` in consecutive parts of about ``sentences`` sentences, each with whether
-    it is the last (at least one chunk each; no chunks: one empty last part, so the
-    document row is stored)."""
-    part: list[Chunk] = []
-    size = 0
-    ready: list[Chunk] | None = None  # a full part, held until we know if more follow
-    for chunk in chunks:
-        if ready is not None:
-            yield ready, False
-            ready = None
-        part.append(chunk)
-        size += len(chunk.sentences)
-        if size >= sentences:
-            ready, part, size = part, [], 0
-    if ready is not None:
-        if part:
-            yield ready, False
-        else:
-            yield ready, True
-            return
-    yield part, True
+__all__ = ["AddReport", "Index", "IndexProgress", "ProgressCallback", "ReadIndex",
+           "ReadResult"]
 
 
 @dataclass(frozen=True)
@@ -161,8 +85,8 @@ class ReadResult:
     unknown: list[str]
 
 
-class Index:
-    """A searchable corpus. Thread-safe for concurrent reads."""
+class ReadIndex:
+    """A searchable corpus, read only (see the module docstring). Thread-safe."""
 
     def __init__(self, store: Store, settings: Settings, embedder: Embedder | None = None):
         self.store = store
@@ -171,17 +95,17 @@ class Index:
         self.settings = settings
         self._embedder = embedder
         self.access: Access | None = None  # None: everything (see scoped())
-        self._base: Index | None = None  # the index a scoped view reads through
+        self._base: ReadIndex | None = None  # the index a scoped view reads through
         self._titles: TitleIndex | None = None
         self._summaries: tuple[list[str], np.ndarray] | None = None
-        self._graph: Any = None  # the knowledge graph, opened once (see graph())
+        self._graph: Graph | None = None  # the knowledge graph, opened once (see graph())
         self._sessions: Store | None = None  # settings.sessions_store, opened once
         self._seen: int | None = None  # the store generation the caches were built at
 
-    def scoped(self, access: Access | None) -> Index:
+    def scoped(self, access: Access | None) -> ReadIndex:
         """A read view that sees only the documents ``access`` allows (``self`` when it
         allows everything). Views share the store, embedder and graph; closing one closes
-        nothing. Write through the index itself."""
+        nothing. Write through the index itself (a view of an :class:`Index` refuses)."""
         base = self._base or self
         access = restricted(access)
         if access is None:
@@ -210,7 +134,7 @@ class Index:
     @classmethod
     def open(cls, path: str | Path | None = None, *, settings: Settings | None = None,
              create: bool = False, embedder: Embedder | None = None,
-             repair: bool = False) -> Index:
+             repair: bool = False) -> Self:
         """Open the index at ``path`` (default: settings.index); ``create`` builds a new one;
         ``repair`` opens a damaged one for :meth:`repair` (its manifest restored)."""
         settings = settings or Settings.load()
@@ -221,7 +145,7 @@ class Index:
             if not create:
                 raise
             embedder = embedder or load_embedder(settings.embed)
-            store = open_store(location, create=True, embedder=_identity(embedder),
+            store = open_store(location, create=True, embedder=identity(embedder),
                                chunk_tokens=settings.chunk.tokens)
             return cls(store, settings, embedder)
         built = (store.manifest.get("embedder") or {}).get("name")
@@ -248,7 +172,7 @@ class Index:
             self._embedder = load_embedder(self.settings.embed)
             from sleuth.store.base import check_embedder
 
-            check_embedder(self.store.manifest, _identity(self._embedder), str(self.location))
+            check_embedder(self.store.manifest, identity(self._embedder), str(self.location))
         return self._embedder
 
     @property
@@ -275,8 +199,8 @@ class Index:
             self._sessions = None
         self.store.close()
 
-    def graph(self) -> Any:
-        """The index's knowledge graph (``sleuth.graph.Graph``) when one was built, opened
+    def graph(self) -> Graph | None:
+        """The index's knowledge graph (:class:`sleuth.graph.Graph`) when one was built, opened
         once and shared, so its caches (adjacency, name index) serve every question; None
         when the index has none."""
         if self._base is not None:
@@ -324,7 +248,7 @@ class Index:
             self._sessions = store
         return self._sessions
 
-    def __enter__(self) -> Index:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -332,179 +256,6 @@ class Index:
 
     def stats(self) -> StoreStats:
         return self.store.stats(self.access)
-
-    # -- ingestion ---------------------------------------------------------------------
-
-    def add(self, paths: Sequence[str | Path], *, include: Sequence[str] = (),
-            exclude: Sequence[str] = (), fields: JsonFields | None = None,
-            delete_missing: bool = True, on_progress: ProgressCallback | None = None,
-            batch_sentences: int = BATCH_SENTENCES, collection: str = DEFAULT_COLLECTION,
-            groups: Sequence[str] | str = ()) -> AddReport:
-        """Index ``paths`` incrementally into ``collection`` with access ``groups`` (none:
-        open to the whole collection); see the module docstring.
-
-        Work is stored in batches of about ``batch_sentences`` sentences; each batch is
-        committed on its own, so an interrupted build keeps every finished batch. A worker
-        thread reads, chunks and embeds the next batches while the store writes this one;
-        ``on_progress`` is called from both threads, never from two at once. Documents
-        of another collection are never replaced or deleted: ids outside ``default`` are
-        prefixed with ``<collection>:``.
-        """
-        if self._base is not None:
-            raise StoreError("a scoped index view is read-only; add documents through the "
-                             "index itself")
-        check_name("collection", collection)
-        access = (collection, parse_groups(groups))
-        paths = [Path(p).expanduser().resolve() for p in paths]
-        command = resume_command(self.location, paths, include, exclude, fields, collection,
-                                 access[1], delete_missing)
-        report = AddReport(resumed=any(b.get("command") == command for b in
-                                       self.store.build_status().get("interrupted", [])))
-        ingest = IngestReport(skipped=[], duplicates=[])
-        docs = iter_documents(paths, include=include, exclude=exclude,
-                              fields=fields or JsonFields(), report=ingest)
-        known = self.store.document_hashes()
-        progress = IndexProgress()
-        report_progress = _serialised(on_progress)
-        seen: set[str] = set()
-
-        def batches() -> Iterator[_Batch]:
-            """Documents read, chunked and embedded, a batch at a time (in a worker thread);
-            a document longer than a batch goes in parts (see PreparedDocument)."""
-            pending: list[_Part] = []
-            for doc in docs:
-                if collection != DEFAULT_COLLECTION:
-                    doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
-                seen.add(doc.doc_id)
-                progress.documents_seen += 1
-                digest = self._hash(doc, access)
-                stored = known.get(doc.doc_id)
-                if stored == digest:
-                    report.unchanged += 1
-                    progress.documents_unchanged += 1
-                    continue
-                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-                chunks = iter_chunks(doc, self.settings.chunk.tokens)
-                done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + digest \
-                    else 0  # a long document interrupted after its first parts: resumed
-                for part, last in _parts(islice(chunks, done, None), batch_sentences):
-                    pending.append(_Part(doc, digest, part, opens=not done, closes=last))
-                    done += len(part)
-                    if sum(len(c.sentences) for p in pending for c in p.chunks) \
-                            >= batch_sentences:
-                        yield self._prepare(pending, progress, report_progress, access)
-                        pending = []
-            if pending:
-                yield self._prepare(pending, progress, report_progress, access)
-
-        self.store.begin_build(command)
-        try:
-            self.embedder  # noqa: B018 - loaded here, not in the worker thread
-            for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
-                self.store.write(batch.documents)
-                self._forget()
-                progress.documents_indexed += sum(d.closes for d in batch.documents)
-                progress.chunks += batch.chunks
-                report.chunks += batch.chunks
-                report.sentences += batch.sentences
-                report_progress(progress)
-        except BaseException:
-            self.store.stop_build()
-            raise
-        if delete_missing:
-            report.deleted = self._delete_missing(paths, seen, collection)
-        report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
-                                                                  ingest.unsupported)
-        with batch_work():  # the approximate index is (re)built here
-            self.store.finish_build()
-        progress.done = True
-        report_progress(progress)
-        return report
-
-    def _hash(self, doc: Document, access: tuple[str, tuple[str, ...]]) -> str:
-        payload: list[Any] = [doc.text, doc.title, doc.type, doc.path, self.settings.chunk.tokens,
-                              self.store.manifest.get("embedder", {}).get("name")]
-        if access != (DEFAULT_COLLECTION, ()):  # so a change of groups rewrites the document
-            payload.append(list(access))
-        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
-
-    def _embed_inputs(self, doc: Document, chunks: Sequence[Chunk]) -> list[str]:
-        """Sentences to embed, each prefixed with its document title for context."""
-        title = doc.title.strip()
-        return [_with_title(title, s.text) for chunk in chunks for s in chunk.sentences]
-
-    def _prepare(self, pending: list[_Part], progress: IndexProgress,
-                 on_progress: ProgressCallback, access: tuple[str, tuple[str, ...]]) -> _Batch:
-        """Embed the sentences of ``pending`` document parts, and the summaries of the
-        documents they open (from the opening part's sentences), ready to store."""
-        inputs = [self._embed_inputs(p.doc, p.chunks) for p in pending]
-        flat = [t for group in inputs for t in group]
-
-        def embedded(n: int) -> None:
-            progress.sentences += n
-            on_progress(progress)
-
-        with batch_work():
-            matrix = self.embedder.embed(flat, on_batch=embedded)
-        groups, row = [], 0
-        for group in inputs:
-            groups.append(matrix[row : row + len(group)])
-            row += len(group)
-        opening = [i for i, p in enumerate(pending) if p.opens]
-        summaries = {i: summarize(pending[i].doc, pending[i].chunks, groups[i]) for i in opening}
-        with batch_work():
-            opened = self.embedder.embed([summaries[i] for i in opening])
-        blended = {i: _blend(vector, groups[i])
-                   for i, vector in zip(opening, opened, strict=True)}
-        prepared = [PreparedDocument(p.doc, p.digest, p.chunks, vectors, summaries.get(i, ""),
-                                     blended.get(i), *access, opens=p.opens, closes=p.closes)
-                    for i, (p, vectors) in enumerate(zip(pending, groups, strict=True))]
-        return _Batch(prepared, sum(len(p.chunks) for p in pending), len(flat))
-
-    def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
-                        collection: str) -> list[str]:
-        roots = [Path(p).resolve() for p in paths]
-        owner = {doc_id: c for doc_id, (c, _) in self.store.document_access().items()}
-        gone = []
-        for doc_id, path in self.store.document_sources().items():
-            if doc_id in seen or not path or owner.get(doc_id) != collection:
-                continue
-            source = Path(path).resolve()
-            if any(source == root or root in source.parents for root in roots):
-                gone.append(doc_id)
-        self.store.delete(gone)
-        self._forget()
-        return gone
-
-    def delete(self, doc_ids: Sequence[str]) -> None:
-        if self._base is not None:
-            raise StoreError("a scoped index view is read-only; delete through the index")
-        self.store.delete(doc_ids)
-        self._forget()
-        self.store.finish_build()
-
-    # -- integrity ---------------------------------------------------------------------
-
-    def check(self, full: bool = True) -> list[Problem]:
-        """The damaged parts of the index, each with its repair (empty: intact); ``full``
-        adds SQLite's integrity check (reads the whole database)."""
-        return self.store.check(full)
-
-    def repair(self, on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
-        """Re-embed the sentence vectors that are missing or damaged from the stored text
-        (with this index's embedder, title context as at indexing), rebuild a damaged
-        approximate index, restore a damaged manifest from the database's copy."""
-        if self._base is not None:
-            raise StoreError("a scoped index view is read-only; repair the index itself")
-
-        def embed(pairs: list[tuple[str, str]]) -> np.ndarray:
-            return self.embedder.embed([_with_title(title.strip(), text)
-                                        for title, text in pairs])
-
-        with batch_work():
-            report = self.store.repair(embed, on_progress)
-        self._forget()
-        return report
 
     # -- retrieval ---------------------------------------------------------------------
 
@@ -526,8 +277,6 @@ class Index:
                     doc_ids: Sequence[str] | None = None) -> list[Hit]:
         """Chunks ranked by BM25 over the query's content words (the store's own ranking),
         only in ``doc_ids`` when given."""
-        from sleuth.retrieval import content_words
-
         return self.store.bm25_search(content_words(query), top_k, doc_ids, self.access)
 
     def titles(self) -> TitleIndex:
@@ -548,32 +297,29 @@ class Index:
     def summaries(self) -> tuple[list[str], np.ndarray]:
         """Every document's summary vector: ``(doc_ids, matrix)``. Summaries are built at
         index time; documents indexed by a version without them are summarised now, once
-        (the migration of older indexes)."""
+        (the migration of older indexes: an :class:`Index` stores them, a read-only index
+        keeps them in memory)."""
         self._fresh()
         if self._summaries is None:
             doc_ids, _, matrix = self.store.summaries(self.access)
             missing = sorted(set(self.document_titles()) - set(doc_ids))
             if missing:
-                self._backfill_summaries(missing)
-                doc_ids, _, matrix = self.store.summaries(self.access)
+                doc_ids, matrix = self._backfill_summaries(missing, doc_ids, matrix)
             self._summaries = (doc_ids, matrix)
         return self._summaries
 
-    def _backfill_summaries(self, doc_ids: Sequence[str]) -> None:
-        for start in range(0, len(doc_ids), 256):
-            rows = []
-            for doc_id in doc_ids[start : start + 256]:
-                doc = self.store.get_document(doc_id)
-                if doc is None:
-                    continue
-                first = self.store.chunk_spans(doc_id)[:1]
-                chunks = list(self.store.get_chunks([c for c, _, _ in first]).values())
-                rows.append((doc_id, summarize(doc, chunks)))  # the lead: no vectors needed
-            if rows:
-                with batch_work():
-                    embedded = self.embedder.embed([text for _, text in rows])
-                self.store.write_summaries([(doc_id, text, vector) for (doc_id, text), vector
-                                            in zip(rows, embedded, strict=True)])
+    def _backfill_summaries(self, missing: Sequence[str], doc_ids: list[str],
+                            matrix: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """The stored ``(doc_ids, matrix)`` with the ``missing`` documents' summaries added,
+        in the store's order (by document id)."""
+        rows = [row for batch in lead_summaries(self.store, self.embedder, missing)
+                for row in batch]
+        pairs = sorted([*zip(doc_ids, matrix, strict=True),
+                        *((doc_id, vector) for doc_id, _, vector in rows)],
+                       key=lambda pair: pair[0])
+        if not pairs:
+            return [], matrix
+        return [d for d, _ in pairs], np.stack([v for _, v in pairs]).astype(np.float32)
 
     def scope(self, question: str) -> tuple[float, str | None]:
         """The A2RAG gate's score: the question's best cosine similarity to a document
@@ -622,63 +368,149 @@ class Index:
         return self.store.get_document(doc_id, self.access)
 
 
-def summarize(doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> str:
-    """A short extractive summary: the title and the document's most central sentences
-    (closest to the mean of its sentence ``vectors``), in document order; without vectors,
-    its first sentences."""
-    sentences = [s.text for c in chunks for s in c.sentences]
-    title = doc.title.strip()
-    if not sentences:
-        return (title + "\n" + " ".join(doc.text[:SUMMARY_CHARS].split())).strip()
-    if vectors is None or len(vectors) != len(sentences):
-        central = list(range(min(SUMMARY_SENTENCES, len(sentences))))
-    else:  # central among sentences of some length (not headings or list numbers)
-        centroid = vectors.mean(axis=0)
-        scores = vectors @ centroid
-        scores[[len(s.split()) < SUMMARY_MIN_WORDS for s in sentences]] -= 2.0
-        central = sorted(int(i) for i in np.argsort(-scores)[:SUMMARY_SENTENCES])
-    body = " ".join(" ".join(sentences[i].split()) for i in central)[:SUMMARY_CHARS]
-    return f"{title}\n{body}".strip() if title else body
+class Index(ReadIndex):
+    """The indexer: a :class:`ReadIndex` that also adds, updates, deletes and repairs
+    documents (see the module docstring)."""
 
+    # -- ingestion ---------------------------------------------------------------------
 
-def _blend(summary: np.ndarray, sentences: np.ndarray) -> np.ndarray:
-    """A document's summary vector: its summary's embedding averaged with the centroid of
-    its sentence vectors (the centroid keeps topics of long documents that three sentences
-    miss), unit length."""
-    if not len(sentences):
-        return summary
-    centroid = sentences.mean(axis=0)
-    vector: np.ndarray = summary + centroid / max(1e-9, float(np.linalg.norm(centroid)))
-    return (vector / max(1e-9, float(np.linalg.norm(vector)))).astype(np.float32)
+    def add(self, paths: Sequence[str | Path], *, include: Sequence[str] = (),
+            exclude: Sequence[str] = (), fields: JsonFields | None = None,
+            delete_missing: bool = True, on_progress: ProgressCallback | None = None,
+            batch_sentences: int = BATCH_SENTENCES, collection: str = DEFAULT_COLLECTION,
+            groups: Sequence[str] | str = ()) -> AddReport:
+        """Index ``paths`` incrementally into ``collection`` with access ``groups`` (none:
+        open to the whole collection); see the module docstring.
 
+        Work is stored in batches of about ``batch_sentences`` sentences; each batch is
+        committed on its own, so an interrupted build keeps every finished batch. A worker
+        thread reads, chunks and embeds the next batches while the store writes this one;
+        ``on_progress`` is called from both threads, never from two at once. Documents
+        of another collection are never replaced or deleted: ids outside ``default`` are
+        prefixed with ``<collection>:``.
+        """
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; add documents through the "
+                             "index itself")
+        check_name("collection", collection)
+        access = (collection, parse_groups(groups))
+        paths = [Path(p).expanduser().resolve() for p in paths]
+        command = resume_command(self.location, paths, include, exclude, fields, collection,
+                                 access[1], delete_missing)
+        report = AddReport(resumed=any(b.get("command") == command for b in
+                                       self.store.build_status().get("interrupted", [])))
+        ingest = IngestReport(skipped=[], duplicates=[])
+        docs = iter_documents(paths, include=include, exclude=exclude,
+                              fields=fields or JsonFields(), report=ingest)
+        known = self.store.document_hashes()
+        progress = IndexProgress()
+        report_progress = serialised(on_progress)
+        seen: set[str] = set()
 
-def _with_title(title: str, text: str) -> str:
-    """A sentence as it is embedded: prefixed with its document's title for context."""
-    return f"{title}: {text}" if title and not text.startswith(title) else text
+        def batches() -> Iterator[Batch]:
+            """Documents read, chunked and embedded, a batch at a time (in a worker thread);
+            a document longer than a batch goes in parts (see PreparedDocument)."""
+            pending: list[Part] = []
+            for doc in docs:
+                if collection != DEFAULT_COLLECTION:
+                    doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
+                seen.add(doc.doc_id)
+                progress.documents_seen += 1
+                hashed = digest(doc, access, self.settings.chunk.tokens,
+                                self.store.manifest.get("embedder", {}).get("name"))
+                stored = known.get(doc.doc_id)
+                if stored == hashed:
+                    report.unchanged += 1
+                    progress.documents_unchanged += 1
+                    continue
+                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
+                chunks = iter_chunks(doc, self.settings.chunk.tokens)
+                done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + hashed \
+                    else 0  # a long document interrupted after its first parts: resumed
+                for part, last in parts(islice(chunks, done, None), batch_sentences):
+                    pending.append(Part(doc, hashed, part, opens=not done, closes=last))
+                    done += len(part)
+                    if sum(len(c.sentences) for p in pending for c in p.chunks) \
+                            >= batch_sentences:
+                        yield prepare(self.embedder, pending, progress, report_progress, access)
+                        pending = []
+            if pending:
+                yield prepare(self.embedder, pending, progress, report_progress, access)
 
+        self.store.begin_build(command)
+        try:
+            self.embedder  # noqa: B018 - loaded here, not in the worker thread
+            for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
+                self.store.write(batch.documents)
+                self._forget()
+                progress.documents_indexed += sum(d.closes for d in batch.documents)
+                progress.chunks += batch.chunks
+                report.chunks += batch.chunks
+                report.sentences += batch.sentences
+                report_progress(progress)
+        except BaseException:
+            self.store.stop_build()
+            raise
+        if delete_missing:
+            report.deleted = self._delete_missing(paths, seen, collection)
+        report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
+                                                                  ingest.unsupported)
+        with batch_work():  # the approximate index is (re)built here
+            self.store.finish_build()
+        progress.done = True
+        report_progress(progress)
+        return report
 
-def resume_command(location: str, paths: Sequence[str | Path], include: Sequence[str],
-                   exclude: Sequence[str], fields: JsonFields | None, collection: str,
-                   groups: Sequence[str], delete_missing: bool) -> str:
-    """The ``sleuth index`` command line that repeats an ``add`` (and resumes it)."""
-    args = ["sleuth", "index", *map(str, paths), "--index", location]
-    for flag, values in (("--include", include), ("--exclude", exclude)):
-        for value in values:
-            args += [flag, value]
-    given, default = fields or JsonFields(), JsonFields()
-    for flag, value, standard in (("--id-field", given.id, default.id),
-                                  ("--title-field", given.title, default.title),
-                                  ("--text-field", given.text, default.text)):
-        if value != standard:
-            args += [flag, value]
-    if collection != DEFAULT_COLLECTION:
-        args += ["--collection", collection]
-    if groups:
-        args += ["--groups", ",".join(groups)]
-    if not delete_missing:
-        args.append("--keep-missing")
-    return shlex.join(args)
+    def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
+                        collection: str) -> list[str]:
+        roots = [Path(p).resolve() for p in paths]
+        owner = {doc_id: c for doc_id, (c, _) in self.store.document_access().items()}
+        gone = []
+        for doc_id, path in self.store.document_sources().items():
+            if doc_id in seen or not path or owner.get(doc_id) != collection:
+                continue
+            source = Path(path).resolve()
+            if any(source == root or root in source.parents for root in roots):
+                gone.append(doc_id)
+        self.store.delete(gone)
+        self._forget()
+        return gone
 
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; delete through the index")
+        self.store.delete(doc_ids)
+        self._forget()
+        self.store.finish_build()
 
-def _identity(embedder: Embedder) -> dict[str, Any]:
-    return {"name": embedder.name, "dim": embedder.dim, "title_context": True}
+    def _backfill_summaries(self, missing: Sequence[str], doc_ids: list[str],
+                            matrix: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Summarise the ``missing`` documents and store their summaries (the migration of
+        an index built by a version without them); the stored ``(doc_ids, matrix)`` after."""
+        for rows in lead_summaries(self.store, self.embedder, missing):
+            self.store.write_summaries(rows)
+        doc_ids, _, matrix = self.store.summaries(self.access)
+        return doc_ids, matrix
+
+    # -- integrity ---------------------------------------------------------------------
+
+    def check(self, full: bool = True) -> list[Problem]:
+        """The damaged parts of the index, each with its repair (empty: intact); ``full``
+        adds SQLite's integrity check (reads the whole database)."""
+        return self.store.check(full)
+
+    def repair(self, on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
+        """Re-embed the sentence vectors that are missing or damaged from the stored text
+        (with this index's embedder, title context as at indexing), rebuild a damaged
+        approximate index, restore a damaged manifest from the database's copy."""
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; repair the index itself")
+
+        def embed(pairs: list[tuple[str, str]]) -> np.ndarray:
+            return self.embedder.embed([with_title(title.strip(), text)
+                                        for title, text in pairs])
+
+        with batch_work():
+            report = self.store.repair(embed, on_progress)
+        self._forget()
+        return report

@@ -13,52 +13,18 @@ Used by agents that retrieve without a tool-calling loop (``memory``) and by
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sleuth.index import Index
+from sleuth.index import ReadIndex
+from sleuth.querytext import content_words, multiword_names, question_keywords
 from sleuth.types import Hit
+
+__all__ = ["DocumentHit", "HybridRetriever", "content_words", "fuse", "interleave",
+           "question_keywords", "search_documents"]
 
 RRF_K = 60
 DEPTH = 20  # candidates per ranking before fusion
-
-_QUESTION_WORDS = {
-    "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "was",
-    "were", "do", "does", "did", "can", "could", "will", "would", "should", "has", "have",
-    "had", "in", "on", "of", "the", "a", "an", "and", "or", "both", "between", "according",
-}
-_STOPWORDS = _QUESTION_WORDS | {
-    "to", "for", "by", "with", "from", "at", "as", "that", "this", "it", "its", "be", "first",
-    "same", "than", "more", "most", "older", "younger", "earlier", "later", "born", "died",
-    "film", "director", "country", "nationality", "name", "person", "place",
-}
-_CAPITALISED = re.compile(
-    r"[A-Z0-9][\w'.:-]*(?:\s+(?:(?:of|the|de|von|van|da|di|la|le|del|du)\s+)*[A-Z0-9][\w'.:-]*)*"
-)
-_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
-
-
-def question_keywords(question: str) -> list[str]:
-    """Entities and noun-phrase-like spans of a question, for keyword search.
-
-    Quoted spans and runs of capitalised words (with linking words such as "of the") are
-    kept whole; a leading question word is dropped. With none found, the content words.
-    """
-    found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(question)]
-    for match in _CAPITALISED.finditer(question):
-        words = match.group(0).strip(" ?.,").split()
-        while words and words[0].lower() in _QUESTION_WORDS:
-            words = words[1:]
-        while words and words[-1].lower() in _QUESTION_WORDS:
-            words = words[:-1]
-        phrase = re.sub(r"['’]s$", "", " ".join(words).strip("():"))
-        if phrase and phrase.lower() not in _STOPWORDS:
-            found.append(phrase)
-    if not found:
-        found = [w for w in re.findall(r"\w+", question) if w.lower() not in _STOPWORDS]
-    return list(dict.fromkeys(found))
-
 
 def interleave(rankings: Sequence[Sequence[str]]) -> list[str]:
     """Round-robin merge: first of each ranking, then second of each, ... (no repeats)."""
@@ -83,7 +49,7 @@ def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
 class HybridRetriever:
     """Chunk rankings for a question from one index (chunk ids, best first)."""
 
-    index: Index
+    index: ReadIndex
     depth: int = DEPTH
     _per_entity: dict[str, list[list[str]]] = field(default_factory=dict, repr=False)
 
@@ -107,11 +73,7 @@ class HybridRetriever:
         hops = []
         for chunk in self.index.read(seeds).chunks:
             body = chunk.text.split("\n", 1)[-1]
-            names = list(dict.fromkeys(
-                name for m in _CAPITALISED.finditer(body)
-                if len(name := m.group(0).strip(" .,;:()")) > 3 and " " in name
-                and name.lower() not in asked
-            ))[:6]
+            names = [n for n in multiword_names(body) if n.lower() not in asked][:6]
             hops.append(interleave([_ids(self.index.keyword_search([n], top_k=2))
                                     for n in names]))
         return interleave(hops)
@@ -130,21 +92,6 @@ def _ids(hits: Sequence[Hit]) -> list[str]:
     return [h.chunk_id for h in hits]
 
 
-_CONTENT_STOPWORDS = _QUESTION_WORDS | {
-    "to", "for", "by", "with", "from", "at", "as", "that", "this", "these", "those", "it",
-    "its", "be", "been", "being", "not", "no", "there", "their", "they", "them", "he", "she",
-    "his", "her", "we", "our", "you", "your", "i", "me", "my", "any", "all", "some", "such",
-    "into", "about", "over", "if", "then", "so", "than", "also", "only", "give", "show",
-    "shown", "using", "use", "based", "response", "question", "details", "relying",
-}
-
-
-def content_words(query: str) -> list[str]:
-    """The query's words without question and function words (BM25 terms)."""
-    words = [w for w in re.findall(r"\w+", query.lower()) if w not in _CONTENT_STOPWORDS]
-    return list(dict.fromkeys(words)) or re.findall(r"\w+", query.lower())
-
-
 @dataclass(frozen=True)
 class DocumentHit:
     """A document found by :func:`search_documents`: its best chunk and best sentence."""
@@ -161,7 +108,7 @@ class DocumentHit:
 SEARCH_DEPTH = 30  # chunks per ranking before fusion
 
 
-def search_documents(index: Index, query: str, top_k: int = 10,
+def search_documents(index: ReadIndex, query: str, top_k: int = 10,
                      depth: int = SEARCH_DEPTH) -> list[DocumentHit]:
     """Documents for a query: the store's BM25, the sentence-level semantic ranking and BM25
     within the documents whose titles the query names (a title field search, see

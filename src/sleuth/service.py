@@ -36,7 +36,7 @@ from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
 from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
-from sleuth.index import Index
+from sleuth.index import Index, ReadIndex
 from sleuth.llm import LLM
 from sleuth.server.pool import WorkPool
 from sleuth.session import Session
@@ -195,14 +195,14 @@ class Service:
         self._llm = llm
         self._write_lock = threading.Lock()
         self._session_lock = threading.RLock()
-        self._views: dict[str, Index] = {}
+        self._views: dict[str, ReadIndex] = {}
 
     def close(self) -> None:
         server_running(False)
         self.pool.close()
         self.index.close()
 
-    def view(self, caller: Caller) -> Index:
+    def view(self, caller: Caller) -> ReadIndex:
         """The index as ``caller`` may see it (views are kept per access and refresh their
         caches after writes)."""
         access = caller.access

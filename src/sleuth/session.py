@@ -20,7 +20,7 @@ from typing import Any
 from sleuth.agent.loop import StepCallback
 from sleuth.agent.tracker import Tracker
 from sleuth.errors import ConfigError
-from sleuth.index import Index
+from sleuth.index import ReadIndex
 from sleuth.llm import LLM
 from sleuth.settings import Settings
 from sleuth.store.sessions import SessionStore as SessionStore  # re-exported: its earlier home
@@ -32,7 +32,7 @@ FORMAT = "sleuth-session"
 FORMAT_VERSION = 1
 
 
-def session_store(index: Index) -> SessionStore:
+def session_store(index: ReadIndex) -> SessionStore:
     """The sessions of ``index``: those of the store ``settings.sessions_store`` names,
     else of the index's own store (files in a folder index, rows of a PostgreSQL schema)."""
     return (index.sessions_store() or index.store).sessions()
@@ -41,7 +41,7 @@ def session_store(index: Index) -> SessionStore:
 class Session:
     """A conversation with one agent over one index."""
 
-    def __init__(self, index: Index, *, agent: str = "docs", settings: Settings | None = None,
+    def __init__(self, index: ReadIndex, *, agent: str = "docs", settings: Settings | None = None,
                  llm: LLM | None = None, session_id: str | None = None,
                  persist: bool = True, owner: str | None = None) -> None:
         self.index = index
@@ -61,7 +61,7 @@ class Session:
     # -- persistence -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, index: Index, session_id: str, *, create: bool = False,
+    def open(cls, index: ReadIndex, session_id: str, *, create: bool = False,
              agent: str | None = None, settings: Settings | None = None,
              llm: LLM | None = None, owner: str | None = None) -> Session:
         """Resume session ``session_id`` of ``index`` (a new one when ``create``); ``owner``
@@ -86,18 +86,18 @@ class Session:
         return session
 
     @staticmethod
-    def exists(index: Index, session_id: str, owner: str | None = None) -> bool:
+    def exists(index: ReadIndex, session_id: str, owner: str | None = None) -> bool:
         """Whether ``owner`` has a saved session ``session_id`` in ``index``."""
         return session_store(index).exists(owner, check_session_id(session_id))
 
     @staticmethod
-    def saved(index: Index, owner: str | None = None) -> list[dict[str, Any]]:
+    def saved(index: ReadIndex, owner: str | None = None) -> list[dict[str, Any]]:
         """Saved sessions of ``index`` (of ``owner``): id, agent, turns, first question, last
         update."""
         return session_store(index).list(owner)
 
     @staticmethod
-    def delete(index: Index, session_id: str, owner: str | None = None) -> bool:
+    def delete(index: ReadIndex, session_id: str, owner: str | None = None) -> bool:
         """Delete ``owner``'s session ``session_id``; False when there was none."""
         return session_store(index).delete(owner, check_session_id(session_id))
 

@@ -38,7 +38,7 @@ from sleuth.types import Answer, Control, Gate, Step
 
 if TYPE_CHECKING:
     from sleuth.graph import Graph
-    from sleuth.index import Index
+    from sleuth.index import ReadIndex
 
 _YES = re.compile(r"^\W*(yes|no)\b", re.I)
 
@@ -49,7 +49,7 @@ class Gated:
     a document summary under ``threshold``); else answer with ``inner``."""
 
     inner: Runner
-    index: Index
+    index: ReadIndex
     llm: LLM
     threshold: float
 

@@ -16,7 +16,7 @@ from sleuth.ids import cited_ids, split_answer, strip_citations
 from sleuth.types import Citation
 
 if TYPE_CHECKING:
-    from sleuth.index import Index
+    from sleuth.index import ReadIndex
     from sleuth.tracker import Tracker
 
 __all__ = ["cited_ids", "parse_citations", "resolve_sources", "split_answer", "strip_citations"]
@@ -37,7 +37,7 @@ def parse_citations(
     return body, citations
 
 
-def resolve_sources(index: Index, tracker: Tracker, ids: Sequence[str]) -> dict[str, Citation]:
+def resolve_sources(index: ReadIndex, tracker: Tracker, ids: Sequence[str]) -> dict[str, Citation]:
     """Citations (relevance 1.0) for the ids that name a reference, chunk or document."""
     views: dict[str, DocumentView | None] = {}
 

@@ -26,7 +26,7 @@ from sleuth.types import Answer, Step
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from sleuth.index import Index
+    from sleuth.index import ReadIndex
     from sleuth.tools import Tool
 
 StepCallback = Callable[[Step], None]
@@ -105,7 +105,7 @@ class Run:
             self.on_step(step)
         return step
 
-    def finish(self, text: str, index: Index) -> Answer:
+    def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
         ``index`` and the tracker's reference ids, and the chunks read and retrieved."""
         answer = self.answer
@@ -137,7 +137,7 @@ class Run:
 class ModelRunner:
     """What the runners that prompt a model over an index are configured with."""
 
-    index: Index
+    index: ReadIndex
     llm: LLM
     tools: Sequence[Tool] = ()  # offered to the model (none where the runner retrieves)
     system_prompt: str = ""

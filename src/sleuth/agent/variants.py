@@ -25,7 +25,7 @@ from sleuth.agent.router import AUTO, Router
 from sleuth.agent.run import Runner
 from sleuth.agent.verify import Verified
 from sleuth.errors import ConfigError
-from sleuth.index import Index
+from sleuth.index import ReadIndex
 from sleuth.llm import LLM
 from sleuth.prompts import prompt
 from sleuth.settings import Settings
@@ -37,7 +37,7 @@ class Setup:
     """What a factory builds a runner from."""
 
     variant: Variant
-    index: Index
+    index: ReadIndex
     llm: LLM
     settings: Settings
 
@@ -135,7 +135,7 @@ for _variant in (
     register_variant(_variant)
 
 
-def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Runner:
+def build_agent(name: str, index: ReadIndex, llm: LLM, settings: Settings) -> Runner:
     """The agent called ``name`` over ``index``; wrapped with Triple-Check and bounded
     retries when ``settings.a2rag.verify`` (``--verify``)."""
     runner = _build(name, index, llm, settings)
@@ -145,7 +145,7 @@ def build_agent(name: str, index: Index, llm: LLM, settings: Settings) -> Runner
     return runner
 
 
-def _build(name: str, index: Index, llm: LLM, settings: Settings) -> Runner:
+def _build(name: str, index: ReadIndex, llm: LLM, settings: Settings) -> Runner:
     if name == AUTO:
         return _router(index, llm, settings)
     variant = VARIANTS.get(name)
@@ -155,7 +155,7 @@ def _build(name: str, index: Index, llm: LLM, settings: Settings) -> Runner:
     return variant.factory(Setup(variant, index, llm, settings))
 
 
-def _router(index: Index, llm: LLM, settings: Settings) -> Router:
+def _router(index: ReadIndex, llm: LLM, settings: Settings) -> Router:
     """``auto``: the router over the two agents named in ``settings.router``."""
     cfg = settings.router
     if AUTO in (cfg.simple_agent, cfg.complex_agent):

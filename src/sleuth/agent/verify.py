@@ -28,7 +28,7 @@ from sleuth.tracker import Tracker
 from sleuth.types import PROPERTIES, Answer, Attempt, Check, Chunk, Control
 
 if TYPE_CHECKING:
-    from sleuth.index import Index
+    from sleuth.index import ReadIndex
 
 EVIDENCE_TOKENS = 6000  # evidence shown to the judge when verifying another agent's answer
 INSUFFICIENT = "insufficient evidence"
@@ -166,7 +166,7 @@ class Verified:
     the first it retrieved)."""
 
     inner: Runner
-    index: Index
+    index: ReadIndex
     llm: LLM  # the judge
     a2rag: A2RAGSettings
     prices: Prices | None = None

@@ -32,21 +32,20 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sleuth.errors import StoreError
 from sleuth.graph.aliases import MergeReport, merge_aliases, parse
+from sleuth.graph.base import SEED_CUTOFF, GraphIndex
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
+from sleuth.graph.review import reapply
 from sleuth.graph.store import Entity, GraphBackend, norm
-
-if TYPE_CHECKING:
-    from sleuth.index import Index
+from sleuth.querytext import content_words, question_keywords
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
-SEED_CUTOFF = 0.85  # string similarity of a confident lexical match (no embedding needed)
 SEED_CANDIDATES = 8  # lexically closest names scored by the hybrid seed matcher
 SEED_MIN_RATIO = 0.6  # below this string similarity the hybrid score cannot reach 0.8
 LEXICAL_WEIGHT = 0.5  # hybrid seed score: this share string similarity, the rest cosine
@@ -256,7 +255,7 @@ class _Tables:
 class Graph:
     """The knowledge graph of one index, or a view of it (:meth:`scoped`)."""
 
-    def __init__(self, index: Index, store: GraphBackend) -> None:
+    def __init__(self, index: GraphIndex, store: GraphBackend) -> None:
         self.index = index
         self.store = store
         self._root = self  # the whole graph, which a view shares the store with
@@ -364,18 +363,18 @@ class Graph:
         return self.store.counts() if scope is None else dict(scope.counts)
 
     @classmethod
-    def open(cls, index: Index) -> Graph:
+    def open(cls, index: GraphIndex) -> Graph:
         """The graph of ``index``, where its store keeps it (``graph.db`` in an index folder,
         the ``graph_*`` tables of a PostgreSQL index), created when missing."""
         return cls(index, index.store.graph_tables().open())
 
     @classmethod
-    def exists(cls, index: Index) -> bool:
+    def exists(cls, index: GraphIndex) -> bool:
         """Whether ``index`` has a stored graph (possibly empty), without creating one."""
         return index.store.graph_tables().exists()
 
     @classmethod
-    def drop(cls, index: Index) -> None:
+    def drop(cls, index: GraphIndex) -> None:
         """Delete the stored graph of ``index``, reviewed proposals included (for one that
         cannot be opened, e.g. of an older format)."""
         index.store.graph_tables().drop()
@@ -428,8 +427,6 @@ class Graph:
             report.aliases = merge_aliases(self.store, lambda: self.index.embedder,
                                            settings.alias_similarity)
         self.forget_caches()
-        from sleuth.graph.review import reapply
-
         report.restored = reapply(self)
         report.counts = self.counts()
         return report
@@ -569,8 +566,6 @@ class Graph:
         similarity + 0.5 * cosine`` of the names embedded by the index's embedder ("Lothair
         2" → "Lothair II"). Matches below ``graph.seed_similarity`` are dropped, as are
         names whose numbers differ; one node per mention, each node once."""
-        from sleuth.retrieval import question_keywords
-
         threshold = self.index.settings.graph.seed_similarity
         cutoff = max(SEED_MIN_RATIO, (threshold - (1 - LEXICAL_WEIGHT)) / LEXICAL_WEIGHT)
         names = self.names()
@@ -622,8 +617,6 @@ class Graph:
         names; a word of a :data:`RELATION_INTENTS` group brings the whole group ("father"
         → son, daughter, child ...). A label matches when one of its words shares a crude
         stem with the intent. Most frequent labels first."""
-        from sleuth.retrieval import content_words, question_keywords
-
         named = {w for k in question_keywords(question) if k[:1].isupper()
                  for w in re.findall(r"\w+", k.lower())}
         generic = {_stem(w) for w in _GENERIC}
@@ -753,8 +746,6 @@ class Graph:
     def covers(self, question: str, chunk_ids: list[str]) -> bool:
         """The offline sufficiency test: every named entity of the question and at least
         ``COVERAGE`` of its content words occur in the evidence."""
-        from sleuth.retrieval import content_words, question_keywords
-
         if not chunk_ids:
             return False
         text = " ".join(c.text for c in self.index.read(chunk_ids).chunks).lower()

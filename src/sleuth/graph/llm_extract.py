@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sleuth.graph.extract import Extraction, Mention, Triple
 from sleuth.llm.base import LLM, Usage
 from sleuth.llm.jsontools import json_objects
+from sleuth.prompts import prompt
 from sleuth.types import Chunk, Sentence
 
 __all__ = ["CACHE_FILE", "ExtractionReply", "LLMExtractor", "parse_reply", "to_extraction"]
@@ -115,8 +116,6 @@ class LLMExtractor:
 
     def __init__(self, llm: LLM, cache: str | Path, *, workers: int = 4,
                  max_reasks: int = 2) -> None:
-        from sleuth.agent.loop import prompt
-
         self.llm = llm
         self.name = f"llm:{llm.model}:{VERSION}"
         self.system = prompt("graph_extract")

@@ -21,11 +21,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sleuth.errors import ToolError
+from sleuth.graph.base import SEED_CUTOFF
+from sleuth.graph.base import ReviewedGraph as Graph  # the Graph, which imports this module
 from sleuth.graph.store import Reviewed, norm
 from sleuth.ids import strip_markers
+from sleuth.querytext import question_keywords
 
 if TYPE_CHECKING:
-    from sleuth.graph import Graph
     from sleuth.types import Chunk
 
 Status = Literal["pending", "approved", "rejected"]
@@ -183,9 +185,6 @@ _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 def _subjects(graph: Graph, question: str) -> list[tuple[str, str]]:
     """(entity name, as written in the question): graph seeds first, then the question's
     capitalised entities the graph does not know yet."""
-    from sleuth.graph import SEED_CUTOFF
-    from sleuth.retrieval import question_keywords
-
     out: dict[str, tuple[str, str]] = {}
     keywords = question_keywords(question)
     for written in keywords:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from sleuth.errors import IngestError, MissingDependency
 from sleuth.eval.report import read_predictions, score_record, score_runs
-from sleuth.index import Index
+from sleuth.index import Index, ReadIndex
 from sleuth.server.openapi import PATH_ID_MAX, PATH_ID_PATTERN
 from sleuth.server.openapi import responses as _errors
 
@@ -179,7 +179,7 @@ def _question_row(record: dict[str, Any], row: dict[str, float]) -> dict[str, An
     }
 
 
-def _chunk(index: Index, chunk_id: str) -> dict[str, Any]:
+def _chunk(index: ReadIndex, chunk_id: str) -> dict[str, Any]:
     found = index.read([chunk_id]).chunks
     if not found:
         raise HTTPException(404, f"unknown chunk id {chunk_id!r}")

@@ -30,7 +30,7 @@ from sleuth.settings import ServeSettings
 from sleuth.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from sleuth.index import Index
+    from sleuth.index import ReadIndex
     from sleuth.tracker import Tracker
 
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 class ToolContext:
     """What a tool call may touch: the index and this session's tracker."""
 
-    index: Index
+    index: ReadIndex
     tracker: Tracker
     full_chunks: bool = False  # searches return whole chunks (the no-read ablation)
     token_budget: int | None = None  # the caller's context budget; big outputs stay under it
