@@ -20,7 +20,7 @@ from sleuth.errors import (
     StoreError,
     ToolError,
 )
-from sleuth.index import AddReport, Index, ReadResult
+from sleuth.index import AddReport, Index, ReadIndex, ReadResult
 from sleuth.session import Session
 from sleuth.settings import Settings
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, tool
@@ -29,7 +29,7 @@ from sleuth.types import Answer, Chunk, Citation, Document, Hit, Sentence, Step
 __all__ = [
     "TOOLS", "VARIANTS", "AddReport", "Agent", "Answer", "Chunk", "Citation", "ConfigError",
     "Document", "EmbedderError", "Hit", "Index", "IndexNotFound", "IngestError", "LLMError",
-    "ReadResult", "Sentence", "Session", "Settings", "SleuthError", "Step", "StoreError", "Tool",
-    "ToolContext", "ToolError", "ToolResult", "Tracker", "__version__", "ask", "build_agent",
-    "index_paths", "tool",
+    "ReadIndex", "ReadResult", "Sentence", "Session", "Settings", "SleuthError", "Step",
+    "StoreError", "Tool", "ToolContext", "ToolError", "ToolResult", "Tracker", "__version__",
+    "ask", "build_agent", "index_paths", "tool",
 ]

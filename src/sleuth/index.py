@@ -4,8 +4,9 @@
   retrieval primitives (keyword, BM25 and semantic search, reading chunks with their
   neighbours, titles, documents), the A2RAG gate (:meth:`ReadIndex.scope` over the
   documents' summaries), the knowledge graph and the sessions store, opened once and shared.
-  It never writes: ``index.scoped(access)`` is a read view that sees only what an
-  :class:`~sleuth.access.Access` allows, in every search, read and count.
+  It writes no documents (sessions go to their own store); ``index.scoped(access)`` is a
+  read view that sees only what an :class:`~sleuth.access.Access` allows, in every search,
+  read and count.
 - :class:`Index` is the indexer, and also offers every read: ``Index.open(path)`` opens or
   creates an index; ``index.add(paths)`` ingests files and corpora incrementally (new
   documents added, changed ones replaced by content hash, ones removed from an indexed

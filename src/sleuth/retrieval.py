@@ -8,7 +8,8 @@ entity are searched in turn, which reaches the bridge passages of multi-hop ques
 film's director, a person's spouse) whose names the question never states.
 
 Used by agents that retrieve without a tool-calling loop (``memory``) and by
-``sleuth eval retrieval``.
+``sleuth eval retrieval``. The question's keywords and content words come from
+:mod:`sleuth.querytext` (re-exported here).
 """
 
 from __future__ import annotations

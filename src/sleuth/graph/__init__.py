@@ -25,11 +25,9 @@ caller sees, never a hidden entity).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 import weakref
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +35,14 @@ from typing import Any
 import numpy as np
 
 from sleuth.errors import StoreError
-from sleuth.graph.aliases import MergeReport, merge_aliases, parse
+from sleuth.graph.aliases import MergeReport, merge_aliases
 from sleuth.graph.base import SEED_CUTOFF, GraphIndex
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
+from sleuth.graph.matching import GENERIC, LABEL_STOP, RELATION_INTENTS, NameIndex, same_marks, stem
 from sleuth.graph.review import reapply
 from sleuth.graph.store import Entity, GraphBackend, norm
+from sleuth.graph.views import Scope, Tables
+from sleuth.graph.walk import Adjacency, pagerank, shortest_path
 from sleuth.querytext import content_words, question_keywords
 
 BATCH_CHUNKS = 64
@@ -49,49 +50,11 @@ DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to
 SEED_CANDIDATES = 8  # lexically closest names scored by the hybrid seed matcher
 SEED_MIN_RATIO = 0.6  # below this string similarity the hybrid score cannot reach 0.8
 LEXICAL_WEIGHT = 0.5  # hybrid seed score: this share string similarity, the rest cosine
-TRIGRAM_SHORTLIST = 100  # names by trigram overlap that get a full string comparison
 MAP_BACK_NODES = 30  # top PPR entities whose chunks are ranked
 BRIDGE_HOPS = 2  # bridge entities lie within this many hops of two seeds
 LOCAL_RELATIONS = 30  # one-hop relations per seed gathered at the local stage
 LOCAL_NEIGHBORS = 5  # one-hop neighbours whose own page joins the local evidence
 COVERAGE = 0.8  # share of the question's content words the evidence must contain
-
-
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Relational intents: a question word from a group selects relation labels with any word
-# of the group (compared by crude stems), so "father" selects "son of" and "daughter of".
-RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(_wordset(g) for g in (
-    "father mother parent parents son sons daughter daughters child children grandfather "
-    "grandmother grandson granddaughter grandparent paternal maternal heir",
-    "spouse wife husband married marry marriage wed widow widower",
-    "sibling brother sister",
-    "director directed direct directing filmmaker",
-    "born birth birthplace native",
-    "died die dies death dead killed murdered executed",
-    "buried burial grave interred",
-    "award awards awarded won win wins prize received receive nominated nomination honour",
-    "educated education studied study graduated graduate alumnus attended school college "
-    "university",
-    "founded founder established founding",
-    "composed composer composition music",
-    "produced producer production",
-    "wrote written writer author screenplay screenwriter",
-    "performed performer sung singer sang recorded",
-    "released release premiered published publication came",
-    "nationality citizen citizenship country national",
-    "starring stars starred star actor actress cast appeared",
-    "employer employed worked work works",
-    "occupation profession job career",
-    "located location situated lies",
-    "member members joined",
-    "publisher publishing",
-))
-_GENERIC = _wordset("film movie song album book novel place date year time first last later "
-                    "earlier older younger same name which many much one two out cause reason")
-_LABEL_STOP = _wordset("of in on at by to for from with as the a an and or is was be")
 
 
 @dataclass
@@ -114,144 +77,6 @@ class SeedMatch:
     score: float
 
 
-@dataclass
-class _NameIndex:
-    """Live entity names and aliases with a character-trigram index for candidates."""
-
-    keys: list[str]
-    entities: list[Entity]
-    postings: dict[str, np.ndarray]
-    sizes: np.ndarray  # trigrams per key
-
-    @classmethod
-    def build(cls, rows: Sequence[tuple[str, Entity]]) -> _NameIndex:
-        lists: dict[str, list[int]] = {}
-        sizes = np.zeros(len(rows), dtype=np.float32)
-        for position, (key, _) in enumerate(rows):
-            grams = _trigrams(key)
-            sizes[position] = len(grams)
-            for gram in grams:
-                lists.setdefault(gram, []).append(position)
-        return cls([k for k, _ in rows], [e for _, e in rows],
-                   {g: np.asarray(v, dtype=np.int32) for g, v in lists.items()}, sizes)
-
-    def close(self, key: str, limit: int, cutoff: float) -> list[tuple[float, int]]:
-        """(string similarity, position) of the names most like ``key``, best first."""
-        grams = _trigrams(key)
-        hits = [self.postings[g] for g in grams if g in self.postings]
-        if not hits:
-            return []
-        counts = np.bincount(np.concatenate(hits), minlength=len(self.keys))
-        dice = 2 * counts / (len(grams) + self.sizes)
-        short = min(TRIGRAM_SHORTLIST, len(dice) - 1)
-        top = np.argpartition(-dice, short)[:short + 1] if short > 0 else np.arange(len(dice))
-        scored = []
-        for position in top:
-            if counts[position]:
-                matcher = difflib.SequenceMatcher(None, self.keys[position], key)
-                if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
-                    ratio = matcher.ratio()
-                    if ratio >= cutoff:
-                        scored.append((ratio, int(position)))
-        scored.sort(key=lambda item: (-item[0], self.keys[item[1]]))
-        return scored[:limit]
-
-
-def _trigrams(key: str) -> set[str]:
-    padded = f"  {key} "
-    return {padded[i:i + 3] for i in range(len(padded) - 2)}
-
-
-def _same_marks(a: str, b: str) -> bool:
-    """False for names whose numbers or numerals differ ("4th Baron" / "1st Baron", "Lothair
-    I" / "Lothair 2"); a name without any does not disagree."""
-    left, right = parse(a).marks, parse(b).marks
-    return not (left and right) or left == right
-
-
-def _stem(word: str) -> str:
-    """A crude stem, the same on both sides: "directed", "director" → "direct"."""
-    for suffix in ("ation", "ing", "ed", "er", "or", "ion", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[:-len(suffix)]
-    return word
-
-
-@dataclass
-class _Adjacency:
-    ids: np.ndarray  # entity id per row
-    row_of: dict[int, int]
-    matrix: Any  # scipy.sparse CSR, symmetric edge counts
-    degree: np.ndarray
-    transition: Any  # row-stochastic: matrix rows divided by degree
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """The part of the whole graph a view shows (see :meth:`Graph.scoped`)."""
-
-    entities: frozenset[int]
-    subjects: np.ndarray  # the visible relations' ends
-    objects: np.ndarray
-    labels: dict[str, int]  # visible relation label → how many carry it
-    counts: dict[str, int]
-
-
-@dataclass
-class _Tables:
-    """The whole graph's provenance as arrays, chunks coded by first appearance, from
-    which :meth:`Graph.scoped` cuts its views."""
-
-    docs: list[str]  # document id per chunk code
-    mention_entity: np.ndarray
-    mention_chunk: np.ndarray
-    subjects: np.ndarray  # per relation
-    objects: np.ndarray
-    relation_chunk: np.ndarray
-    relation_label: np.ndarray  # position in ``labels``
-    labels: list[str]
-    extracted: np.ndarray  # codes of the chunks processed by an extractor
-
-    @classmethod
-    def load(cls, store: GraphBackend) -> _Tables:
-        codes: dict[str, int] = {}
-        labels: dict[str, int] = {}
-        mentions = store.mention_rows()
-        relations = store.relation_rows()
-        extracted = store.extracted_chunks()
-
-        def coded(values: Sequence[str], table: dict[str, int]) -> np.ndarray:
-            return np.fromiter((table.setdefault(v, len(table)) for v in values),
-                               dtype=np.int64, count=len(values))
-
-        mention_chunk = coded([c for _, c in mentions], codes)
-        relation_chunk = coded([r[3] for r in relations], codes)
-        extracted_chunk = coded(extracted, codes)
-        relation_label = coded([r[2] for r in relations], labels)
-        return cls([c.rsplit("#", 1)[0] for c in codes],
-                   np.fromiter((e for e, _ in mentions), np.int64, len(mentions)),
-                   mention_chunk,
-                   np.fromiter((r[0] for r in relations), np.int64, len(relations)),
-                   np.fromiter((r[1] for r in relations), np.int64, len(relations)),
-                   relation_chunk, relation_label, list(labels), extracted_chunk)
-
-    def cut(self, docs: frozenset[str]) -> _Scope:
-        """What a caller who may read only ``docs`` sees."""
-        shown = np.fromiter((d in docs for d in self.docs), dtype=bool, count=len(self.docs))
-        relations = shown[self.relation_chunk]
-        mentions = shown[self.mention_chunk]
-        subjects, objects = self.subjects[relations], self.objects[relations]
-        entities = np.unique(np.concatenate([self.mention_entity[mentions], subjects,
-                                             objects]))
-        per_label = np.bincount(self.relation_label[relations], minlength=len(self.labels))
-        return _Scope(
-            frozenset(entities.tolist()), subjects, objects,
-            {self.labels[i]: int(per_label[i]) for i in np.flatnonzero(per_label)},
-            {"entities": len(entities), "relations": int(relations.sum()),
-             "mentions": int(mentions.sum()),
-             "extracted": int(shown[self.extracted].sum())})
-
-
 class Graph:
     """The knowledge graph of one index, or a view of it (:meth:`scoped`)."""
 
@@ -260,12 +85,12 @@ class Graph:
         self.store = store
         self._root = self  # the whole graph, which a view shares the store with
         self._docs: frozenset[str] | None = None  # a view's visible documents
-        self._scope: _Scope | None = None  # a view's share, cut from ``_tables``
-        self._tables: _Tables | None = None  # the whole graph's, for cutting views
+        self._scope: Scope | None = None  # a view's share, cut from ``_tables``
+        self._tables: Tables | None = None  # the whole graph's, for cutting views
         self._views: weakref.WeakSet[Graph] = weakref.WeakSet()
-        self._adjacency: _Adjacency | None = None
+        self._adjacency: Adjacency | None = None
         self._names: list[tuple[int, str, str, str]] | None = None
-        self._index: _NameIndex | None = None  # live names and aliases
+        self._index: NameIndex | None = None  # live names and aliases
         self._vectors: dict[str, np.ndarray] | None = None  # name → unit vector
         self._labels: dict[str, set[str]] | None = None  # label word stem → labels
         self._label_counts: dict[str, int] = {}
@@ -319,14 +144,14 @@ class Graph:
         self._root._views.add(view)
         return view
 
-    def _visible(self) -> _Scope | None:
+    def _visible(self) -> Scope | None:
         """A view's share of the whole graph (None for the whole graph)."""
         if self._docs is None:
             return None
         if self._scope is None:
             root = self._root
             if root._tables is None:
-                root._tables = _Tables.load(self.store)
+                root._tables = Tables.load(self.store)
             self._scope = root._tables.cut(self._docs)
         return self._scope
 
@@ -446,7 +271,7 @@ class Graph:
                 out.append(entity)
         return out[:limit]
 
-    def names(self) -> _NameIndex:
+    def names(self) -> NameIndex:
         """The live entities' names and aliases, indexed for near matches."""
         if self._index is None:
             live = {i: Entity(i, display, t) for i, _, display, t in self.entity_names()
@@ -454,7 +279,7 @@ class Graph:
             rows = [(key, live[i]) for i, key, _, _ in self.entity_names() if i in live]
             rows += [(alias, live[i]) for alias, i in self.store.aliases().items()
                      if i in live]
-            self._index = _NameIndex.build(rows)
+            self._index = NameIndex.build(rows)
         return self._index
 
     def neighbors(self, entity: Entity, relation: str | None = None,
@@ -491,27 +316,7 @@ class Graph:
 
     def path(self, source: Entity, target: Entity, max_hops: int = 4) -> list[int] | None:
         """The entity ids of a shortest path from ``source`` to ``target`` (or None)."""
-        adjacency = self.adjacency()
-        if source.id not in adjacency.row_of or target.id not in adjacency.row_of:
-            return None
-        start, goal = adjacency.row_of[source.id], adjacency.row_of[target.id]
-        previous = {start: -1}
-        frontier = deque([(start, 0)])
-        while frontier:
-            row, hops = frontier.popleft()
-            if row == goal:
-                rows = [row]
-                while previous[rows[-1]] != -1:
-                    rows.append(previous[rows[-1]])
-                return [int(adjacency.ids[r]) for r in reversed(rows)]
-            if hops == max_hops:
-                continue
-            matrix = adjacency.matrix
-            for nxt in matrix.indices[matrix.indptr[row]:matrix.indptr[row + 1]]:
-                if int(nxt) not in previous:
-                    previous[int(nxt)] = row
-                    frontier.append((int(nxt), hops + 1))
-        return None
+        return shortest_path(self.adjacency(), source.id, target.id, max_hops)
 
     def relation_between(self, a: int, b: int) -> dict[str, Any] | None:
         for r in self.relations_of(a):
@@ -524,19 +329,7 @@ class Graph:
         """Degree-normalised Personalized PageRank: the teleport distribution puts weight
         1/degree on each seed (hubs count less), walks follow edges in proportion to their
         counts. Returns entity id → score for entities with a positive score."""
-        adjacency = self.adjacency()
-        rows = [adjacency.row_of[s.id] for s in seeds if s.id in adjacency.row_of]
-        if not rows:
-            return {}
-        personal = np.zeros(len(adjacency.ids))
-        for row in rows:
-            personal[row] += 1.0 / max(1.0, float(adjacency.degree[row]))
-        personal /= personal.sum()
-        backward = adjacency.transition.T.tocsr()
-        scores = personal.copy()
-        for _ in range(iterations):
-            scores = (1 - damping) * personal + damping * (backward @ scores)
-        return {int(adjacency.ids[i]): float(scores[i]) for i in np.flatnonzero(scores > 0)}
+        return pagerank(self.adjacency(), [s.id for s in seeds], damping, iterations)
 
     def map_back(self, scores: dict[int, float], top_nodes: int = 20,
                  top_k: int = 10) -> list[tuple[str, float]]:
@@ -578,7 +371,7 @@ class Graph:
                 best[key] = SeedMatch(mention, exact, 1.0)
                 continue
             shortlist = [(ratio, p) for ratio, p in names.close(key, SEED_CANDIDATES, cutoff)
-                         if _same_marks(key, names.keys[p])] if key else []
+                         if same_marks(key, names.keys[p])] if key else []
             if shortlist and shortlist[0][0] >= max(SEED_CUTOFF, threshold):
                 best[key] = SeedMatch(mention, names.entities[shortlist[0][1]],
                                       round(shortlist[0][0], 4))
@@ -619,11 +412,11 @@ class Graph:
         stem with the intent. Most frequent labels first."""
         named = {w for k in question_keywords(question) if k[:1].isupper()
                  for w in re.findall(r"\w+", k.lower())}
-        generic = {_stem(w) for w in _GENERIC}
-        stems = {_stem(w) for w in content_words(question)
+        generic = {stem(w) for w in GENERIC}
+        stems = {stem(w) for w in content_words(question)
                  if w not in named and len(w) > 2 and not w.isdigit()} - generic
         for group in RELATION_INTENTS:
-            group_stems = {_stem(w) for w in group}
+            group_stems = {stem(w) for w in group}
             if stems & group_stems:
                 stems |= group_stems
         if self._labels is None:
@@ -633,8 +426,8 @@ class Graph:
                 scope.labels
             for label in self._label_counts:
                 for word in re.findall(r"[a-z]+", label.lower()):
-                    if word not in _LABEL_STOP:
-                        self._labels.setdefault(_stem(word), set()).add(label)
+                    if word not in LABEL_STOP:
+                        self._labels.setdefault(stem(word), set()).add(label)
         found = {label for stem in stems for label in self._labels.get(stem, ())}
         return sorted(found, key=lambda label: (-self._label_counts.get(label, 0), label))
 
@@ -762,12 +555,10 @@ class Graph:
                 out.setdefault(entity, []).append(chunk_id)
         return out
 
-    def adjacency(self) -> _Adjacency:
+    def adjacency(self) -> Adjacency:
         """The relations as a symmetric sparse matrix over the entities they connect (in a
         view, the visible relations), without the removed entities."""
         if self._adjacency is None:
-            from scipy import sparse
-
             scope = self._visible()
             if scope is None:
                 edges = np.array(self.store.edges(), dtype=np.int64).reshape(-1, 2)
@@ -778,14 +569,5 @@ class Graph:
                 hidden = np.fromiter(self._removed, dtype=np.int64, count=len(self._removed))
                 kept = ~(np.isin(subjects, hidden) | np.isin(objects, hidden))
                 subjects, objects = subjects[kept], objects[kept]
-            ids = np.unique(np.concatenate([subjects, objects]))
-            row_of = {e: i for i, e in enumerate(ids.tolist())}
-            left, right = np.searchsorted(ids, subjects), np.searchsorted(ids, objects)
-            rows, cols = np.concatenate([left, right]), np.concatenate([right, left])
-            data = np.ones(len(rows))
-            matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(ids), len(ids)))
-            degree = np.asarray(matrix.sum(axis=1)).ravel()
-            inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-            transition = matrix.multiply(inverse[:, None]).tocsr()
-            self._adjacency = _Adjacency(ids, row_of, matrix, degree, transition)
+            self._adjacency = Adjacency.build(subjects, objects)
         return self._adjacency

@@ -1,0 +1,219 @@
+"""The shape of the package: no import cycles among Sleuth's modules, no overlong modules.
+
+The import graph is read from the source (the AST of every module under ``src/sleuth``),
+not from ``sys.modules``: every ``import`` and ``from ... import`` counts, also those inside
+functions and under ``if TYPE_CHECKING:``, since a cycle hidden in a function is still a
+cycle of the design. ``from sleuth.x import name`` is an edge to ``sleuth.x``, and to
+``sleuth.x.name`` too when that is a module. The implicit import of a module's parent
+packages is not an edge (every submodule would otherwise depend on its package's
+``__init__``); inside Sleuth, modules import ``from sleuth.x import name``, never
+``from sleuth import x``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import deque
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "sleuth"
+MAX_LINES = 600
+REASON = re.compile(r"\bLong because\b")  # the sentence a longer module opens with
+REASON_LINES = 12  # how far into its docstring a long module gives the reason
+
+Edge = tuple[str, str]  # (importing module, imported module)
+
+
+def modules(root: Path = SRC) -> dict[str, Path]:
+    """Dotted module name → file, for every module of the package."""
+    out = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imported(name: str, path: Path, known: set[str]) -> Iterator[tuple[str, int]]:
+    """(module of the package, line) for each import in the module ``name``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in targets:
+            if target in known and target != name:
+                yield target, node.lineno
+
+
+def import_graph(root: Path = SRC) -> tuple[dict[str, set[str]], dict[Edge, list[str]]]:
+    """The import graph (module → modules it imports) and where each edge is written."""
+    found = modules(root)
+    graph: dict[str, set[str]] = {name: set() for name in found}
+    where: dict[Edge, list[str]] = {}
+    for name, path in found.items():
+        for target, line in sorted(imported(name, path, set(found)), key=lambda t: t[1]):
+            graph[name].add(target)
+            where.setdefault((name, target), []).append(
+                f"{path.relative_to(root.parent)}:{line}")
+    return graph, where
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module (each a cycle or a
+    knot of cycles), iteratively (no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def cycle_through(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One shortest cycle through the component's first module, as a path back to it."""
+    start, members = component[0], set(component)
+    came: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for child in sorted(graph[node] & members):
+            if child == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came[path[-1]])
+                return [*reversed(path), start]
+            if child not in came:
+                came[child] = node
+                queue.append(child)
+    raise AssertionError(f"{component} is not strongly connected")
+
+
+def describe(graph: dict[str, set[str]], where: dict[Edge, list[str]],
+             component: list[str]) -> str:
+    path = cycle_through(graph, component)
+    steps = [f"    {a} -> {b}  ({', '.join(where[(a, b)])})" for a, b in pairwise(path)]
+    return "\n".join([f"  {len(component)} modules: {', '.join(component)}", *steps])
+
+
+def overlong(root: Path = SRC) -> list[str]:
+    """Modules over ``MAX_LINES`` lines whose docstring does not say why."""
+    out = []
+    for name, path in modules(root).items():
+        text = path.read_text("utf-8")
+        lines = text.count("\n") + (not text.endswith("\n"))
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        head = "\n".join(docstring.splitlines()[:REASON_LINES])
+        if lines > MAX_LINES and not REASON.search(head):
+            out.append(f"  {name} ({path.relative_to(root.parent)}): {lines} lines")
+    return out
+
+
+def test_no_import_cycles() -> None:
+    graph, where = import_graph()
+    cycles = [describe(graph, where, c) for c in strongly_connected(graph)]
+    assert not cycles, "import cycles in src/sleuth (each knot, with one cycle through " \
+        "it):\n" + "\n".join(cycles)
+
+
+def test_modules_are_short_or_say_why() -> None:
+    long = overlong()
+    assert not long, f"modules over {MAX_LINES} lines without a 'Long because ...' " \
+        "sentence at the top of their docstring:\n" + "\n".join(long)
+
+
+# -- the checks themselves, on small packages written here --------------------------------
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / PACKAGE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_cycles_are_found_through_functions_type_checking_and_submodule_names(
+        tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "def f():\n    from sleuth.b import thing\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n",
+        "c.py": "from sleuth.pkg import d\n",
+        "pkg/__init__.py": "",
+        "pkg/d.py": "from ..a import f\n",
+        "e.py": "import sleuth.a\n",  # imports into the cycle, is not part of it
+    })
+    graph, where = import_graph(root)
+    assert graph["sleuth.pkg.d"] == {"sleuth.a"} and graph["sleuth.e"] == {"sleuth.a"}
+    assert graph["sleuth.c"] == {"sleuth.pkg", "sleuth.pkg.d"}
+    components = strongly_connected(graph)
+    assert components == [["sleuth.a", "sleuth.b", "sleuth.c", "sleuth.pkg.d"]]
+    assert cycle_through(graph, components[0]) == [
+        "sleuth.a", "sleuth.b", "sleuth.c", "sleuth.pkg.d", "sleuth.a"]
+    assert "sleuth/a.py:2" in describe(graph, where, components[0])
+
+
+def test_a_package_without_cycles_passes(tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        "__init__.py": "from sleuth.a import f\n",  # the package re-exports: not a cycle
+        "a.py": "import os\nfrom sleuth.b import g\n\ndef f():\n    import sleuth.b\n",
+        "b.py": "def g():\n    pass\n",
+    })
+    assert strongly_connected(import_graph(root)[0]) == []
+
+
+def test_long_modules_need_a_reason(tmp_path: Path) -> None:
+    body = "x = 1\n" * MAX_LINES
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "short.py": '"""Short."""\n' + "x = 1\n" * (MAX_LINES - 1),
+        "silent.py": '"""A module."""\n' + body,
+        "reasoned.py": '"""A module.\n\nLong because one state machine; split, it would '
+                       'pass its state around."""\n' + body,
+    })
+    assert [line.split()[0] for line in overlong(root)] == ["sleuth.silent"]
