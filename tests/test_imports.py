@@ -160,6 +160,12 @@ def test_no_import_cycles() -> None:
         "it):\n" + "\n".join(cycles)
 
 
+def test_the_query_text_helpers_import_nothing_of_sleuth() -> None:
+    graph, _ = import_graph()
+    assert graph["sleuth.querytext"] == set()
+    assert "sleuth.querytext" in graph["sleuth.retrieval"]
+
+
 def test_modules_are_short_or_say_why() -> None:
     long = overlong()
     assert not long, f"modules over {MAX_LINES} lines without a 'Long because ...' " \

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from sleuth.errors import IngestError, MissingDependency
 from sleuth.eval.report import read_predictions, score_record, score_runs
-from sleuth.index import Index, ReadIndex
+from sleuth.index import ReadIndex
 from sleuth.server.openapi import PATH_ID_MAX, PATH_ID_PATTERN
 from sleuth.server.openapi import responses as _errors
 
@@ -127,12 +127,12 @@ class RunStore:
 class _LazyIndex:
     """The index behind chunk requests, opened on the first one and kept open."""
 
-    def __init__(self, opener: Callable[[], Index] | None) -> None:
+    def __init__(self, opener: Callable[[], ReadIndex] | None) -> None:
         self.opener = opener
-        self._index: Index | None = None
+        self._index: ReadIndex | None = None
         self._lock = threading.Lock()
 
-    def __call__(self) -> Index:
+    def __call__(self) -> ReadIndex:
         if self.opener is None:
             raise HTTPException(503, "the viewer has no index to read chunks from")
         with self._lock:
@@ -201,7 +201,7 @@ def viewer_page() -> str:
     return html.replace('<script src="viewer.js"></script>', f"<script>\n{js}</script>")
 
 
-def runs_router(runs_root: Path, index_opener: Callable[[], Index] | None = None,
+def runs_router(runs_root: Path, index_opener: Callable[[], ReadIndex] | None = None,
                 auth: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None,
                 responses: dict[int | str, dict[str, Any]] | None = None) -> APIRouter:
     """The viewer's routes: ``GET /v1/runs``, ``/v1/runs/{run_id}``,
