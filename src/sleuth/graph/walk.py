@@ -14,6 +14,8 @@ import numpy as np
 
 @dataclass
 class Adjacency:
+    """The relations as a symmetric sparse matrix, one row per entity they connect."""
+
     ids: np.ndarray  # entity id per row
     row_of: dict[int, int]
     matrix: Any  # scipy.sparse CSR, symmetric edge counts
