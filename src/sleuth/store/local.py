@@ -61,7 +61,7 @@ rows; wider ones filter inside the approximate search and again after.
 Migration: formats 1 (no collections, groups or word counts) and 2 (no checksums, leases
 or generation) are upgraded in place on open.
 
-Why one long module: the guarantees above (snapshots, leases, pending segments, the
+Long because the guarantees above (snapshots, leases, pending segments, the
 generation) hold only together, over one class's connections and locks; split, each part
 would reach into the others' private state. What is not about this folder format lives
 elsewhere: ranking in :mod:`sleuth.store.ranking`, leases in :mod:`sleuth.store.lease`, the

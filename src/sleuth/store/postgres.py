@@ -43,8 +43,8 @@ What stays here rather than in :mod:`sleuth.store.ranking`: the work PostgreSQL 
 where the rows are: counting single-token keywords and BM25 statistics from the token
 arrays, candidate selection over the GIN index, the HNSW walk, and the access filter, so
 no more rows than a page of hits leave the server. The scoring of candidates' text, the
-idf, the best-sentence ranking and the hits are the shared ones. (Past 600 lines because
-each of those is one SQL statement with its explanation.)
+idf, the best-sentence ranking and the hits are the shared ones. Long because each of those
+is one SQL statement with its explanation.
 """
 
 from __future__ import annotations
