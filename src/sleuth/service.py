@@ -143,7 +143,7 @@ def caller_for_key(keys: KeyRing, presented: str | None) -> Caller | None:
     return found
 
 
-def run_tool(index: Index, name: str, arguments: Mapping[str, Any] | str | None = None, *,
+def run_tool(index: ReadIndex, name: str, arguments: Mapping[str, Any] | str | None = None, *,
              limits: Limits, session: str | Session | None = None,
              owner: str | None = None) -> ToolResult:
     """Run tool ``name`` on ``index``: its serving ``limits`` checked first, then the call,
