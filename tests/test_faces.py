@@ -3,6 +3,9 @@ once a CLI command, an HTTP route and an MCP tool, with the same schema and limi
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -173,3 +176,30 @@ def test_an_argument_named_like_a_face_option_is_refused() -> None:
     with pytest.raises(ValueError, match="argument 'session' is reserved"):
         register(clashing)
     assert "clashing" not in TOOLS
+
+
+_GATE = threading.Event()
+
+
+@tool
+def wait_for_gate(ctx: ToolContext) -> ToolResult:
+    """Waits until the test opens the gate (at most 60 s)."""
+    return ToolResult(f"opened: {_GATE.wait(60)}")
+
+
+def test_a_slow_call_in_one_session_does_not_hold_up_another(service: Service) -> None:
+    register(wait_for_gate)
+    _GATE.clear()
+    try:
+        slow = concurrent.futures.ThreadPoolExecutor(1).submit(
+            service.call_tool, "wait_for_gate", {}, session="first")
+        time.sleep(0.2)  # the slow call holds session "first"
+        started = time.perf_counter()
+        other = service.call_tool("keyword_search", {"keywords": ["Greatorex"]},
+                                  session="second")
+        took = time.perf_counter() - started
+        assert not slow.done() and "Greatorex" in other.text and took < 30
+    finally:
+        _GATE.set()
+        del TOOLS["wait_for_gate"]
+    assert slow.result(timeout=30).text == "opened: True"

@@ -25,6 +25,7 @@ import hmac
 import json
 import re
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,7 +195,7 @@ class Service:
         self.pool = WorkPool(self.limits.workers, self.limits.queue)  # CPU-bound calls
         self._llm = llm
         self._write_lock = threading.Lock()
-        self._session_lock = threading.RLock()
+        self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
 
     def close(self) -> None:
@@ -340,7 +341,7 @@ class Service:
         index = self.view(caller)
         if session is None:
             return run_tool(index, name, arguments, limits=self.limits)
-        with self._session_lock:
+        with self._session_locks.hold(session, _owner(caller)):
             return run_tool(index, name, arguments, limits=self.limits, session=session,
                             owner=_owner(caller))
 
@@ -376,7 +377,7 @@ class Service:
             answer = build_agent(agent, self.view(caller), self.llm, self.settings).run(
                 question, on_step=on_step)
             return answer.to_record()
-        with self._session_lock:
+        with self._session_locks.hold(session, _owner(caller)):
             conversation = self._session(session, caller, create=True, agent=agent,
                                          llm=self.llm)
             return conversation.ask(question, on_step=on_step).to_record()
@@ -395,7 +396,7 @@ class Service:
 
     def delete_session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
         _check_session_id(session_id)
-        with self._session_lock:
+        with self._session_locks.hold(session_id, _owner(caller)):
             if not Session.delete(self.index, session_id, _owner(caller)):
                 raise NotFoundError(f"no session {session_id!r}")
         return {"deleted": session_id}
@@ -410,6 +411,25 @@ class Service:
             raise NotFoundError(f"no session {session_id!r}")
         return Session.open(self.view(caller), session_id, create=create, agent=agent,
                             settings=self.settings, llm=llm, owner=owner)
+
+
+class SessionLocks:
+    """One lock per session: calls in the same session (saved, by owner and id, or live, such
+    as an MCP connection's) run one at a time, so its turns and reference ids stay in
+    order; calls in different sessions run in parallel on the worker pool."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._saved: dict[tuple[str | None, str], threading.RLock] = {}
+        self._live: weakref.WeakKeyDictionary[Session, threading.RLock] = \
+            weakref.WeakKeyDictionary()
+
+    def hold(self, session: str | Session, owner: str | None) -> threading.RLock:
+        """The lock of ``session`` (created on first use), to be held with ``with``."""
+        with self._guard:
+            if isinstance(session, str):
+                return self._saved.setdefault((owner, session), threading.RLock())
+            return self._live.setdefault(session, threading.RLock())
 
 
 def _owner(caller: Caller) -> str | None:
