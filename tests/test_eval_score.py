@@ -43,7 +43,10 @@ def test_scores_by_hand(sleuth, run_dir: Path) -> None:
     assert overall["em"] == pytest.approx(1 / 3)           # only "Paris"
     # F1: a=1; b: pred "it was william shakespeare" vs gold -> P=2/4, R=1 -> 2/3; c=0
     assert overall["f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
-    assert overall["contain"] == pytest.approx(2 / 3)
+    # Contain-Acc as A-RAG's scorer reports it: over the 2 answered questions; over all 3 too
+    assert overall["answered"] == 2
+    assert overall["contain"] == pytest.approx(2 / 2)
+    assert overall["contain_all"] == pytest.approx(2 / 3)
     assert overall["recall@1"] == pytest.approx((0.5 + 0 + 0) / 3)
     assert overall["recall@2"] == pytest.approx((0.5 + 0 + 0) / 3)  # d1, d9
     assert overall["read_recall"] == pytest.approx((0.5 + 0 + 0) / 3)
@@ -74,8 +77,9 @@ def test_llm_judge_verdicts_are_cached(sleuth, run_dir: Path, monkeypatch) -> No
         assert "Gold answer: Paris" in server.requests[0]["messages"][0]["content"]
         second = sleuth("eval", "score", str(run_dir), "--judge", "--json").json()
         assert len(server.requests) == 2  # nothing asked again
-    for scores in (first, second):
-        assert scores["runs"][0]["overall"]["llm_acc"] == pytest.approx(1 / 3)
+    for scores in (first, second):  # over the answered questions, as A-RAG's scorer
+        assert scores["runs"][0]["overall"]["llm_acc"] == pytest.approx(1 / 2)
+        assert scores["runs"][0]["overall"]["llm_acc_all"] == pytest.approx(1 / 3)
 
 
 def test_citations_do_not_count_against_em_and_f1() -> None:
@@ -99,3 +103,33 @@ def test_document_recall_at_1_comes_from_cited_relevance() -> None:
     assert score_record(record, [1])["doc_recall@1"] == 0.0
     del record["document_ranking"]  # records of older runs: no document metric
     assert "doc_recall@1" not in score_record(record, [1])
+
+
+def test_scores_the_a_rag_reference_codes_predictions(sleuth, tmp_path: Path) -> None:
+    # the record layout of A-RAG's scripts/batch_runner.py: pred_answer, gold_answer
+    arag = tmp_path / "arag.jsonl"
+    arag.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"qid": "1", "question": "Capital of France?", "gold_answer": "Paris",
+         "pred_answer": "The capital is Paris.", "trajectory": [], "total_cost": 0.0,
+         "loops": 2, "total_retrieved_tokens": 50, "chunks_read_ids": []},
+        {"qid": "2", "question": "Is it?", "gold_answer": "no",
+         "pred_answer": "I do not know.", "trajectory": [], "total_cost": 0.0, "loops": 1},
+    ]))
+    result = sleuth("eval", "score", str(arag), "--json")
+    assert result.code == 0, result.err
+    overall = result.json()["runs"][0]["overall"]
+    assert overall["n"] == 2 and overall["steps"] == pytest.approx(1.5)
+    assert overall["contain"] == pytest.approx(1.0)  # the reference's substring Contain-Acc
+    assert overall["contain_words"] == pytest.approx(0.5)  # "no" is not a word of the second
+
+
+def test_a_file_of_other_records_is_an_error_not_zeros(sleuth, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "text": "a corpus passage"}) + "\n")
+    result = sleuth("eval", "score", str(other))
+    assert result.code != 0
+    assert "other.jsonl:1 is not a prediction record" in result.err
+    no_gold = tmp_path / "no_gold.jsonl"
+    no_gold.write_text(json.dumps({"question": "q", "pred_answer": "a"}) + "\n")
+    result = sleuth("eval", "score", str(no_gold))
+    assert result.code != 0 and "no gold answer" in result.err

@@ -6,6 +6,7 @@ import pytest
 
 from sleuth.eval import (
     contain_match,
+    contain_words,
     exact_match,
     f1_score,
     normalize_answer,
@@ -35,11 +36,22 @@ def test_f1_by_hand() -> None:
     assert f1_score("Paris", ["London", "the Paris"]) == 1.0
 
 
-def test_contain_match_uses_whole_tokens() -> None:
+def test_contain_words_uses_whole_tokens() -> None:
+    assert contain_words("The answer is Paris, France.", "paris") == 1.0
+    assert contain_words("Comparison", "paris") == 0.0
+    assert contain_words("He was born in 1901.", ["1900", "1901"]) == 1.0
+    assert contain_words("anything", "") == 0.0
+    assert contain_words("I do not know.", "no") == 0.0
+
+
+def test_contain_match_is_the_reference_scorers_substring_test() -> None:
+    # A-RAG's scripts/eval.py: normalised gold is a substring of the normalised prediction
     assert contain_match("The answer is Paris, France.", "paris") == 1.0
-    assert contain_match("Comparison", "paris") == 0.0
+    assert contain_match("Comparison", "paris") == 1.0
+    assert contain_match("I do not know.", "no") == 1.0  # what A-RAG counts, verbosity wins
     assert contain_match("He was born in 1901.", ["1900", "1901"]) == 1.0
     assert contain_match("anything", "") == 0.0
+    assert contain_match("", "paris") == 0.0
 
 
 def test_recall_at_k_on_known_rankings() -> None:

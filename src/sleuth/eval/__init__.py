@@ -8,6 +8,7 @@ functions; :mod:`sleuth.eval.evaluate` also has ``retrieval``, ``graph_loss`` an
 from sleuth.eval.evaluate import run, score
 from sleuth.eval.metrics import (
     contain_match,
+    contain_words,
     exact_match,
     f1_score,
     normalize_answer,
@@ -15,5 +16,5 @@ from sleuth.eval.metrics import (
     recall_at_k,
 )
 
-__all__ = ["contain_match", "exact_match", "f1_score", "normalize_answer", "percentile",
-           "recall_at_k", "run", "score"]
+__all__ = ["contain_match", "contain_words", "exact_match", "f1_score", "normalize_answer",
+           "percentile", "recall_at_k", "run", "score"]

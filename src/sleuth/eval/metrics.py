@@ -48,7 +48,19 @@ def f1_score(prediction: str, gold: str | Sequence[str]) -> float:
 
 
 def contain_match(prediction: str, gold: str | Sequence[str]) -> float:
-    """1.0 when a normalised gold answer occurs in the normalised prediction (Contain-Acc)."""
+    """Contain-Acc exactly as the A-RAG reference scorer (``scripts/eval.py``) computes it:
+    1.0 when a normalised gold answer is a substring of the normalised prediction (best over
+    the gold aliases). Substrings reward verbosity: gold "no" is contained in "I do not
+    know."; :func:`contain_words` is the stricter variant."""
+    if not prediction:
+        return 0.0
+    pred = normalize_answer(prediction)
+    return float(any(normalize_answer(g) in pred for g in _golds(gold) if g))
+
+
+def contain_words(prediction: str, gold: str | Sequence[str]) -> float:
+    """Contain-Acc on whole words: a normalised gold answer occurs in the normalised
+    prediction as a run of whole tokens ("no" is not in "I do not know.")."""
     pred = f" {normalize_answer(prediction)} "
     return float(any(
         (norm := normalize_answer(g)) and f" {norm} " in pred for g in _golds(gold)

@@ -16,7 +16,14 @@ from sleuth.agent.citations import strip_citations
 from sleuth.agent.loop import prompt
 from sleuth.errors import IngestError
 from sleuth.eval.datasets import doc_key
-from sleuth.eval.metrics import contain_match, exact_match, f1_score, percentile, recall_at_k
+from sleuth.eval.metrics import (
+    contain_match,
+    contain_words,
+    exact_match,
+    f1_score,
+    percentile,
+    recall_at_k,
+)
 from sleuth.llm import LLM
 
 JUDGE_CACHE = "judge_cache.jsonl"
@@ -33,10 +40,31 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             raise IngestError(f"{path}:{number} is not a JSON record") from None
+        check_record(record, f"{path}:{number}")
+        records.append(record)
     return records
+
+
+def prediction_of(record: dict[str, Any]) -> str:
+    """The predicted answer of a record: Sleuth's (``pred_answer``, also written for A-RAG's
+    scorer, else ``answer``) or the A-RAG reference code's (``pred_answer``)."""
+    value = record.get("pred_answer", record.get("answer"))
+    return str(value or "")
+
+
+def check_record(record: Any, where: str) -> None:
+    """An IngestError unless ``record`` is a prediction record this scorer knows (Sleuth's
+    or A-RAG's): a file of something else must not score as zeros."""
+    if not isinstance(record, dict) or not ({"pred_answer", "answer"} & record.keys()):
+        raise IngestError(f"{where} is not a prediction record: it has no 'pred_answer' "
+                          "(A-RAG) or 'answer' (Sleuth) field")
+    if not ({"gold_answer", "gold_answers"} & record.keys()):
+        raise IngestError(f"{where} has no gold answer ('gold_answer' or 'gold_answers'): "
+                          "score a predictions file written by `sleuth eval run` or by "
+                          "A-RAG's batch runner")
 
 
 class Judge:
@@ -78,13 +106,15 @@ class Judge:
 def score_record(record: dict[str, Any], ks: Sequence[int],
                  judge: Judge | None = None) -> dict[str, float]:
     """Per-question metrics of one prediction record."""
-    answer = strip_citations(str(record.get("answer") or ""))
+    answer = strip_citations(prediction_of(record))
     golds = record.get("gold_answers") or ([record["gold_answer"]]
                                            if record.get("gold_answer") else [])
     gold_ids = record.get("gold_ids") or []
     row: dict[str, float] = {
         "em": exact_match(answer, golds), "f1": f1_score(answer, golds),
         "contain": contain_match(answer, golds),
+        "contain_words": contain_words(answer, golds),
+        "answered": float(bool(prediction_of(record).strip())),
         "retrieved_tokens": float(record.get("total_retrieved_tokens") or 0),
         "steps": float(record.get("loops") or 0),
         "llm_calls": float(record.get("llm_calls") or 0),
@@ -128,7 +158,19 @@ def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
             out[f"{key}_p95"] = percentile(values, 95)
     out["cost_total"] = sum(r["cost"] for r in rows)
     out["errors"] = sum(r["error"] for r in rows)
+    _over_answered(rows, out)
     return out
+
+
+def _over_answered(rows: list[dict[str, float]], out: dict[str, float]) -> None:
+    """Contain-Acc and LLM-Acc as A-RAG's scorer reports them: over the answered questions
+    (a non-empty prediction); over every question under ``contain_all`` / ``llm_acc_all``."""
+    answered = sum(r.get("answered", 1.0) for r in rows)
+    out["answered"] = answered
+    for key in ("contain", "llm_acc"):
+        if key in out:
+            out[f"{key}_all"] = out[key]
+            out[key] = sum(r.get(key, 0.0) for r in rows) / answered if answered else 0.0
 
 
 def score_runs(paths: Sequence[Path], ks: Sequence[int] = (2, 5),

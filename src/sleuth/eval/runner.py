@@ -117,6 +117,8 @@ class EvalRun:
             detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
             record = _failed(q, self.agent, f"unexpected {detail}")
         record.update({
+            # the answer without citation markers, under the A-RAG scorer's field name
+            "pred_answer": strip_citations(str(record.get("answer") or "")),
             "gold_answer": q.answers[0] if q.answers else None,
             "gold_answers": list(q.answers),
             "gold_ids": list(q.gold_ids),
