@@ -27,6 +27,20 @@ RECORDS = [
 ]
 
 
+# the user prompt of A-RAG's scripts/eval.py (Evaluator.calculate_llm_accuracy), verbatim
+ARAG_JUDGE = ("Please evaluate if the generated answer is correct by comparing it with the "
+              "gold answer.\n") + """Generated answer: {pred}
+Gold answer: {gold}
+
+The generated answer should be considered correct if it:
+1. Contains the key information from the gold answer
+2. Is factually accurate and consistent with the gold answer
+3. Does not contain any contradicting information
+
+Respond with ONLY 'correct' or 'incorrect'.
+Response:"""
+
+
 @pytest.fixture()
 def run_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "run"
@@ -74,7 +88,9 @@ def test_llm_judge_verdicts_are_cached(sleuth, run_dir: Path, monkeypatch) -> No
         monkeypatch.setenv("SLEUTH_MODEL", "judge-model")
         first = sleuth("eval", "score", str(run_dir), "--judge", "--json").json()
         assert len(server.requests) == 2  # the empty answer is judged incorrect locally
-        assert "Gold answer: Paris" in server.requests[0]["messages"][0]["content"]
+        asked = server.requests[0]["messages"]  # A-RAG's judge prompts, as its eval.py sends
+        assert asked[0] == {"role": "system", "content": "You are an expert evaluator."}
+        assert asked[1]["content"] == ARAG_JUDGE.format(pred="Paris", gold="Paris")
         second = sleuth("eval", "score", str(run_dir), "--judge", "--json").json()
         assert len(server.requests) == 2  # nothing asked again
     for scores in (first, second):  # over the answered questions, as A-RAG's scorer

@@ -27,6 +27,11 @@ from sleuth.eval.metrics import (
 from sleuth.llm import LLM
 
 JUDGE_CACHE = "judge_cache.jsonl"
+# LLM-Acc as A-RAG's scripts/eval.py asks for it: its system and user prompts (judge.md), and
+# a verdict counted only when the reply is exactly "correct". The version keeps verdicts
+# cached under an earlier judge prompt from being reused.
+JUDGE_SYSTEM = "You are an expert evaluator."
+JUDGE_VERSION = "a-rag-eval-1"
 
 
 def read_predictions(path: Path) -> list[dict[str, Any]]:
@@ -68,7 +73,8 @@ def check_record(record: Any, where: str) -> None:
 
 
 class Judge:
-    """A-RAG's correct/incorrect LLM judging, with verdicts cached in a JSONL file."""
+    """A-RAG's correct/incorrect LLM judging (its prompts, its exact verdict test), with
+    verdicts cached in a JSONL file."""
 
     def __init__(self, llm: LLM, cache: Path) -> None:
         self.llm = llm
@@ -86,16 +92,17 @@ class Judge:
     def __call__(self, question: str, golds: Sequence[str], prediction: str) -> bool:
         gold = " / ".join(golds)
         key = hashlib.sha256(
-            json.dumps([self.llm.model, question, gold, prediction]).encode()
+            json.dumps([self.llm.model, question, gold, prediction, JUDGE_VERSION]).encode()
         ).hexdigest()
         if key in self.verdicts:
             return self.verdicts[key]
         if not prediction.strip():
             verdict = False
         else:
-            text = prompt("judge").format(question=question, gold=gold, prediction=prediction)
-            reply = self.llm.chat([{"role": "user", "content": text}]).content or ""
-            verdict = reply.strip().lower().lstrip("*").startswith("correct")
+            text = prompt("judge").rstrip("\n").format(gold=gold, prediction=prediction)
+            reply = self.llm.chat([{"role": "system", "content": JUDGE_SYSTEM},
+                                   {"role": "user", "content": text}]).content or ""
+            verdict = reply.strip().lower() == "correct"  # the reference's exact test
         with self._lock:
             self.verdicts[key] = verdict
             with self.cache.open("a", encoding="utf-8") as fh:
