@@ -22,8 +22,8 @@ def test_ask_runs_tools_records_trajectory_and_recovers(endpoint, sleuth, sample
               f"Relevance: {PEPYS}=0.9"),
     ])
     with server:
-        result = sleuth("ask", "What did Greatorex show Pepys?", "--index", str(sample_index),
-                        "--json")
+        result = sleuth("ask", "What did Greatorex show Pepys?", "--agent", "full", "--index",
+                        str(sample_index), "--json")
     assert result.code == 0, result.err
     record = result.json()
     steps = record["trajectory"]
@@ -60,8 +60,8 @@ def test_forced_answer_at_max_steps(endpoint, sleuth, sample_index: Path):
         reply(f"He explained levers [{PEPYS}]."),
     ])
     with server:
-        result = sleuth("ask", "levers?", "--index", str(sample_index), "--max-steps", "2",
-                        "--json")
+        result = sleuth("ask", "levers?", "--agent", "full", "--index", str(sample_index),
+                        "--max-steps", "2", "--json")
     record = result.json()
     assert result.code == 0 and record["forced"] == "max_steps" and record["loops"] == 2
     last = server.requests[-1]
@@ -74,14 +74,16 @@ def test_forced_answer_at_token_budget(endpoint, sleuth, sample_index: Path, mon
     monkeypatch.setenv("SLEUTH_AGENT__TOKEN_BUDGET", "1000")
     server = endpoint([call("chunk_read", chunk_ids=[PEPYS]), reply("Levers.")])
     with server:
-        record = sleuth("ask", "levers?", "--index", str(sample_index), "--json").json()
+        record = sleuth("ask", "levers?", "--agent", "full", "--index", str(sample_index),
+                        "--json").json()
     assert record["forced"] == "token_budget" and record["loops"] == 1
 
 
 def test_unknown_tool_goes_back_to_the_model(endpoint, sleuth, sample_index: Path):
     server = endpoint([call("web_search", query="x"), reply("No answer in the corpus.")])
     with server:
-        record = sleuth("ask", "q", "--index", str(sample_index), "--json").json()
+        record = sleuth("ask", "q", "--agent", "full", "--index", str(sample_index),
+                        "--json").json()
     assert "unknown tool 'web_search'" in record["trajectory"][0]["tool_output"]
 
 
@@ -90,14 +92,14 @@ def test_llm_outage_fails_with_one_clear_line(endpoint, sleuth, sample_index: Pa
     monkeypatch.setenv("SLEUTH_LLM__MAX_RETRIES", "1")
     server = endpoint([error(500, "down", retry_after=0.01)] * 3)
     with server:
-        result = sleuth("ask", "q", "--index", str(sample_index))
+        result = sleuth("ask", "q", "--agent", "full", "--index", str(sample_index))
     assert result.code == 1
     line = result.err.strip().splitlines()[-1]
     assert line.startswith("error: ") and "HTTP 500" in line and "Traceback" not in result.err
 
 
 def test_ask_without_endpoint_says_how_to_configure(sleuth, sample_index: Path):
-    result = sleuth("ask", "q", "--index", str(sample_index))
+    result = sleuth("ask", "q", "--agent", "full", "--index", str(sample_index))
     assert result.code == 1 and "SLEUTH_BASE_URL" in result.err and "SLEUTH_MODEL" in result.err
 
 
@@ -105,7 +107,7 @@ def test_arag_environment_names_are_accepted(monkeypatch, sample_index: Path):
     with FakeLLMServer([reply("Nothing found.")]) as server:
         monkeypatch.setenv("ARAG_BASE_URL", server.base_url)
         monkeypatch.setenv("ARAG_MODEL", "fake-model")
-        answer = sleuth.ask("q", index=sample_index)
+        answer = sleuth.ask("q", index=sample_index, agent="full")
     assert answer.answer == "Nothing found." and answer.model == "fake-model"
 
 
@@ -118,7 +120,7 @@ def test_python_api_parallel_tool_calls(sample_index: Path):
     settings = sleuth.Settings.load(agent={"parallel_tool_calls": True})
     with FakeLLMServer(script) as server:
         llm = OpenAIClient("fake-model", server.base_url)
-        answer = sleuth.ask("q", index=sample_index, llm=llm, settings=settings)
+        answer = sleuth.ask("q", index=sample_index, llm=llm, settings=settings, agent="full")
         assert server.requests[0]["parallel_tool_calls"] is True
     assert [s.tool_name for s in answer.trajectory] == ["keyword_search", "semantic_search"]
     assert answer.loops == 1
@@ -131,7 +133,7 @@ def test_one_call_per_step_by_default(sample_index: Path):
                     ("semantic_search", {"query": "tobacco"})),
               reply("Done.")]
     with FakeLLMServer(script) as server:
-        answer = sleuth.ask("q", index=sample_index,
+        answer = sleuth.ask("q", index=sample_index, agent="full",
                             llm=OpenAIClient("fake-model", server.base_url))
         sent = server.requests[1]["messages"]
     assert [s.tool_name for s in answer.trajectory] == ["keyword_search"]
@@ -145,3 +147,22 @@ def test_an_answer_written_on_the_relevance_line_is_kept() -> None:
     assert split_answer("Relevance: Port of Spain [a#0]=0.9") == (
         "Port of Spain [a#0]=0.9", {"a#0": 0.9})
     assert split_answer("Paris [a#0].\nRelevance: a#0=0.8") == ("Paris [a#0].", {"a#0": 0.8})
+
+
+def test_a_repeated_call_is_not_run_again_and_a_loop_is_ended(sample_index: Path) -> None:
+    """Small models loop on one call: a repeat is answered with an observation instead of
+    the tool, and a second turn of repeats in a row forces the answer."""
+    same = call("keyword_search", keywords=["Greatorex"], top_k=1)
+    script = [same, call("keyword_search", top_k=1, keywords=["Greatorex"]),  # key order
+              call("keyword_search", keywords=["levers"]), same, same,
+              reply(f"Levers [{PEPYS}].")]
+    with FakeLLMServer(script) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, agent="full",
+                            llm=OpenAIClient("fake-model", server.base_url))
+        requests = server.requests
+    steps = answer.trajectory
+    assert [s.error is None for s in steps] == [True, False, True, False, False]
+    assert "already made this exact call at step 1" in steps[1].tool_output
+    assert steps[1].retrieved_tokens == 0 and steps[4].error == "repeated call (same as step 1)"
+    assert answer.forced == "repeated_calls" and answer.loops == 5
+    assert requests[-1]["tool_choice"] == "none" and answer.answer == f"Levers [{PEPYS}]."

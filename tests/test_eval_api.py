@@ -58,3 +58,30 @@ def test_one_agent_runs_unscored_and_unknown_agents_are_refused(dataset: Path,
     with pytest.raises(ConfigError, match=r"unknown agents \['nope'\]"):
         run(dataset, "full,nope", output=tmp_path / "never")
     assert not (tmp_path / "never").exists()
+
+
+def test_replies_are_cached_by_request(dataset: Path, tmp_path: Path) -> None:
+    """A re-run of an unchanged configuration is answered from the reply cache; any change
+    to the request (another agent's prompt) goes to the server."""
+    cache = tmp_path / "replies.sqlite"
+    with FakeLLMServer([reply("London"), reply("Charles Babbage"), reply("Paris")]) as server:
+        settings = _settings(server.base_url)
+        first = run(dataset, "naive-rag", output=tmp_path / "a", limit=2, workers=1,
+                    settings=settings, index=tmp_path / "idx", llm_cache=cache)
+        assert len(server.requests) == 2
+        again = run(dataset, "naive-rag", output=tmp_path / "b", limit=2, workers=1,
+                    settings=settings, index=tmp_path / "idx", llm_cache=cache)
+        assert len(server.requests) == 2  # nothing new was sent
+        other = run(dataset, "direct", output=tmp_path / "c", limit=1, workers=1,
+                    settings=settings, index=tmp_path / "idx", llm_cache=cache)
+        assert len(server.requests) == 3
+    assert (first["runs"][0]["llm_replies_new"], first["runs"][0]["llm_replies_cached"]) == (2, 0)
+    assert (again["runs"][0]["llm_replies_new"], again["runs"][0]["llm_replies_cached"]) == (0, 2)
+    assert other["runs"][0]["llm_replies_new"] == 1
+
+    def answers(folder: str) -> dict[str, tuple[str, int]]:
+        records = [json.loads(line) for line in
+                   (tmp_path / folder / "predictions.jsonl").read_text().splitlines()]
+        return {r["question_id"]: (r["answer"], r["prompt_tokens"]) for r in records}
+
+    assert answers("a") == answers("b") and len(answers("a")) == 2

@@ -162,7 +162,8 @@ def test_several_agents_in_one_command_scored_with_the_judge(sleuth, dataset: Pa
         monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
         monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
         result = sleuth("eval", "run", "--dataset", str(dataset), "--agent", "direct,naive-rag",
-                        "--limit", "2", "--workers", "1", "--judge", "--output", str(out))
+                        "--limit", "2", "--workers", "1", "--judge", "--output", str(out),
+                        "--no-llm-cache")  # the judge sees a request twice: both are sent
         assert len(server.requests) == 8
     assert result.code == 0, result.err
     assert len(_lines(out / "direct" / "predictions.jsonl")) == 2

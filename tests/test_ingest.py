@@ -315,14 +315,18 @@ def test_real_2wiki_records(tmp_path: Path) -> None:
 
 
 def test_chunks_json_strings(tmp_path: Path) -> None:
-    entries = ["0:Paris\nParis is the capital: of France.", "12: Berlin is big.", "no colon", "9:"]
+    entries = ["0:Paris\nParis is the capital: of France.", "12: Berlin is big.", "no colon", "9:",
+               ": no id"]
     path = write(tmp_path / "chunks.json", json.dumps(entries))
     docs, report = load([path])
-    assert [d.doc_id for d in docs] == ["0", "12", "chunks:2"]
+    assert [d.doc_id for d in docs] == ["0", "12"]  # no invented id for "no colon"
     assert all(d.type == "chunks" for d in docs)
     assert docs[0].text == "Paris\nParis is the capital: of France." and docs[0].title == "Paris"
     assert docs[1].text == "Berlin is big." and docs[1].title == "Berlin is big."
-    assert [s.path for s in report.skipped] == [f"{path}[3]"]
+    skipped = {s.path: s.reason for s in report.skipped}
+    assert list(skipped) == [f"{path}[2]", f"{path}[3]", f"{path}[4]"]
+    assert "no 'id:' prefix" in skipped[f"{path}[2]"] and "'no colon'" in skipped[f"{path}[2]"]
+    assert "no 'id:' prefix" in skipped[f"{path}[4]"] and "no text" in skipped[f"{path}[3]"]
 
 
 def test_chunks_json_objects(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def _ask(sample_index: Path, script: list, **kwargs) -> tuple[sleuth.Answer, lis
     with FakeLLMServer(script) as server:
         llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), **kwargs)
         answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
-                            llm=llm)
+                            llm=llm, agent="full")
         return answer, server.requests
 
 
@@ -72,7 +72,8 @@ def test_forced_answer_allows_only_the_answer_shape(sample_index: Path) -> None:
     call = '{"tool": "semantic_search", "arguments": {"query": "levers"}}'
     with FakeLLMServer([reply(call), reply('{"answer": "No idea."}')]) as server:
         llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
-        answer = sleuth.ask("What are levers?", index=sample_index, llm=llm, settings=settings)
+        answer = sleuth.ask("What are levers?", index=sample_index, llm=llm, settings=settings,
+                            agent="full")
         last = server.requests[-1]
     assert answer.forced == "max_steps" and answer.answer == "No idea."
     assert last["response_format"]["json_schema"]["schema"]["required"][0] == "answer"

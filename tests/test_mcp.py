@@ -29,6 +29,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "semantic_search": {"query": "who explained levers?"},
     "chunk_read": {"chunk_ids": [PEPYS], "adjacent": 1},
     "naive_embedding_search": {"query": "who explained levers?"},
+    "hybrid_search": {"query": "Who explained levers to Pepys?", "top_k": 2},
     "search": {"queries": ["Greatorex levers"]},
     "find": {"ref": PEPYS_DOC, "patterns": ["Greatorex"]},
     "open": {"ref": PEPYS_DOC, "line": 3},
@@ -121,7 +122,9 @@ def test_ask(endpoint: Any, sample_copy: Path) -> None:
         service.close()
     assert not got.is_error
     assert got.content[0].text.startswith("Greatorex explained levers")
-    assert got.structured_content["trajectory"][0]["tool_name"] == "keyword_search"
+    # the default agent: its hybrid retrieval first, then the model's own call
+    assert [s["tool_name"] for s in got.structured_content["trajectory"]] == [
+        "hybrid_search", "keyword_search"]
 
 
 def test_stdio_subprocess(sample_copy: Path) -> None:

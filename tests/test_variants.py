@@ -72,6 +72,38 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
 
 
+def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path) -> None:
+    """The default agent: the hybrid ranking's full chunks come first (a recorded step), the
+    model may search further with A-RAG's tools or hybrid_search, then answers."""
+    script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
+              reply(f"Levers trade time for strength [{PEPYS}].")]
+    answer, requests = _run(sample_index, "hybrid", script)
+    assert [t["function"]["name"] for t in requests[0]["tools"]] == [
+        "hybrid_search", "keyword_search", "semantic_search", "chunk_read"]
+    user = requests[0]["messages"][1]["content"]
+    assert "Retrieved passages:" in user and "(hybrid ranking)" in user and "=== chunk" in user
+    first, second = answer.trajectory
+    assert (first.tool_name, first.tool_input) == ("hybrid_search",
+                                                   {"query": answer.question, "top_k": 5})
+    assert second.tool_name == "keyword_search" and answer.loops == 1
+    assert answer.retrieved_ids[:5] == [h["chunk_id"] for h in first_hits(first)]
+    assert PEPYS in answer.retrieved_ids[:5]
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]
+
+
+def first_hits(step: sleuth.Step) -> list[dict]:  # type: ignore[type-arg]
+    ids = [line.split()[2] for line in step.tool_output.splitlines()
+           if line.startswith("=== chunk ")]
+    return [{"chunk_id": i} for i in ids]
+
+
+def test_hybrid_is_the_default_agent(sample_index: Path) -> None:
+    with FakeLLMServer([reply("Levers.")]) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.agent == "hybrid" and answer.trajectory[0].tool_name == "hybrid_search"
+
+
 def test_unknown_agent_is_a_clear_error(sample_index: Path) -> None:
     with pytest.raises(sleuth.ConfigError, match="unknown agent 'nope'.*naive-rag"):
         _run(sample_index, "nope", [])

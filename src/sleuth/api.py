@@ -10,11 +10,11 @@ from sleuth.agent.loop import StepCallback
 from sleuth.agent.variants import build_agent, llm_from_settings
 from sleuth.index import AddReport, Index
 from sleuth.llm import LLM
-from sleuth.settings import Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.types import Answer
 
 
-def ask(question: str, *, index: Index | str | Path | None = None, agent: str = "full",
+def ask(question: str, *, index: Index | str | Path | None = None, agent: str = DEFAULT_AGENT,
         settings: Settings | None = None, llm: LLM | None = None,
         on_step: StepCallback | None = None, **overrides: Any) -> Answer:
     """Answer ``question`` with the named agent over ``index`` (default: settings.index).

@@ -35,7 +35,7 @@ from sleuth.eval.commands import eval_group
 from sleuth.graph.commands import graph_group
 from sleuth.llm.commands import llm_group, model_option
 from sleuth.server.commands import serve_group
-from sleuth.settings import Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.tools.commands import AllTools, ToolGroup
 
 MANIFEST_NAME = "manifest.json"
@@ -238,7 +238,7 @@ def tool_group() -> None:
 
 @cli.command("ask")
 @click.argument("question")
-@click.option("--agent", "agent_name", default="full", show_default=True,
+@click.option("--agent", "agent_name", default=DEFAULT_AGENT, show_default=True,
               help="Agent variant (see `sleuth agents`).")
 @click.option("--max-steps", type=click.IntRange(1, 200), default=None,
               help="Max tool-calling steps [15].")

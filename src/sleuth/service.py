@@ -41,7 +41,7 @@ from sleuth.index import Index, ReadIndex
 from sleuth.llm import LLM
 from sleuth.server.pool import WorkPool
 from sleuth.session import Session
-from sleuth.settings import ApiKey, ServeSettings, Settings
+from sleuth.settings import DEFAULT_AGENT, ApiKey, ServeSettings, Settings
 from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 from sleuth.tools.base import Limits, check_text
@@ -367,7 +367,7 @@ class Service:
             raise RequestError(f"unknown agent {agent!r}; choose one of: "
                                f"{', '.join(sorted([*VARIANTS, AUTO]))}")
 
-    def ask(self, question: str, agent: str = "full", session: str | None = None,
+    def ask(self, question: str, agent: str = DEFAULT_AGENT, session: str | None = None,
             on_step: StepCallback | None = None, caller: Caller = LOCAL) -> dict[str, Any]:
         """Answer ``question`` with ``agent`` (in ``session`` when given); the A-RAG record."""
         from sleuth.agent.variants import build_agent

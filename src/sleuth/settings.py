@@ -22,6 +22,8 @@ from sleuth.errors import ConfigError
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 
+DEFAULT_AGENT = "hybrid"  # the agent every face uses when none is named (sleuth agents)
+
 
 class LLMSettings(BaseModel):
     """The OpenAI-compatible chat endpoint the agent talks to."""

@@ -260,7 +260,8 @@ class Answer:
     total_cost: float = 0.0
     chunks_read_ids: list[str] = field(default_factory=list)
     retrieved_ids: list[str] = field(default_factory=list)  # chunks any search returned
-    forced: str | None = None  # "max_steps" or "token_budget" when the answer was forced
+    forced: str | None = None  # "max_steps", "token_budget" or "repeated_calls": why the
+    # answer was forced
     seconds: float = 0.0
     memory_state: dict[str, Any] | None = None  # the memory agent's final memory
     context_events: list[dict[str, Any]] = field(default_factory=list)  # warnings, summaries

@@ -14,7 +14,7 @@ from typing import Any
 
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.run import ModelRunner, Run, StepCallback
-from sleuth.agent.toolcalls import assistant_message, execute
+from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse
 from sleuth.prompts import prompt
 from sleuth.tokens import count_tokens
@@ -24,6 +24,8 @@ from sleuth.types import Answer, Step
 
 __all__ = ["Agent", "StepCallback", "prompt"]
 
+MAX_REPEATS = 2  # turns in a row that only repeat earlier calls before the answer is forced
+
 
 @dataclass
 class Agent(ModelRunner):
@@ -31,7 +33,8 @@ class Agent(ModelRunner):
 
     system_prompt: str = field(default_factory=lambda: prompt("full"))
     full_chunks: bool = False
-    retrieve_first: int = 0
+    retrieve_first: int = 0  # chunks retrieved for the question before the model's first call
+    first_tool: str = "naive_embedding_search"  # what retrieves them
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -63,6 +66,8 @@ class Agent(ModelRunner):
         """Tool calls until the model answers; when a budget runs out, a forced answer."""
         answer = run.answer
         schemas = [t.schema() for t in self.tools]
+        made: dict[str, int] = {}  # each distinct call, with the step that made it
+        repeats = 0  # consecutive turns that only repeated earlier calls
         while answer.loops < self.settings.max_steps:
             response = self._chat(run, messages, schemas)
             if not response.tool_calls:
@@ -72,12 +77,22 @@ class Agent(ModelRunner):
             if not self.settings.parallel_tool_calls:
                 calls = calls[:1]
             messages.append(assistant_message(response, calls))
+            fresh = False
             for call in calls:
-                step = run.record(execute(self.tools, ctx, call, response, run.next_step))
+                key = call_key(call)
+                if key in made:  # a small model stuck in a loop: do not run it again
+                    step = run.record(repeated(call, response, run.next_step, made[key]))
+                else:
+                    step = run.record(execute(self.tools, ctx, call, response, run.next_step))
+                    made[key], fresh = step.step, True
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": step.tool_output})
                 if step.tool_name == "summarize" and step.error is None:
                     watch.compact(messages, step)
+            repeats = 0 if fresh else repeats + 1
+            if repeats >= MAX_REPEATS:
+                answer.forced = "repeated_calls"
+                break
             if not watch.check(messages, self._context_tokens(response, messages)):
                 answer.forced = "token_budget"
                 break
@@ -94,16 +109,20 @@ class Agent(ModelRunner):
             self.settings.token_budget
 
     def _preload(self, run: Run, ctx: ToolContext, question: str) -> str:
-        """Naive RAG: retrieve once, put the chunks in the user message, record the step
+        """Retrieve once before the model's first call (naive RAG's single shot, or the
+        hybrid agent's first step), put the chunks in the user message and record the step
         (in the trajectory only: ``on_step`` watches the model's own calls)."""
         if not self.retrieve_first:
             return question
         started = time.perf_counter()
         arguments = {"query": question, "top_k": self.retrieve_first}
-        result = TOOLS["naive_embedding_search"].run(ctx, arguments)
-        run.answer.trajectory.append(Step(1, "semantic_search", arguments, result.text,
-                                          "single-shot retrieval", result.retrieved_tokens,
-                                          None, time.perf_counter() - started))
+        result = TOOLS[self.first_tool].run(ctx, arguments)
+        name = "semantic_search" if self.first_tool == "naive_embedding_search" else \
+            self.first_tool
+        run.answer.trajectory.append(Step(1, name, arguments, result.text,
+                                          "retrieved before the first call",
+                                          result.retrieved_tokens, None,
+                                          time.perf_counter() - started))
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],

@@ -34,6 +34,26 @@ def execute(tools: Sequence[Tool], ctx: ToolContext, call: ToolCall, response: C
                 result.retrieved_tokens, error, time.perf_counter() - started)
 
 
+def call_key(call: ToolCall) -> str:
+    """The call's tool and arguments in one canonical string (key order and spacing do not
+    matter), to notice a model repeating itself."""
+    arguments = _decoded(call.arguments)
+    return call.name + " " + (json.dumps(arguments, sort_keys=True) if not
+                              isinstance(arguments, str) else arguments)
+
+
+def repeated(call: ToolCall, response: ChatResponse, number: int, first: int) -> Step:
+    """The step for a call the model already made at step ``first``: not run again (its
+    result is in the dialogue), with an observation that says what to do instead."""
+    text = (f"You already made this exact call at step {first}; its result is above. Do not "
+            "repeat it: answer now if the evidence is sufficient, or call a tool with "
+            "different arguments (other keywords, a sub-question, chunk_read of a chunk id "
+            "shown above).")
+    return Step(number, call.name, _decoded(call.arguments), text,
+                (response.content or response.reasoning or "").strip(), 0,
+                f"repeated call (same as step {first})", 0.0)
+
+
 def assistant_message(response: ChatResponse, calls: Sequence[ToolCall]) -> dict[str, Any]:
     """The model's turn as it stays in the dialogue, with only the ``calls`` that were run."""
     message = response.to_message()

@@ -13,6 +13,8 @@ from sleuth.eval import evaluate
 from sleuth.eval.datasets import Dataset, Question
 from sleuth.eval.report import to_markdown
 from sleuth.eval.runner import ProgressCallback
+from sleuth.llm.cache import default_llm_cache
+from sleuth.settings import DEFAULT_AGENT
 
 
 def _dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,7 +79,7 @@ def eval_group() -> None:
 
 @eval_group.command("run")
 @_dataset_options
-@click.option("--agent", "agent_names", default="full", show_default=True,
+@click.option("--agent", "agent_names", default=DEFAULT_AGENT, show_default=True,
               help="Agent variant, or several comma-separated (see `sleuth agents`).")
 @_workers_option
 @click.option("--resume", is_flag=True, help="Continue a run: skip ids already in the output.")
@@ -95,11 +97,17 @@ def eval_group() -> None:
 @click.option("--verify", is_flag=True, default=None,
               help="Triple-Check the answer (relevance, grounding, adequacy); on failure rewrite "
               "the question and retry (a2rag.retries, 2), then abstain.")
+@click.option("--llm-cache", type=click.Path(dir_okay=False), default=None,
+              help="SQLite file keeping every LLM reply by request, so an unchanged re-run "
+              "costs nothing [~/.cache/sleuth/llm-replies.sqlite].")
+@click.option("--no-llm-cache", is_flag=True,
+              help="Send every request to the server (a sampling model draws anew each run).")
 @common
 def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, limit: int | None,
                  workers: int, resume: bool, output: str, max_steps: int | None, score: bool,
-                 judge: bool, ks: str, verify: bool | None, index_dir: str | None,
-                 as_json: bool, config: str | None) -> None:
+                 judge: bool, ks: str, verify: bool | None, llm_cache: str | None,
+                 no_llm_cache: bool, index_dir: str | None, as_json: bool,
+                 config: str | None) -> None:
     """Answer every question of a dataset and write predictions.jsonl (resumable).
 
     The dataset's corpus is indexed once into the user cache (or --index) and reused.
@@ -125,7 +133,9 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
     with _Bars(not as_json) as bars:
         result = evaluate.run(dataset, agents, output=output, settings=settings, limit=limit,
                               workers=workers, resume=resume, score=score, judge=judge,
-                              ks=k_values, index=index_dir, on_index_progress=bars.index.update,
+                              ks=k_values, index=index_dir,
+                              llm_cache=None if no_llm_cache else llm_cache or default_llm_cache(),
+                              on_index_progress=bars.index.update,
                               progress=bars.run, on_run=finished)
     summaries, scores = result["runs"], result["scores"]
     if scores is not None and not as_json:
@@ -244,7 +254,7 @@ def eval_score_cmd(predictions: tuple[str, ...], ks: str, judge: bool, compare: 
 
 @eval_group.command("sweep")
 @_dataset_options
-@click.option("--agent", "agent_name", default="full", show_default=True,
+@click.option("--agent", "agent_name", default=DEFAULT_AGENT, show_default=True,
               help="Agent variant (see `sleuth agents`).")
 @click.option("--param", default="max_steps", show_default=True,
               help="Setting to sweep: max_steps, reasoning_effort, token_budget, memory_size.")

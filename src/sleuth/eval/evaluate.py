@@ -28,7 +28,8 @@ from sleuth.eval.retrieval import DEFAULT_TOOLS, TOOL_NAMES, Level, RetrievalEva
 from sleuth.eval.runner import PREDICTIONS, EvalRun, ProgressCallback, dataset_index
 from sleuth.index import IndexProgress
 from sleuth.llm import LLM
-from sleuth.settings import Settings
+from sleuth.llm.cache import cache_of, with_reply_cache
+from sleuth.settings import DEFAULT_AGENT, Settings
 
 DatasetLike = Dataset | str | Path
 IndexProgressCallback = Callable[[IndexProgress], None]
@@ -58,18 +59,20 @@ def check_agents(agents: Sequence[str] | str) -> list[str]:
     return chosen
 
 
-def run(dataset: DatasetLike, agents: Sequence[str] | str = "full", *,
+def run(dataset: DatasetLike, agents: Sequence[str] | str = DEFAULT_AGENT, *,
         output: str | Path = "results", settings: Settings | None = None,
         questions: str | Path | None = None, limit: int | None = None, workers: int = 4,
         resume: bool = False, score: bool = False, judge: bool = False,
         ks: Sequence[int] = (2, 5), index: str | Path | None = None, llm: LLM | None = None,
+        llm_cache: str | Path | None = None,
         on_index_progress: IndexProgressCallback | None = None,
         progress: RunProgress | None = None,
         on_run: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Answer the questions with each agent into ``output/predictions.jsonl`` (with several
     agents, ``output/<agent>/``), resumable. With ``score``, ``judge`` (LLM-Acc by ``llm``)
     or several agents, the runs are then scored into ``output/scores.json`` and
-    ``scores.md``.
+    ``scores.md``. With ``llm_cache`` (a SQLite file, see :mod:`sleuth.llm.cache`) every
+    server reply is kept by request, so re-running an unchanged configuration costs nothing.
 
     Returns ``{"runs": [summary per agent], "scores": the scores or None}``; ``on_run``
     gets each summary as its run finishes, ``progress(agent)`` a callback for its questions.
@@ -79,6 +82,8 @@ def run(dataset: DatasetLike, agents: Sequence[str] | str = "full", *,
     names = check_agents(agents)
     settings = settings or Settings.load()
     llm = llm or llm_from_settings(settings)
+    if llm_cache is not None:
+        llm = with_reply_cache(llm, llm_cache)
     dataset, chosen = select(dataset, questions, limit)
     root = Path(output)
     folders = {a: root / a if len(names) > 1 else root for a in names}
@@ -86,6 +91,7 @@ def run(dataset: DatasetLike, agents: Sequence[str] | str = "full", *,
     with dataset_index(dataset, settings, index, on_progress=on_index_progress) as opened:
         for agent in names:
             label = agent if len(names) > 1 else "questions"
+            before = _cache_counts(llm)
             stats = EvalRun(opened, settings, agent=agent, output=folders[agent],
                             workers=workers, resume=resume, llm=llm,
                             on_progress=progress(label) if progress else None).run(chosen)
@@ -94,6 +100,7 @@ def run(dataset: DatasetLike, agents: Sequence[str] | str = "full", *,
                 "questions": stats.total, "skipped_done": stats.skipped,
                 "finished": stats.done, "errors": stats.errors, "answered": stats.answered,
                 "contain_acc": round(stats.contain_acc, 4), "cost": round(stats.cost, 6),
+                **{k: n - before[k] for k, n in _cache_counts(llm).items()},
             })
             if on_run:
                 on_run(summaries[-1])
@@ -102,6 +109,13 @@ def run(dataset: DatasetLike, agents: Sequence[str] | str = "full", *,
         scores = score_runs(list(folders.values()), ks, llm if judge else None)
         write_scores(scores, root)
     return {"runs": summaries, "scores": scores}
+
+
+def _cache_counts(llm: LLM) -> dict[str, int]:
+    """Replies so far from the reply cache and from the server (none without a cache)."""
+    cache = cache_of(llm)
+    return {} if cache is None else {"llm_replies_cached": cache.hits,
+                                     "llm_replies_new": cache.misses}
 
 
 def score(predictions: Sequence[str | Path], ks: Sequence[int] = (2, 5), *,
@@ -173,7 +187,7 @@ def graph_loss(dataset: DatasetLike, fractions: Sequence[float] = (0, 0.1, 0.2, 
 
 
 def sweep(dataset: DatasetLike, param: str, values: Sequence[str] | str, *,
-          agent: str = "full", output: str | Path = "results/sweep", workers: int = 4,
+          agent: str = DEFAULT_AGENT, output: str | Path = "results/sweep", workers: int = 4,
           resume: bool = False, judge: bool = False, ks: Sequence[int] = (2, 5),
           settings: Settings | None = None, questions: str | Path | None = None,
           limit: int | None = None, index: str | Path | None = None,

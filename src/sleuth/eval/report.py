@@ -127,6 +127,10 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
         "llm_calls": float(record.get("llm_calls") or 0),
         "llm_tokens": float((record.get("prompt_tokens") or 0)
                             + (record.get("completion_tokens") or 0)),
+        # prompt tokens the server computed: those it reused from its prompt cache left out
+        "prompt_processed": float((record.get("prompt_tokens") or 0)
+                                  - (record.get("cached_prompt_tokens") or 0)),
+        "answer_chars": float(len(answer)),
         "cost": float(record.get("total_cost") or 0.0),
         "latency": float(record.get("latency") or record.get("seconds") or 0.0),
         "error": float(bool(record.get("error"))),
@@ -224,7 +228,8 @@ _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
 _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%}"),
          ("retrieved_tokens", "tokens", "{:.0f}"),
          ("steps", "steps", "{:.1f}"), ("llm_calls", "calls", "{:.1f}"),
-         ("llm_tokens", "LLM tok", "{:.0f}"),
+         ("llm_tokens", "LLM tok", "{:.0f}"), ("prompt_processed", "processed", "{:.0f}"),
+         ("answer_chars", "ans chars", "{:.0f}"),
          ("cost_total", "cost $", "{:.4f}"), ("latency", "lat s", "{:.2f}"),
          ("latency_p95", "p95 s", "{:.2f}"), ("abstained", "abstain", "{:.1%}"),
          ("errors", "errors", "{:.0f}")]

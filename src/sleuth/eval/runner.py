@@ -27,7 +27,7 @@ from sleuth.eval.datasets import Dataset, Question
 from sleuth.eval.metrics import contain_match
 from sleuth.index import Index, IndexProgress
 from sleuth.llm import LLM
-from sleuth.settings import Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 
 PREDICTIONS = "predictions.jsonl"
 
@@ -59,7 +59,7 @@ class EvalRun:
 
     index: Index
     settings: Settings
-    agent: str = "full"
+    agent: str = DEFAULT_AGENT
     output: Path = Path("results")
     workers: int = 4
     resume: bool = False

@@ -115,15 +115,25 @@ def _json_type(value: Any) -> str:
 
 
 def _chunk_strings(path: Path, items: list[Any]) -> Iterator[RecordItem]:
-    """A-RAG ``chunks.json``: ``"id:text"`` strings, split at the first colon."""
+    """A-RAG ``chunks.json``: ``"id:text"`` strings, split at the first colon. An entry
+    with no id before a colon is reported and skipped (A-RAG's loader drops it silently):
+    an invented id would not match the ids its questions' evidence names."""
     for i, item in enumerate(items):
         head, colon, rest = str(item).partition(":")
-        doc_id = head.strip() if colon and head.strip() else f"{path.stem}:{i}"
-        body = (rest if colon and head.strip() else str(item)).strip()
+        doc_id, body = head.strip(), rest.strip()
+        if not colon or not doc_id:
+            yield RecordSkip(f"{path}[{i}]", "entry has no 'id:' prefix (A-RAG chunks are "
+                             f"'id:text' strings): {_preview(str(item))}")
+            continue
         if not body:
             yield RecordSkip(f"{path}[{i}]", f"entry {doc_id!r} has no text")
             continue
         yield _untitled(doc_id, body, "chunks", path, {"index": i})
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
 def _untitled(

@@ -63,6 +63,7 @@ from sleuth.service import (
     Service,
     load_api_keys,
 )
+from sleuth.settings import DEFAULT_AGENT
 from sleuth.tools import TOOLS, Tool
 
 try:
@@ -101,7 +102,7 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(..., description="The question to answer")
-    agent: str = Field("full", description="Agent variant (`sleuth agents`)")
+    agent: str = Field(DEFAULT_AGENT, description="Agent variant (`sleuth agents`)")
     session: str | None = Field(None, description="Session id: follow-ups see earlier turns")
 
 

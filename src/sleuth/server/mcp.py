@@ -31,7 +31,7 @@ from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.schemas import ask_schema
 from sleuth.service import LOCAL, Caller, KeyRing, Service, load_api_keys
 from sleuth.session import Session
-from sleuth.settings import ServeSettings
+from sleuth.settings import DEFAULT_AGENT, ServeSettings
 from sleuth.tools import TOOLS, ToolResult
 from sleuth.tracker import Tracker
 
@@ -160,7 +160,7 @@ def _ask(service: Service, arguments: dict[str, Any], caller: Caller) -> dict[st
     question = arguments.get("question")
     if not isinstance(question, str):
         raise RequestError("ask needs a 'question' string")
-    return service.ask(question, str(arguments.get("agent") or "full"),
+    return service.ask(question, str(arguments.get("agent") or DEFAULT_AGENT),
                        arguments.get("session"), caller=caller)
 
 

@@ -15,7 +15,7 @@ from jsonschema.exceptions import best_match
 
 from sleuth.errors import ToolError
 from sleuth.server.openapi import NOT_BLANK, SESSION_ID
-from sleuth.settings import ServeSettings
+from sleuth.settings import DEFAULT_AGENT, ServeSettings
 
 
 class ArgumentCheck:
@@ -47,7 +47,8 @@ def ask_schema(limits: ServeSettings) -> dict[str, Any]:
                              "maxLength": limits.max_query_chars,
                              "description": "The question to answer"},
                 "agent": {"type": "string", "enum": sorted([*VARIANTS, AUTO]),
-                          "default": "full", "description": "Agent variant (`sleuth agents`)"},
+                          "default": DEFAULT_AGENT,
+                          "description": "Agent variant (`sleuth agents`)"},
                 "session": {"anyOf": [SESSION_ID, {"type": "null"}], "default": None,
                             "description": "Session id: follow-up questions see earlier "
                             "turns"}}}

@@ -9,6 +9,7 @@ from sleuth.tools.base import QUERY, TOP_K, Arg, Cli, Tool, ToolContext, ToolRes
 from sleuth.tools.corpus import (
     CORPUS_TOOLS,
     chunk_read,
+    hybrid_search,
     keyword_search,
     naive_embedding_search,
     semantic_search,
@@ -38,7 +39,8 @@ register_tool = register  # the earlier name
 
 __all__ = [
     "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
-    "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "keyword_search",
+    "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_search",
+    "keyword_search",
     "naive_embedding_search", "open_document", "register", "register_tool", "search",
     "semantic_search", "summarize", "tool",
 ]

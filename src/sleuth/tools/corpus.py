@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
+from sleuth.retrieval import best_ranking
 from sleuth.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
@@ -169,4 +171,61 @@ def naive_embedding_search(
     return _format_hits(full, hits, f"Top {len(hits)} chunks for query {query!r}:")
 
 
-CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read, naive_embedding_search)
+@tool(command="search hybrid")
+def hybrid_search(
+    ctx: ToolContext,
+    query: Annotated[str, Field(min_length=1, max_length=2000), QUERY],
+    top_k: Annotated[int, Field(ge=1, le=10), TOP_K] = 5,
+) -> ToolResult:
+    """Search with Sleuth's strongest ranking and get the text of the best chunks (a long
+    chunk's first sentences, with its id for chunk_read): exact keyword search for each
+    name in the query, meaning-based search, a second hop to the names found in the first
+    results, and the knowledge graph when one is built, fused into one ranking. Ask it the
+    whole question; chunks already shown are not repeated.
+
+    Args:
+        query: The question, or a description of the information you need.
+        top_k: Number of chunks to return (1-10).
+    """
+    scores, method = best_ranking(ctx.index, query)
+    top = dict(list(scores.items())[:top_k])
+    if not top:
+        return ToolResult(f"No chunks match {query!r}.", {"hits": [], "method": method})
+    best = next(iter(top.values()))
+    chunks = {c.chunk_id: c for c in ctx.index.read(list(top)).chunks}
+    blocks, hits = [], []
+    for chunk_id, fused in top.items():
+        chunk = chunks.get(chunk_id)
+        if chunk is None:
+            continue
+        score = round(fused / best, 3)
+        ctx.tracker.saw(chunk_id, score)
+        hits.append({"chunk_id": chunk_id, "doc_id": chunk.doc_id, "score": score})
+        if ctx.tracker.was_read(chunk_id):
+            blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "
+                          "repeated ===")
+            continue
+        blocks.append(_lead_block(ctx, chunk, score))
+    text = f"Top {len(hits)} chunks ({method} ranking) for {query!r}:\n\n" + "\n\n".join(blocks)
+    return ToolResult(text, {"hits": hits, "method": method})
+
+
+LEAD_CHARS = 800  # about 200 tokens of each chunk in hybrid_search's results
+
+
+def _lead_block(ctx: ToolContext, chunk: Chunk, score: float) -> str:
+    """The chunk's text, or its first sentences up to :data:`LEAD_CHARS` with a pointer to
+    the rest (a small model's prompt stays short; the rest is one chunk_read away). Only a
+    chunk shown whole counts as read."""
+    if len(chunk.text) <= LEAD_CHARS:
+        ctx.tracker.mark_read(chunk.chunk_id)
+        return _chunk_block(chunk, score=score)
+    cut = chunk.text.rfind(". ", 0, LEAD_CHARS) + 1 or LEAD_CHARS
+    rest = count_tokens(chunk.text[cut:])
+    lead = replace(chunk, text=chunk.text[:cut].rstrip())
+    return (f"{_chunk_block(lead, score=score)}\n[... {rest} more tokens: "
+            f"chunk_read {chunk.chunk_id}]")
+
+
+CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read, naive_embedding_search,
+                hybrid_search)

@@ -1,0 +1,202 @@
+"""Answer accuracy of Sleuth's agents with the bundled local model (issue 22).
+
+Fixed dev subsets (``bench/answer_subsets.json``: evenly spaced through each question
+file, so every question type is in): 2WikiMultiHopQA 100 questions, FinanceBench 30 (with
+their PDFs' pages), GraphRAG-Bench novel 30 and medical 30. Each dataset's agents run as
+ordinary ``sleuth eval run`` jobs into ``bench/out/answers/<dataset>/<agent>/``:
+
+- resumable: a finished question is on disk at once and is skipped when the bench runs
+  again (kill it at any moment and start the same command);
+- LLM replies are cached by request (``~/.cache/sleuth/llm-replies.sqlite``), so a re-run of
+  an unchanged configuration, or a re-score, costs no LLM time;
+- scored with ``sleuth eval score``: EM, F1, Contain-Acc (A-RAG's substring test over the
+  answered questions), retrieved evidence Recall@5 and read recall, steps and LLM calls per
+  question, prompt tokens the server processed (its prompt cache left out), answer length
+  in characters (Contain-Acc rewards verbosity) and seconds per question. GraphRAG-Bench
+  answers are long: LLM-Acc is added there, judged by the same local model with A-RAG's
+  judge prompt and labelled so (``--judge-all`` judges every dataset).
+
+The A-RAG authors' own code (``bench/arag_baseline.py``) runs on 2Wiki against the same
+llama.cpp server when ``--arag`` is given.
+
+    python bench/answers.py                                  # everything (hours on 2 cores)
+    python bench/answers.py --datasets 2wiki --agents naive-rag,hybrid
+    python bench/answers.py --datasets 2wiki --index 2wiki=/tmp/wiki-idx --model 0.5b
+
+Writes ``bench/out/answers/summary.md`` and ``summary.json`` (machine facts, commands, the
+table the README quotes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import OUT_DIR, machine_facts
+
+DATA = Path(os.environ.get("SLEUTH_DATA", "/work/shared/data"))
+SUBSETS = Path(__file__).with_name("answer_subsets.json")
+OUT = OUT_DIR / "answers"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One dataset of the bench: its agents, its index settings, how it is judged."""
+
+    agents: tuple[str, ...]
+    embed: str | None = None  # the embedder its index is built with (None: the default)
+    graph: bool = True  # build the knowledge graph, so `hybrid` ranks with it
+    judge: bool = False  # LLM-Acc with the local model as judge (long answers)
+    level_docs: bool = False  # report document Recall@1 (FinanceBench)
+
+
+SPECS = {
+    "2wiki": Spec(("naive-rag", "hybrid", "full")),
+    # 10k long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8)
+    "financebench": Spec(("naive-rag", "hybrid", "docs"), embed="model2vec", graph=False,
+                         level_docs=True),
+    "novel": Spec(("naive-rag", "hybrid"), judge=True),
+    "medical": Spec(("naive-rag", "hybrid"), judge=True),
+}
+COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
+           ("llm_acc", "LLM-Acc*", 100), ("recall@5", "R@5 retrieved", 100),
+           ("read_recall", "read R", 100), ("doc_recall@1", "doc R@1", 100),
+           ("steps", "steps", 1), ("llm_calls", "calls", 1),
+           ("prompt_processed", "prompt tok processed", 1), ("answer_chars", "answer chars", 1),
+           ("latency", "s/question", 1)]
+
+
+def subset(name: str, out: Path) -> tuple[Path, Path]:
+    """The dataset folder and a question file holding the subset's questions."""
+    chosen = json.loads(SUBSETS.read_text())[name]
+    folder = DATA / chosen["folder"]
+    questions = {q["id"]: q for q in json.loads((folder / "questions.json").read_text())}
+    path = out / "questions.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([questions[i] for i in chosen["ids"]], ensure_ascii=False))
+    return folder, path
+
+
+def settings_for(spec: Spec, model: str, index: str | None) -> Any:
+    from sleuth.settings import Settings
+
+    overrides: dict[str, Any] = {"llm": {"local_model": model}}
+    if spec.embed:
+        overrides["embed"] = {"model": spec.embed}
+    if index:
+        overrides["index"] = index
+    return Settings.load(**overrides)
+
+
+def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
+            index: str | None) -> Path:
+    """The dataset's index, built or brought up to date, with its graph when the spec
+    asks for one; its location."""
+    from sleuth.eval.datasets import load_dataset
+    from sleuth.eval.runner import dataset_index
+    from sleuth.graph import Graph
+
+    dataset = load_dataset(folder, questions=questions)
+    with dataset_index(dataset, settings, index) as opened:
+        if spec.graph:
+            with Graph.open(opened) as graph:
+                graph.build()
+        return Path(opened.location)
+
+
+def run_dataset(name: str, agents: list[str], model: str, index: str | None,
+                judge: bool, arag: bool) -> dict[str, Any]:
+    import sleuth.eval as sleuth_eval
+    from sleuth.llm.cache import default_llm_cache
+
+    spec = SPECS[name]
+    out = OUT / name
+    folder, questions = subset(name, out)
+    settings = settings_for(spec, model, index)
+    location = prepare(folder, questions, spec, settings, index)
+    timings = {}
+    for agent in agents:
+        started = time.perf_counter()
+        print(f"[{name}] {agent}: answering (resumable) ...", flush=True)
+        result = sleuth_eval.run(folder, [agent], output=out / agent, settings=settings,
+                                 questions=questions, workers=1, resume=True,
+                                 index=location, llm_cache=default_llm_cache())
+        timings[agent] = {"seconds_this_call": round(time.perf_counter() - started, 1),
+                          **result["runs"][0]}
+        print(f"[{name}] {agent}: {timings[agent]}", flush=True)
+    runs = [out / a for a in agents]
+    if arag and name == "2wiki":
+        from arag_baseline import run_baseline  # the A-RAG authors' code, fetched
+
+        runs.append(run_baseline(questions=questions, corpus=folder / "corpus.json",
+                                 output=out / "arag-code", model=model))
+    scores = sleuth_eval.score(runs, ks=(2, 5), judge=judge or spec.judge,
+                               settings=settings if judge or spec.judge else None)
+    (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
+    return {"dataset": name, "questions": str(questions), "index": str(location),
+            "judge": f"local {model} model, A-RAG's judge prompt" if judge or spec.judge
+            else None, "timings": timings, "scores": scores}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """One Markdown table: a row per dataset and agent."""
+    head = ["dataset", "agent", "n", *[c[1] for c in COLUMNS]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for result in results:
+        for run in result["scores"]["runs"]:
+            overall = run["overall"]
+            cells = [result["dataset"], str(run["agent"] or Path(run["run"]).name),
+                     f"{overall['n']:.0f}"]
+            for key, _, scale in COLUMNS:
+                value = overall.get(key)
+                cells.append("" if value is None else
+                             f"{scale * value:.1f}" if scale == 100 else f"{value:.1f}")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default=",".join(SPECS),
+                        help=f"comma-separated, of {', '.join(SPECS)}")
+    parser.add_argument("--agents", default=None,
+                        help="comma-separated agents for every dataset (default: each "
+                        "dataset's own list)")
+    parser.add_argument("--model", default="1.5b", choices=("1.5b", "0.5b"))
+    parser.add_argument("--index", action="append", default=[],
+                        help="NAME=PATH: use this index for a dataset (e.g. "
+                        "2wiki=/tmp/wiki-idx) instead of the cached one")
+    parser.add_argument("--judge-all", action="store_true",
+                        help="LLM-Acc (local judge) on every dataset, not only GraphRAG-Bench")
+    parser.add_argument("--arag", action="store_true",
+                        help="also run the A-RAG authors' code on 2Wiki (bench/arag_baseline.py)")
+    args = parser.parse_args()
+    indexes = dict(item.split("=", 1) for item in args.index)
+    names = [n.strip() for n in args.datasets.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(SPECS))
+    if unknown:
+        parser.error(f"unknown datasets {unknown}; choose from {', '.join(SPECS)}")
+    facts = machine_facts()
+    results = []
+    for name in names:
+        agents = args.agents.split(",") if args.agents else list(SPECS[name].agents)
+        results.append(run_dataset(name, agents, args.model, indexes.get(name),
+                                   args.judge_all, args.arag))
+    OUT.mkdir(parents=True, exist_ok=True)
+    summary = {"machine": facts, "model": args.model,
+               "command": "python bench/answers.py " + " ".join(sys.argv[1:]),
+               "results": results}
+    (OUT / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    text = table(results)
+    (OUT / "summary.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
