@@ -17,7 +17,7 @@ import sleuth
 from sleuth import Settings
 from sleuth.agent.variants import llm_from_settings
 from sleuth.errors import ConfigError, LLMError
-from sleuth.llm import FakeLLMServer, OpenAIClient, call, error, reply
+from sleuth.llm import FakeLLMServer, JsonToolCalls, OpenAIClient, call, error, reply
 from sleuth.llm.adapt import split_thinking
 from tests.conftest import TINY_CORPUS
 
@@ -291,6 +291,7 @@ def test_sleuth_ask_against_vllm_without_auto_tool_choice(sleuth, monkeypatch,
     assert "keyword_search" in [s["tool_name"] for s in record["trajectory"]]
     assert record["answer"].startswith("Ada Lovelace was born in London")
     assert len(srv.rejected) == 1 and srv.remaining == 0
+    assert "refuses native tool calls" in result.err  # said once, on stderr
 
 
 def test_sleuth_ask_against_an_openai_reasoning_model(monkeypatch, tiny_index: Path) -> None:
@@ -304,9 +305,11 @@ def test_sleuth_ask_against_an_openai_reasoning_model(monkeypatch, tiny_index: P
     assert answer.answer.startswith("Charles Babbage designed it")
     assert [r["temperature"] for r in srv.rejected] == [0.0]
     assert all("temperature" not in r for r in srv.requests)
+    wrapped = JsonToolCalls(OpenAIClient(srv.model, srv.base_url))
+    assert wrapped.adaptations and "refuses temperature" in wrapped.adaptations[0]
 
 
-def test_the_cli_serves_each_mode(tmp_path: Path) -> None:
+def test_the_cli_serves_a_mode(tmp_path: Path) -> None:
     import subprocess
     import sys
 

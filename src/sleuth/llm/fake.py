@@ -1,7 +1,8 @@
 """A scripted, OpenAI-compatible HTTP server for tests, docs and offline demos.
 
-Long because it is one self-contained server that imports nothing else of Sleuth (the script
-format documented here, the chat, streaming and embedding endpoints, its command line).
+Long because it is one self-contained server that imports nothing else of Sleuth but the
+behaviours of its modes (the script format documented here, the chat, streaming and embedding
+endpoints, its command line).
 
 :class:`FakeLLMServer` answers ``POST /v1/chat/completions`` from a script of turns, over real
 HTTP on 127.0.0.1, in the exact chat-completions format, so the real client code path (the
