@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from tests.conftest import TINY_CORPUS
 
 import sleuth
 from sleuth import Settings
@@ -19,7 +20,6 @@ from sleuth.agent.variants import llm_from_settings
 from sleuth.errors import ConfigError, LLMError
 from sleuth.llm import FakeLLMServer, JsonToolCalls, OpenAIClient, call, error, reply
 from sleuth.llm.adapt import split_thinking
-from tests.conftest import TINY_CORPUS
 
 USER: Any = [{"role": "user", "content": "When is high tide in Brest?"}]
 TOOLS: Any = [{"type": "function", "function": {
