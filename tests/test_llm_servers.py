@@ -191,6 +191,18 @@ def test_ollama_ignores_tool_choice_none_so_no_tools_are_sent_then() -> None:
     assert "ignores tool_choice 'none'" in llm.adaptations[0]
 
 
+def test_an_ollama_model_without_tools_gets_the_json_tool_protocol() -> None:
+    # Ollama's words for a model without tool support (FoundationAgents/OpenManus#33)
+    refusal = error(400, "registry.ollama.ai/library/deepseek-r1:1.5b does not support tools")
+    script = [refusal, reply('{"tool": "search", "arguments": {"query": "tides"}}')]
+    with FakeLLMServer(script, mode="ollama", model="deepseek-r1:1.5b") as srv:
+        llm = client(srv)
+        response = llm.chat(USER, TOOLS)
+    assert [c.name for c in response.tool_calls] == ["search"]
+    assert "tools" in srv.requests[0] and "tools" not in srv.requests[1]
+    assert "does not support tools" in llm.adaptations[0]
+
+
 # --------------------------------------------------------------------------- llama.cpp
 
 
