@@ -265,7 +265,7 @@ def test_inline_think_and_text_tool_calls_from_a_small_model() -> None:
                "as_text": True}
     script = [reply("<think>Tides are in the table.</think>\n06:12."), written,
               reply('{"tool": "search", "arguments": {"query": "moon"}}')]
-    with FakeLLMServer(script) as srv:
+    with FakeLLMServer(script, model="small-model") as srv:  # what it learns stays its own
         llm = client(srv)
         answer = llm.chat(USER)
         first = llm.chat(USER, TOOLS)
