@@ -97,6 +97,7 @@ def test_azure_endpoint_and_api_version_reach_the_deployment(azure: FakeLLMServe
     llm = client(azure, api_key="az-key", api_version="2024-10-21")
     assert llm.base_url == f"{azure.base_url}/openai"
     assert llm.chat(USER).content == "from Azure"
+    assert len(llm.embed(["tides", "moon"])[1]) == 64  # /deployments/gpt-4o/embeddings
     url = f"{azure.base_url}/openai/deployments/gpt-4o?api-version=2024-10-21"
     in_url = OpenAIClient("gpt-4o", url, "az-key", timeout=5.0, max_retries=0)
     assert in_url.chat(USER).content == "again from Azure"
