@@ -30,7 +30,11 @@ class LLMSettings(BaseModel):
 
     base_url: str | None = Field(None, description="Endpoint URL, e.g. https://api.openai.com/v1")
     api_key: str | None = Field(None, description="API key (omit for local servers)")
-    model: str | None = Field(None, description="Model name, e.g. gpt-4o-mini")
+    model: str | None = Field(None, description="Model name, e.g. gpt-4o-mini (on Azure "
+                              "OpenAI: the deployment name)")
+    api_version: str | None = Field(
+        None, description="Azure OpenAI API version, e.g. 2024-10-21: the endpoint is then "
+        "reached as Azure OpenAI (also when the base URL carries ?api-version=...)")
     temperature: float | None = Field(0.0, description="Sampling temperature (None: default)")
     max_tokens: int | None = Field(None, description="Max completion tokens per call")
     reasoning_effort: ReasoningEffort | None = Field(

@@ -174,8 +174,10 @@ def _router(index: ReadIndex, llm: LLM, settings: Settings) -> Router:
 
 
 def llm_from_settings(settings: Settings) -> LLM:
-    """The client the settings describe: the configured OpenAI-compatible endpoint, else the
-    installed offline model (started on first use), else a ConfigError saying how to set one.
+    """The client the settings describe: the configured OpenAI-compatible endpoint (Azure
+    OpenAI when an API version is set or in the URL; it adapts to what the server refuses and
+    falls back to the JSON tool protocol by itself), else the installed offline model
+    (started on first use), else a ConfigError saying how to set one.
     """
     from sleuth.llm import JsonToolCalls, OpenAIClient, local
 
@@ -192,6 +194,6 @@ def llm_from_settings(settings: Settings) -> LLM:
     client = OpenAIClient(
         cfg.model or "", cfg.base_url, cfg.api_key, temperature=cfg.temperature,
         max_tokens=cfg.max_tokens, reasoning_effort=cfg.reasoning_effort, timeout=cfg.timeout,
-        max_retries=cfg.max_retries,
+        max_retries=cfg.max_retries, api_version=cfg.api_version,
     )
     return JsonToolCalls(client) if cfg.tool_mode == "json" else client

@@ -7,18 +7,40 @@ HTTP 408/409/429/5xx are retried up to ``max_retries`` times with exponential ba
 failure that survives the retries becomes an :class:`~sleuth.errors.LLMError` (or
 :class:`~sleuth.errors.EmbedderError` for embeddings) whose message is one line saying what
 to fix.
+
+It adapts to the server it finds (see :mod:`sleuth.llm.adapt`) and says what it did, in a
+warning and in :attr:`OpenAIClient.adaptations`: an optional parameter the server refuses
+is left out (``max_tokens`` becomes ``max_completion_tokens`` where that is what the server
+asks for) and the request sent again; a server that refuses native tool calls, or a model
+that writes its calls as text, gets the JSON tool protocol for the rest of the process; a
+server that ignores ``tool_choice: "none"`` is sent no tools when no call is allowed. Azure
+OpenAI is reached through the SDK's ``AzureOpenAI`` client when an API version is given or
+is in the base URL.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import openai
 
 from sleuth.errors import ConfigError, EmbedderError, LLMError
+from sleuth.llm.adapt import (
+    AzureTarget,
+    azure_target,
+    learnt,
+    needs_api_version,
+    refused_parameter,
+    refuses_tools,
+    sent_fields,
+    split_thinking,
+    text_tool_calls,
+)
 from sleuth.llm.base import ChatResponse, ToolCall, Usage
+from sleuth.llm.jsontools import JsonToolCalls
 
 __all__ = ["OpenAIClient", "embed_texts"]
 
@@ -161,6 +183,25 @@ def _usage(raw: Any) -> Usage:
     )
 
 
+class _ToolsRefused(Exception):
+    """The server refused a request for its tools (no native tool calling there)."""
+
+
+def _sdk_client(base_url: str | None, api_key: str | None, azure: AzureTarget | None,
+                timeout: float, max_retries: int) -> openai.OpenAI:
+    key = api_key or PLACEHOLDER_API_KEY
+    if azure is None:
+        return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout,
+                             max_retries=max_retries)
+    if azure.deployment_url:
+        return openai.AzureOpenAI(api_key=key, api_version=azure.api_version,
+                                  base_url=azure.deployment_url, timeout=timeout,
+                                  max_retries=max_retries)
+    return openai.AzureOpenAI(api_key=key, api_version=azure.api_version,
+                              azure_endpoint=azure.endpoint or "", timeout=timeout,
+                              max_retries=max_retries)
+
+
 class OpenAIClient:
     """An :class:`~sleuth.llm.base.LLM` for OpenAI and OpenAI-compatible servers.
 
@@ -168,6 +209,8 @@ class OpenAIClient:
     be ``None`` for local servers that need none. ``temperature``, ``max_tokens`` and
     ``reasoning_effort`` are sent only when set. ``extra_body`` is merged into every request
     body (for server-specific options). ``timeout`` is per attempt, in seconds.
+    ``api_version`` (or an ``api-version`` in ``base_url``) means Azure OpenAI: ``base_url``
+    is then the resource endpoint (the model names the deployment) or a deployment's URL.
     """
 
     def __init__(
@@ -182,6 +225,7 @@ class OpenAIClient:
         timeout: float = 120.0,
         max_retries: int = 4,
         extra_body: Mapping[str, Any] | None = None,
+        api_version: str | None = None,
     ) -> None:
         if not model:
             raise ConfigError("no LLM model given; set SLEUTH_MODEL")
@@ -203,13 +247,17 @@ class OpenAIClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self.extra_body = dict(extra_body) if extra_body else None
-        self._client = openai.OpenAI(
-            api_key=api_key or PLACEHOLDER_API_KEY,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        azure = azure_target(base_url, api_version)
+        if azure is None and needs_api_version(base_url):
+            raise ConfigError(
+                f"{base_url} is an Azure OpenAI resource: set its API version with "
+                "SLEUTH_LLM__API_VERSION (e.g. 2024-10-21) or ?api-version=... in "
+                "SLEUTH_BASE_URL"
+            )
+        self._client = _sdk_client(base_url, api_key, azure, timeout, max_retries)
         self.base_url = str(self._client.base_url).rstrip("/")
+        self._learnt = learnt(self.base_url, model)
+        self._json: JsonToolCalls | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -217,6 +265,11 @@ class OpenAIClient:
     def close(self) -> None:
         """Close the underlying HTTP connection pool."""
         self._client.close()
+
+    @property
+    def adaptations(self) -> list[str]:
+        """What was changed, in this process, to work with this endpoint and model."""
+        return list(self._learnt.notes)
 
     def _error(self, err: openai.OpenAIError, label: str, model: str) -> str:
         return _describe(
@@ -271,12 +324,83 @@ class OpenAIClient:
         ``response_format`` (e.g. a ``json_schema``) constrains the reply where the server
         supports it.
         """
-        kwargs = self._request(messages, tools, tool_choice, parallel_tool_calls,
-                               response_format)
+        learnt = self._learnt
+        if tools and learnt.json_tools:
+            return self._json_protocol().chat(messages, tools, tool_choice=tool_choice,
+                                              parallel_tool_calls=parallel_tool_calls)
+        if tools and tool_choice == "none" and learnt.omit_tools_when_none:
+            tools = parallel_tool_calls = None
         try:
-            completion = self._client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as err:
-            raise LLMError(self._error(err, "LLM", self.model)) from err
+            response = self._send(self._request(messages, tools, tool_choice,
+                                                parallel_tool_calls, response_format))
+        except _ToolsRefused as refused:
+            learnt.json_tools = True
+            learnt.note(f"{self._where} refuses native tool calls ({refused}): using the "
+                        "JSON tool protocol")
+            return self._json_protocol().chat(messages, tools, tool_choice=tool_choice,
+                                              parallel_tool_calls=parallel_tool_calls)
+        if tools and tool_choice != "none" and not response.tool_calls:
+            calls = text_tool_calls(response.content, tools or ())
+            if calls:
+                learnt.json_tools = True
+                learnt.note(f"{self._where} wrote tool calls as text: using the JSON tool "
+                            "protocol")
+                return replace(response, content=None, tool_calls=calls,
+                               finish_reason="tool_calls")
+        if tools and tool_choice == "none" and response.tool_calls:
+            learnt.omit_tools_when_none = True
+            learnt.note(f"{self._where} ignores tool_choice 'none': no tools are sent when "
+                        "no call is allowed")
+            return self.chat(messages, response_format=response_format)
+        return response
+
+    @property
+    def _where(self) -> str:
+        return f"the LLM endpoint at {self.base_url} (model {self.model!r})"
+
+    def _json_protocol(self) -> JsonToolCalls:
+        """Tool calls as JSON replies, through this client's tool-less requests."""
+        if self._json is None:
+            self._json = JsonToolCalls(self)
+        return self._json
+
+    def _send(self, kwargs: dict[str, Any]) -> ChatResponse:
+        """One completion; a refused optional parameter is learnt and the request sent
+        again without it (once per parameter)."""
+        tried: set[str] = set()
+        while True:
+            request = self._learnt.apply(dict(kwargs))
+            try:
+                completion = self._client.chat.completions.create(**request)
+                break
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+                name = refused_parameter(err, sent_fields(request))
+                if name is not None and name not in tried:
+                    tried.add(name)
+                    self._learn(name, err)
+                    continue
+                if request.get("tools") and refuses_tools(err):
+                    raise _ToolsRefused(_server_message(err)) from err
+                raise LLMError(self._error(err, "LLM", self.model)) from err
+            except openai.OpenAIError as err:
+                raise LLMError(self._error(err, "LLM", self.model)) from err
+        return self._response(completion)
+
+    def _learn(self, name: str, err: openai.APIStatusError) -> None:
+        """Remember that the server refuses ``name``: leave it out, or send
+        ``max_completion_tokens`` instead of ``max_tokens`` where the server asks for it."""
+        message = _server_message(err)
+        if name == "max_tokens" and "max_completion_tokens" in message:
+            self._learnt.renamed[name] = "max_completion_tokens"
+            self._learnt.note(f"{self._where} refuses max_tokens ({message}): sending "
+                              "max_completion_tokens instead")
+        else:
+            self._learnt.dropped.add(name)
+            self._learnt.note(f"{self._where} refuses {name} ({message}): leaving it out")
+
+    def _response(self, completion: Any) -> ChatResponse:
+        """The :class:`ChatResponse` of a completion; inline ``<think>`` reasoning is kept
+        apart from the answer."""
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMError(
@@ -285,13 +409,14 @@ class OpenAIClient:
             )
         choice = choices[0]
         message = choice.message
+        inline, content = split_thinking(message.content)
         return ChatResponse(
-            content=message.content,
+            content=content,
             tool_calls=_tool_calls(message.tool_calls),
             usage=_usage(completion.usage),
             model=completion.model or self.model,
             finish_reason=choice.finish_reason,
-            reasoning=_reasoning(message),
+            reasoning=_reasoning(message) or inline,
         )
 
     def embed(

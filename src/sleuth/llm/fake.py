@@ -1,7 +1,8 @@
 """A scripted, OpenAI-compatible HTTP server for tests, docs and offline demos.
 
-Long because it is one self-contained server that imports nothing else of Sleuth (the script
-format documented here, the chat, streaming and embedding endpoints, its command line).
+Long because it is one self-contained server that imports nothing else of Sleuth but the
+behaviours of its modes (the script format documented here, the chat, streaming and embedding
+endpoints, its command line).
 
 :class:`FakeLLMServer` answers ``POST /v1/chat/completions`` from a script of turns, over real
 HTTP on 127.0.0.1, in the exact chat-completions format, so the real client code path (the
@@ -26,6 +27,8 @@ A turn is a dict (build it with the helpers :func:`reply`, :func:`call`, :func:`
 ``retry_after``    seconds, sent as ``retry-after-ms`` on an error turn (the SDK honours it)
 ``delay``          seconds to sleep before answering (for timeout tests)
 ``usage``          overrides the computed usage object; ``None`` leaves ``usage`` out
+``as_text``        ``True``: the model writes its tool calls as text in ``content``
+                   (``<tool_call>{...}</tool_call>``), as small models do, with no ``tool_calls``
 
 Every chat request that reaches the script consumes one turn, including SDK retries. When the
 script is exhausted the server answers HTTP 500 ``"fake LLM script exhausted after N turns"``
@@ -33,7 +36,14 @@ with ``x-should-retry: false``, so the client fails at once instead of retrying 
 
 ``POST /v1/embeddings`` returns deterministic hashed bag-of-words vectors (L2-normalised, 64
 dimensions by default), and ``GET /v1/models`` lists the model. Run it standalone with
-``python -m sleuth.llm.fake --script script.json [--port N]``.
+``python -m sleuth.llm.fake --script script.json [--port N] [--mode M]``.
+
+``mode`` makes the server behave as one real server family does, from what it refuses to
+where it puts tool calls and reasoning (see :mod:`sleuth.llm.fake_modes`): ``default`` (every
+request accepted, OpenAI's format), ``openai``, ``azure`` (``base_url`` is then the resource
+endpoint; requests go to ``/openai/deployments/{model}/...?api-version=...``), ``vllm``
+(without ``--enable-auto-tool-choice``), ``ollama``, ``llamacpp-jinja`` and ``reasoning``.
+Requests a mode refuses never reach the script; they are kept in ``rejected``.
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypedDict
+
+from sleuth.llm.fake_modes import MODES, Rejected, behaviour, error_body, hermes_text
 
 __all__ = [
     "FakeLLMServer",
@@ -84,6 +96,7 @@ class Turn(TypedDict, total=False):
     retry_after: float
     delay: float
     usage: dict[str, int] | None
+    as_text: bool
 
 
 _TURN_KEYS = frozenset(Turn.__annotations__)
@@ -193,30 +206,6 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
 
 # --------------------------------------------------------------------------- the server
 
-_ERROR_KINDS: dict[int, tuple[str, str | None]] = {
-    400: ("invalid_request_error", None),
-    401: ("invalid_request_error", "invalid_api_key"),
-    403: ("permission_error", None),
-    404: ("invalid_request_error", "model_not_found"),
-    429: ("rate_limit_error", "rate_limit_exceeded"),
-}
-
-
-class _Rejected(Exception):
-    """A request the fake refuses like a real server would (status and message)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    default = ("server_error" if status >= 500 else "invalid_request_error", None)
-    kind, code = _ERROR_KINDS.get(status, default)
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
 def _phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -244,32 +233,30 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default per-request logging to stderr."""
 
-    def _path(self) -> str:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        return path[3:] if path.startswith("/v1") else path
-
     def do_GET(self) -> None:
         """``GET /v1/models``."""
-        if self._path() == "/models":
+        try:
+            if self.server.owner.behaviour.route(self.path) != "/models":
+                raise Rejected(404, f"no route for GET {self.path}")
             self.send_json(200, self.server.owner._models())
-        else:
-            self.send_json(404, _error_body(404, f"no route for GET {self.path}"))
+        except Rejected as rejected:
+            self.send_json(rejected.status, rejected.body)
 
     def do_POST(self) -> None:
         """``POST /v1/chat/completions`` and ``POST /v1/embeddings``."""
         owner = self.server.owner
-        path = self._path()
         try:
+            path = owner.behaviour.route(self.path)
             body = self._read_json()
-            owner._check_auth(self.headers.get("Authorization"))
+            owner._check_auth({k.lower(): v for k, v in self.headers.items()})
             if path == "/chat/completions":
                 owner._chat(self, body)
             elif path == "/embeddings":
                 self.send_json(200, owner._embeddings(body))
             else:
-                raise _Rejected(404, f"no route for POST {self.path}")
-        except _Rejected as rejected:
-            self.send_json(rejected.status, _error_body(rejected.status, rejected.message))
+                raise Rejected(404, f"no route for POST {self.path}")
+        except Rejected as rejected:
+            self.send_json(rejected.status, rejected.body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 
@@ -279,9 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _Rejected(400, f"request body is not valid JSON: {exc}") from exc
+            raise Rejected(400, f"request body is not valid JSON: {exc}") from exc
         if not isinstance(body, dict):
-            raise _Rejected(400, "request body must be a JSON object")
+            raise Rejected(400, "request body must be a JSON object")
         return body
 
     def send_json(
@@ -318,8 +305,11 @@ class FakeLLMServer:
     :meth:`close`. ``requests`` holds the JSON body of every chat-completions request received
     (in order, SDK retries included) and ``embedding_requests`` those for embeddings.
     ``api_key``, when set, makes every request without ``Authorization: Bearer <api_key>``
-    fail with HTTP 401. ``retry_after`` (seconds) is the default ``retry-after-ms`` sent with
-    retryable error turns (429/5xx), so tests of retries need not wait for the SDK's backoff.
+    (an ``api-key`` header in ``azure`` mode; any key in ``ollama`` mode) fail with HTTP 401.
+    ``mode`` picks the server family whose behaviour the fake reproduces (see the module
+    docstring); requests it refuses are kept in ``rejected``. ``retry_after`` (seconds) is
+    the default ``retry-after-ms`` sent with retryable error turns (429/5xx), so tests of
+    retries need not wait for the SDK's backoff.
     """
 
     def __init__(
@@ -332,8 +322,12 @@ class FakeLLMServer:
         api_key: str | None = None,
         embedding_dim: int = 64,
         retry_after: float | None = None,
+        mode: str = "default",
     ) -> None:
         self.model = model
+        self.mode = mode
+        self.behaviour = behaviour(mode, model)
+        self.rejected: list[dict[str, Any]] = []
         self.api_key = api_key
         self.embedding_dim = embedding_dim
         self.retry_after = retry_after
@@ -348,7 +342,8 @@ class FakeLLMServer:
         bound_host, bound_port = self._httpd.server_address[:2]
         self.host = str(bound_host)
         self.port = int(bound_port)
-        self.base_url = f"http://{self.host}:{self.port}/v1"
+        endpoint = f"http://{self.host}:{self.port}"
+        self.base_url = endpoint if mode == "azure" else f"{endpoint}/v1"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},  # shutdown() waits up to one poll interval
@@ -397,9 +392,10 @@ class FakeLLMServer:
 
     # ------------------------------------------------------------------ request handling
 
-    def _check_auth(self, header: str | None) -> None:
-        if self.api_key is not None and header != f"Bearer {self.api_key}":
-            raise _Rejected(401, "Incorrect API key provided.")
+    def _check_auth(self, headers: Mapping[str, str]) -> None:
+        """Refuse a request without the key (``headers`` with lower-case names)."""
+        if self.api_key is not None and not self.behaviour.authorised(headers, self.api_key):
+            raise self.behaviour.unauthorised()
 
     def _models(self) -> dict[str, Any]:
         return {
@@ -423,10 +419,22 @@ class FakeLLMServer:
 
     def _chat(self, handler: _Handler, body: dict[str, Any]) -> None:
         _validate_chat(body)
+        try:
+            self.behaviour.check(body)
+        except Rejected:
+            with self._lock:
+                self.rejected.append(body)
+            raise
         turn, number, ids = self._pop(body)
         if turn is None:
             message = f"fake LLM script exhausted after {number} turns"
-            handler.send_json(500, _error_body(500, message), {"x-should-retry": "false"})
+            handler.send_json(500, error_body(500, message), {"x-should-retry": "false"})
+            return
+        if (turn.get("tool_calls") and body.get("tool_choice") == "none"
+                and self.behaviour.honours_tool_choice):
+            message = (f"script turn {number} calls a tool, but the request says tool_choice "
+                       f"'none' and a {self.mode} server never calls one then")
+            handler.send_json(500, error_body(500, message), {"x-should-retry": "false"})
             return
         if turn.get("delay"):
             time.sleep(float(turn["delay"]))
@@ -437,9 +445,12 @@ class FakeLLMServer:
             if retry_after is not None and (status == 429 or status >= 500):
                 headers["retry-after-ms"] = str(max(1, round(float(retry_after) * 1000)))
             message = str(turn.get("error") or _phrase(status))
-            handler.send_json(status, _error_body(status, message), headers)
+            handler.send_json(status, error_body(status, message), headers)
             return
-        completion = _completion(body, turn, number, ids)
+        completion = _completion(body, turn, number, ids,
+                                 self.behaviour.calls_as_text(body, turn))
+        with self._lock:
+            self.behaviour.shape(completion, body, turn)
         if body.get("stream"):
             handler.send_events(_stream_events(completion, body))
         else:
@@ -449,15 +460,15 @@ class FakeLLMServer:
         with self._lock:
             self.embedding_requests.append(body)
         if not body.get("model"):
-            raise _Rejected(400, "you must provide a model parameter")
+            raise Rejected(400, "you must provide a model parameter")
         texts = body.get("input")
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-            raise _Rejected(400, "'input' must be a string or a non-empty list of strings")
+            raise Rejected(400, "'input' must be a string or a non-empty list of strings")
         dim = body.get("dimensions") or self.embedding_dim
         if not isinstance(dim, int) or dim <= 0:
-            raise _Rejected(400, "'dimensions' must be a positive integer")
+            raise Rejected(400, "'dimensions' must be a positive integer")
         as_base64 = body.get("encoding_format") == "base64"
         data = []
         for index, text in enumerate(texts):
@@ -477,24 +488,29 @@ class FakeLLMServer:
 
 def _validate_chat(body: Mapping[str, Any]) -> None:
     if not body.get("model") or not isinstance(body.get("model"), str):
-        raise _Rejected(400, "you must provide a model parameter")
+        raise Rejected(400, "you must provide a model parameter")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _Rejected(400, "'messages' must be a non-empty array")
+        raise Rejected(400, "'messages' must be a non-empty array")
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or "role" not in message:
-            raise _Rejected(400, f"messages[{i}] must be an object with a 'role'")
+            raise Rejected(400, f"messages[{i}] must be an object with a 'role'")
 
 
 def _completion(
-    body: Mapping[str, Any], turn: Mapping[str, Any], number: int, ids: list[str]
+    body: Mapping[str, Any], turn: Mapping[str, Any], number: int, ids: list[str],
+    as_text: bool = False,
 ) -> dict[str, Any]:
-    """The chat-completions response object for ``turn``."""
-    tool_calls = [
+    """The chat-completions response object for ``turn``; ``as_text``: its tool calls are
+    written in ``content`` rather than sent as ``tool_calls``."""
+    tool_calls: list[dict[str, Any]] = [
         {"id": id_, "type": "function", "function": dict(tc)}
         for id_, tc in zip(ids, turn.get("tool_calls") or (), strict=True)
     ]
     content = turn.get("content")
+    if as_text and tool_calls:
+        written = hermes_text(turn["tool_calls"])
+        content, tool_calls = (f"{content}\n{written}" if content else written), []
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -505,7 +521,8 @@ def _completion(
     if body.get("tools"):
         prompt_chars += len(json.dumps(body["tools"], ensure_ascii=False, sort_keys=True))
     reply_chars = len(content or "") + len(turn.get("reasoning") or "")
-    reply_chars += sum(len(tc["name"]) + len(tc["arguments"]) for tc in turn["tool_calls"])
+    reply_chars += sum(len(tc["function"]["name"]) + len(tc["function"]["arguments"])
+                       for tc in tool_calls)
     prompt_tokens, completion_tokens = _tokens(prompt_chars), _tokens(reply_chars)
     response: dict[str, Any] = {
         "id": f"chatcmpl-fake-{number}",
@@ -592,13 +609,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--mode", default="default", choices=MODES,
+                        help="the real server whose behaviour to reproduce")
+    parser.add_argument("--api-key", default=None, help="the key requests must carry")
     args = parser.parse_args(argv)
     try:
         script = _load_script(args.script)
-        server = FakeLLMServer(script, model=args.model, host=args.host, port=args.port)
+        server = FakeLLMServer(script, model=args.model, host=args.host, port=args.port,
+                               mode=args.mode, api_key=args.api_key)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
-    print(f"fake LLM serving {len(script)} turns at {server.base_url}  (Ctrl-C to stop)")
+    print(f"fake LLM serving {len(script)} turns at {server.base_url} as {args.mode}  "
+          "(Ctrl-C to stop)")
     try:
         while True:
             time.sleep(3600)

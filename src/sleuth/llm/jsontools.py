@@ -85,6 +85,11 @@ class JsonToolCalls:
         self.max_reasks = max_reasks
         self.reasks = 0  # re-asks sent so far (for measurements)
 
+    @property
+    def adaptations(self) -> list[str]:
+        """What the inner client changed to work with its server (see ``OpenAIClient``)."""
+        return list(getattr(self.inner, "adaptations", []))
+
     def chat(self, messages: Sequence[Mapping[str, Any]],
              tools: Sequence[Mapping[str, Any]] | None = None, *,
              tool_choice: str | None = None,
