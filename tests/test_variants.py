@@ -34,7 +34,7 @@ def test_tool_sets(sample_index: Path, agent: str, tools: list[str]) -> None:
 
 def test_naive_returns_whole_chunks(sample_index: Path) -> None:
     script = [call("naive_embedding_search", query="Greatorex levers strength", top_k=2),
-              call("naive_embedding_search", query="Greatorex levers strength", top_k=2),
+              call("naive_embedding_search", query="Greatorex, levers and strength", top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
     answer, requests = _run(sample_index, "naive", script)
     assert [t["function"]["name"] for t in requests[0]["tools"]] == ["naive_embedding_search"]
