@@ -73,28 +73,37 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
 
 
 def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path) -> None:
-    """The default agent: the hybrid ranking's full chunks come first (a recorded step), the
-    model may search further with A-RAG's tools or hybrid_search, then answers."""
+    """The default agent: the hybrid ranking's chunks come first, as the model's own first
+    call; passages that do not name everything the question names make it search on."""
     script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
-    answer, requests = _run(sample_index, "hybrid", script)
+    with FakeLLMServer(script) as server:
+        answer = sleuth.ask("What did Greatorex show Napoleon about levers?", agent="hybrid",
+                            index=sample_index, llm=OpenAIClient("fake-model", server.base_url))
+        requests = server.requests
     assert [t["function"]["name"] for t in requests[0]["tools"]] == [
         "hybrid_search", "keyword_search", "semantic_search", "chunk_read"]
-    user = requests[0]["messages"][1]["content"]
-    assert "Retrieved passages:" in user and "(hybrid ranking)" in user and "=== chunk" in user
-    first, second = answer.trajectory
-    assert (first.tool_name, first.tool_input) == ("hybrid_search",
-                                                   {"query": answer.question, "top_k": 5})
+    system, user, first, result = requests[0]["messages"]
+    assert user == {"role": "user", "content": answer.question}
+    assert first["tool_calls"][0]["function"]["name"] == "hybrid_search"
+    assert "(hybrid ranking)" in result["content"] and "=== chunk" in result["content"]
+    assert requests[0]["tool_choice"] == "required"  # nothing names Napoleon: search on
+    assert "tool_choice" not in requests[1]
+    first_step, second = answer.trajectory
+    assert (first_step.tool_name, first_step.tool_input) == (
+        "hybrid_search", {"query": answer.question, "top_k": 5})
+    assert "does not cover the question" in first_step.reasoning
     assert second.tool_name == "keyword_search" and answer.loops == 1
-    assert answer.retrieved_ids[:5] == [h["chunk_id"] for h in first_hits(first)]
     assert PEPYS in answer.retrieved_ids[:5]
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
 
 
-def first_hits(step: sleuth.Step) -> list[dict]:  # type: ignore[type-arg]
-    ids = [line.split()[2] for line in step.tool_output.splitlines()
-           if line.startswith("=== chunk ")]
-    return [{"chunk_id": i} for i in ids]
+def test_hybrid_may_answer_at_once_when_the_passages_cover_the_question(
+        sample_index: Path) -> None:
+    answer, requests = _run(sample_index, "hybrid", [reply(f"Levers [{PEPYS}].")])
+    assert len(requests) == 1 and "tool_choice" not in requests[0]
+    assert "it covers the question" in answer.trajectory[0].reasoning
+    assert answer.loops == 0 and [c.chunk_id for c in answer.citations] == [PEPYS]
 
 
 def test_hybrid_is_the_default_agent(sample_index: Path) -> None:

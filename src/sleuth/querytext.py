@@ -69,3 +69,19 @@ def multiword_names(text: str) -> list[str]:
         name for m in CAPITALISED.finditer(text)
         if len(name := m.group(0).strip(" .,;:()")) > 3 and " " in name
     ))
+
+
+COVERAGE = 0.8  # share of the question's content words the evidence must contain
+
+
+def covers(question: str, evidence: str) -> bool:
+    """The offline sufficiency test: every named entity of the question (its capitalised
+    keywords) and at least :data:`COVERAGE` of its content words occur in ``evidence``."""
+    text = evidence.lower()
+    if not text:
+        return False
+    names = [k for k in question_keywords(question) if k[:1].isupper()]
+    if any(name.lower() not in text for name in names):
+        return False
+    words = [w for w in content_words(question) if len(w) > 2]
+    return not words or sum(w in text for w in words) / len(words) >= COVERAGE

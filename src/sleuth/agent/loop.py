@@ -7,6 +7,7 @@ the model as observations; LLM failures (after the client's retries) raise ``LLM
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,8 +16,9 @@ from typing import Any
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
-from sleuth.llm import ChatResponse
+from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
+from sleuth.querytext import covers
 from sleuth.tokens import count_tokens
 from sleuth.tools import TOOLS, ToolContext
 from sleuth.tracker import Tracker
@@ -35,6 +37,10 @@ class Agent(ModelRunner):
     full_chunks: bool = False
     retrieve_first: int = 0  # chunks retrieved for the question before the model's first call
     first_tool: str = "naive_embedding_search"  # what retrieves them
+    # the retrieval as the model's own first call (True), or as passages in the question
+    # (False: naive RAG). As a call, the model must search further when the passages do not
+    # cover the question (the offline sufficiency test) and may answer at once when they do.
+    first_as_call: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -53,23 +59,30 @@ class Agent(ModelRunner):
                               token_budget=budget)
             messages: list[dict[str, Any]] = list(history) or [
                 {"role": "system", "content": self.system_prompt}]
-            messages.append({"role": "user", "content": self._preload(run, ctx, question)})
+            first_choice = None
+            if self.first_as_call and self.retrieve_first:
+                messages.append({"role": "user", "content": question})
+                first_choice = self._first_call(run, ctx, question, messages)
+            else:
+                messages.append({"role": "user", "content": self._preload(run, ctx, question)})
             run.answer.messages = messages
             watch = ContextWatch(run, ctx, self.tools, self.settings, budget)
-            final = self._steps(run, ctx, messages, watch)
+            final = self._steps(run, ctx, messages, watch, first_choice)
             messages.append({"role": "assistant", "content": final})
             run.finish(final, self.index)
         return run.answer
 
     def _steps(self, run: Run, ctx: ToolContext, messages: list[dict[str, Any]],
-               watch: ContextWatch) -> str:
-        """Tool calls until the model answers; when a budget runs out, a forced answer."""
+               watch: ContextWatch, first_choice: str | None = None) -> str:
+        """Tool calls until the model answers; when a budget runs out, a forced answer.
+        ``first_choice`` is the first call's tool choice ("required": search further)."""
         answer = run.answer
         schemas = [t.schema() for t in self.tools]
         made: dict[str, int] = {}  # each distinct call, with the step that made it
         repeats = 0  # consecutive turns that only repeated earlier calls
         while answer.loops < self.settings.max_steps:
-            response = self._chat(run, messages, schemas)
+            choice, first_choice = first_choice, None
+            response = self._chat(run, messages, schemas, tool_choice=choice)
             if not response.tool_calls:
                 return response.content or ""
             answer.loops += 1
@@ -124,6 +137,27 @@ class Agent(ModelRunner):
                                           result.retrieved_tokens, None,
                                           time.perf_counter() - started))
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
+
+    def _first_call(self, run: Run, ctx: ToolContext, question: str,
+                    messages: list[dict[str, Any]]) -> str | None:
+        """The retrieval before the model's first call, written into the dialogue as that
+        call and its result and recorded as the first step; "required" (a tool choice) when
+        its chunks do not cover the question, so the model searches on before answering."""
+        started = time.perf_counter()
+        arguments = {"query": question, "top_k": self.retrieve_first}
+        result = TOOLS[self.first_tool].run(ctx, arguments)
+        call = ToolCall("call_first", self.first_tool, json.dumps(arguments))
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
+                     {"role": "tool", "tool_call_id": call.id, "content": result.text}]
+        hits = [h["chunk_id"] for h in result.data.get("hits", [])]
+        evidence = " ".join(c.text for c in self.index.read(hits).chunks)
+        covered = covers(question, evidence)
+        run.answer.trajectory.append(Step(
+            1, self.first_tool, arguments, result.text,
+            "retrieved before the first call; " + ("it covers the question" if covered else
+                                                   "it does not cover the question: search on"),
+            result.retrieved_tokens, None, time.perf_counter() - started))
+        return None if covered or not self.tools else "required"
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
               tool_choice: str | None = None) -> ChatResponse:

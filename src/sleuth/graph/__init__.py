@@ -43,7 +43,7 @@ from sleuth.graph.review import reapply
 from sleuth.graph.store import Entity, GraphBackend, norm
 from sleuth.graph.views import Scope, Tables
 from sleuth.graph.walk import Adjacency, pagerank, shortest_path
-from sleuth.querytext import content_words, question_keywords
+from sleuth.querytext import content_words, covers, question_keywords
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -54,7 +54,6 @@ MAP_BACK_NODES = 30  # top PPR entities whose chunks are ranked
 BRIDGE_HOPS = 2  # bridge entities lie within this many hops of two seeds
 LOCAL_RELATIONS = 30  # one-hop relations per seed gathered at the local stage
 LOCAL_NEIGHBORS = 5  # one-hop neighbours whose own page joins the local evidence
-COVERAGE = 0.8  # share of the question's content words the evidence must contain
 
 
 @dataclass
@@ -537,16 +536,11 @@ class Graph:
         return list(out)
 
     def covers(self, question: str, chunk_ids: list[str]) -> bool:
-        """The offline sufficiency test: every named entity of the question and at least
-        ``COVERAGE`` of its content words occur in the evidence."""
+        """The offline sufficiency test (:func:`sleuth.querytext.covers`) on the chunks'
+        text."""
         if not chunk_ids:
             return False
-        text = " ".join(c.text for c in self.index.read(chunk_ids).chunks).lower()
-        names = [k for k in question_keywords(question) if k[:1].isupper()]
-        if any(name.lower() not in text for name in names):
-            return False
-        words = [w for w in content_words(question) if len(w) > 2]
-        return not words or sum(w in text for w in words) / len(words) >= COVERAGE
+        return covers(question, " ".join(c.text for c in self.index.read(chunk_ids).chunks))
 
     def _mentions(self, entity_ids: Sequence[int]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
