@@ -206,6 +206,7 @@ class Recorder:
         self.cap = cap_max_tokens
         self._client = httpx.Client(timeout=ARAG_TIMEOUT + 5)
         self._lock = threading.Lock()
+        self._echoes: set[str] = set()  # tool description lines seen in any request
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -261,15 +262,16 @@ class Recorder:
         except OSError:
             pass  # A-RAG gave up (its timeout): recorded below as timed out
         if route.endswith("/chat/completions"):
-            self._record(call_entry(request, status, body, started, seconds, capped))
-
-    def _record(self, entry: dict[str, Any]) -> None:
-        with self._lock, self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            with self._lock:
+                self._echoes |= description_lines(request.get("tools") or [])
+                entry = call_entry(request, status, body, started, seconds, capped,
+                                   sorted(self._echoes))
+                with self.path.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
 
 def call_entry(request: dict[str, Any], status: int, body: bytes, started: float,
-               seconds: float, capped: bool) -> dict[str, Any]:
+               seconds: float, capped: bool, echoes: Sequence[str] = ()) -> dict[str, Any]:
     """One logged chat request: whose question, what came back, how long, tokens."""
     question = next((m.get("content") for m in request.get("messages", [])
                      if m.get("role") == "user"), None)
@@ -286,7 +288,7 @@ def call_entry(request: dict[str, Any], status: int, body: bytes, started: float
         return entry
     usage = data.get("usage") or {}
     entry.update(
-        reply=classify(message), finish_reason=data["choices"][0].get("finish_reason"),
+        reply=classify(message, echoes), finish_reason=data["choices"][0].get("finish_reason"),
         tool_calls=[c.get("function", {}).get("name") for c in message.get("tool_calls") or []],
         content=(message.get("content") or "")[:4000],
         prompt_tokens=usage.get("prompt_tokens", 0),
@@ -296,18 +298,33 @@ def call_entry(request: dict[str, Any], status: int, body: bytes, started: float
     return entry
 
 
-def classify(message: dict[str, Any]) -> str:
-    """``native`` (the server returned ``tool_calls``), ``text_call`` (a call of one of
-    A-RAG's tools written in the text: a JSON object naming it, a ``<tool_call>`` tag or
-    ``tool(...)``; A-RAG takes such a reply as its final answer) or ``answer``."""
+def classify(message: dict[str, Any], echoes: Sequence[str] = ()) -> str:
+    """``native`` (the server returned ``tool_calls``), ``echo`` (the text repeats a line of
+    a tool description, e.g. the whole tool list), ``text_call`` (a call of one of A-RAG's
+    tools written in the text: a JSON object naming it, a ``<tool_call>`` tag or
+    ``tool(...)``) or ``answer``. A-RAG takes any reply without ``tool_calls`` as its final
+    answer."""
     if message.get("tool_calls"):
         return "native"
     text = message.get("content") or ""
+    if any(line in text for line in echoes):
+        return "echo"
     for obj in json_objects(text):
         name = obj.get("name") or obj.get("tool") or (obj.get("function") or {}).get("name")
         if name in TOOLS:
             return "text_call"
     return "text_call" if _TEXT_CALL.search(text) else "answer"
+
+
+def description_lines(tools: Sequence[dict[str, Any]]) -> set[str]:
+    """Lines of 30+ characters of the tools' descriptions, as written and JSON-escaped: a
+    reply holding one repeats the prompt rather than answering."""
+    lines = set()
+    for tool in tools:
+        for line in str(tool.get("function", {}).get("description", "")).splitlines():
+            if len(line.strip()) >= 30:
+                lines.update({line.strip(), json.dumps(line.strip())[1:-1]})
+    return lines
 
 
 # -- running and resuming -------------------------------------------------------------------
@@ -437,6 +454,7 @@ def summarise(records: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dic
         "llm_calls": len(calls),
         "replies_native_tool_calls": replies["native"],
         "replies_tool_calls_as_text": replies["text_call"],
+        "replies_echoing_tool_descriptions": replies["echo"],
         "replies_answer_text": replies["answer"], "requests_failed": replies["error"],
         "replies_timed_out": sum(bool(c.get("timed_out")) for c in calls),
         "replies_capped": sum(bool(c.get("capped")) for c in calls),
