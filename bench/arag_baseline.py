@@ -46,7 +46,21 @@ calls of questions an interruption cut off are dropped before it starts.
 
 Other bench scripts call :func:`run_arag`, which returns the summary dict.
 
-Seen on 5 2Wiki dev questions with the 0.5B model (see the report in the docstring's end).
+Seen (2026-11-24, 2 shared cores, load 2-7) with
+``PYTHONPATH=src .venv/bin/python bench/arag_baseline.py --model 0.5b --limit 5 --output
+/tmp/arag-05b-5``, hard-killed during question 3 and run again (it resumed at 2 of 5 done),
+then run a third time (nothing left: converted and scored again in 36 s):
+
+- A-RAG's index of the 6,124 Sleuth chunks (28,366 sentences) took 15 min, once.
+- 8 LLM calls: 0 replies with native ``tool_calls`` (no tool ever ran; 1 step per
+  question), 1 call written as text (``<json>{"name": "keyword_search", ...}``, taken by
+  A-RAG as the final answer), 1 reply echoing the whole tool list (3,642 characters, 852
+  tokens, 83 s), 3 replies that ran to the 300 s timeout, each followed by a forced answer.
+- 205 s per question, answers 800 characters on average (the echo included).
+- Contain-Acc 20.0 by A-RAG's ``scripts/eval.py`` and 20.0 by ``sleuth eval score`` (the
+  converted file and A-RAG's own file alike); EM 0, F1 7.5, retrieved evidence R@5 0. LLM-Acc
+  100.0 with the 0.5B model as judge: it called all 5 answers correct, so that judge is
+  worthless here (labelled as such in the output).
 """
 
 from __future__ import annotations
@@ -432,7 +446,7 @@ def convert(record: dict[str, Any], q: Question, calls: list[dict[str, Any]],
         "prompt_tokens_processed": sum(c.get("prompt_processed") or 0 for c in calls),
         "completion_tokens": sum(c.get("completion_tokens", 0) for c in calls),
         "native_tool_call_replies": replies["native"],
-        "text_tool_call_replies": replies["text_call"],
+        "text_tool_call_replies": replies["text_call"], "echo_replies": replies["echo"],
         "timed_out_replies": sum(bool(c.get("timed_out")) for c in calls),
         "latency": round(max(c["started"] + c["seconds"] for c in calls)
                          - min(c["started"] for c in calls), 3) if calls else 0.0,
@@ -578,13 +592,20 @@ def write_converted(out: Path, chosen: Sequence[Question], corpus: Corpus,
 
 def render(summary: dict[str, Any], out: Path) -> str:
     run = summary["run"]
+    records = list(read_jsonl(out / "sleuth" / "predictions.jsonl"))
+    rows = [[r["question_id"][:12], r["loops"], r["llm_calls"], r["native_tool_call_replies"],
+             r["text_tool_call_replies"], r["echo_replies"], r["timed_out_replies"],
+             r["latency"], r["answer_chars"], " ".join(r["answer"].split())[:60]]
+            for r in records]
     lines = [f"# A-RAG ({summary['arag_commit'][:7]}) on {summary['dataset']}, "
              f"{summary['model']}", "",
              md_table(["what", "value"], [[k, v] for k, v in run.items()]), "",
              side_by_side(summary["arag_eval"], summary["sleuth_score"],
                           summary["sleuth_score_arag_file"]), "",
              f"LLM-Acc judge: {summary['llm_acc_judge']}.",
-             f"Re-score: `sleuth eval score {out / 'sleuth'}`"]
+             f"Re-score: `sleuth eval score {out / 'sleuth'}`", "",
+             md_table(["question", "steps", "calls", "native", "as text", "echo", "timeouts",
+                       "seconds", "chars", "answer"], rows)]
     return "\n".join(lines) + "\n"
 
 
