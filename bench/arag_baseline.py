@@ -26,19 +26,17 @@ adapter takes a checkout (``--arag PATH``) or exports the stored mirror's HEAD i
   not cap a request that names ``max_tokens``: tried, a 292-token reply under ``-n 20``).
 
 A-RAG's settings stay as ``configs/example.yaml`` gives them (max_tokens 16,384, temperature
-0, reasoning_effort "medium", 15 loops, a 128k token budget) and its ``LLMClient`` keeps its
-300 s timeout; the batch runner in fact passes only ``reasoning_effort`` from the ``llm``
-section and uses the client's defaults (temperature 0, 16,384 tokens). At 15-30 tokens/s on
-2 cores a runaway reply costs up to 300 s, then A-RAG's forced final answer may cost 300 s
-more. Sampling is llama.cpp's default (no repeat penalty; Sleuth's own client sends one).
+0, reasoning_effort "medium", 15 loops, 128k token budget; its runner passes only
+``reasoning_effort`` on, the rest are its client's equal defaults) with its 300 s timeout: a
+runaway reply costs 300 s, a forced answer after it up to 300 s more. Sampling is llama.cpp's
+default (no repeat penalty; Sleuth's own client sends one).
 
-Outputs in ``--output``: A-RAG's ``predictions.jsonl``, ``llm_calls.jsonl`` (one line per
-request), ``sleuth/predictions.jsonl`` (the same records for ``sleuth eval score``, with
-gold ids from the dataset and A-RAG's searched and read chunk ids mapped to passage ids),
-``arag_eval/`` (A-RAG's ``scripts/eval.py`` output; its LLM-Acc is judged by the same local
-model, labelled), and ``summary.json`` / ``summary.md``. Re-running the same command
-resumes: A-RAG's batch runner skips question ids already in its predictions file, and logged
-calls of questions an interruption cut off are dropped before it starts.
+Outputs in ``--output``: A-RAG's ``predictions.jsonl``; ``llm_calls.jsonl``, a line per
+request; ``sleuth/predictions.jsonl``, the same records for ``sleuth eval score`` (gold ids
+from the dataset, searched and read chunk ids mapped to passage ids); ``arag_eval/``, from
+A-RAG's ``scripts/eval.py`` (LLM-Acc judged by the same local model, labelled); and
+``summary.json``/``.md``. The same command resumes: A-RAG's runner skips finished ids, and
+logged calls of questions an interruption cut off are dropped first.
 
     python bench/arag_baseline.py --model 0.5b --limit 5       # iteration run
     python bench/arag_baseline.py --model 1.5b --limit 100     # the published baseline
@@ -469,7 +467,8 @@ def summarise(records: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dic
         "replies_native_tool_calls": replies["native"],
         "replies_tool_calls_as_text": replies["text_call"],
         "replies_echoing_tool_descriptions": replies["echo"],
-        "replies_answer_text": replies["answer"], "requests_failed": replies["error"],
+        "replies_answer_text": replies["answer"],
+        "requests_failed_incl_timeouts": replies["error"],
         "replies_timed_out": sum(bool(c.get("timed_out")) for c in calls),
         "replies_capped": sum(bool(c.get("capped")) for c in calls),
         "forced_answer_requests": sum(not c.get("tools_offered") for c in calls),
