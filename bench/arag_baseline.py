@@ -601,7 +601,8 @@ def render(summary: dict[str, Any], out: Path) -> str:
              md_table(["what", "value"], [[k, v] for k, v in run.items()]), "",
              side_by_side(summary["arag_eval"], summary["sleuth_score"],
                           summary["sleuth_score_arag_file"]), "",
-             f"LLM-Acc judge: {summary['llm_acc_judge']}.",
+             f"LLM-Acc judge: {summary['llm_acc_judge']}." if summary["arag_eval"] else
+             "A-RAG's scripts/eval.py not run (--no-score).",
              f"Re-score: `sleuth eval score {out / 'sleuth'}`", "",
              md_table(["question", "steps", "calls", "native", "as text", "echo", "timeouts",
                        "seconds", "chars", "answer"], rows)]
