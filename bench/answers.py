@@ -111,7 +111,7 @@ def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
 
 
 def run_dataset(name: str, agents: list[str], model: str, index: str | None,
-                judge: bool, arag: bool) -> dict[str, Any]:
+                judge: bool, arag: bool, cap_tokens: int | None = None) -> dict[str, Any]:
     import sleuth.eval as sleuth_eval
     from sleuth.llm.cache import default_llm_cache
 
@@ -132,10 +132,11 @@ def run_dataset(name: str, agents: list[str], model: str, index: str | None,
         print(f"[{name}] {agent}: {timings[agent]}", flush=True)
     runs = [out / a for a in agents]
     if arag and name == "2wiki":
-        from arag_baseline import run_baseline  # the A-RAG authors' code, fetched
+        from arag_baseline import run_arag  # the A-RAG authors' code, fetched
 
-        runs.append(run_baseline(questions=questions, corpus=folder / "corpus.json",
-                                 output=out / "arag-code", model=model))
+        timings["arag-code"] = run_arag(folder, questions=questions, model=model,
+                                        output=out / "arag-code", cap_max_tokens=cap_tokens)
+        runs.append(out / "arag-code" / "sleuth")
     scores = sleuth_eval.score(runs, ks=(2, 5), judge=judge or spec.judge,
                                settings=settings if judge or spec.judge else None)
     (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
@@ -176,6 +177,9 @@ def main() -> None:
                         help="LLM-Acc (local judge) on every dataset, not only GraphRAG-Bench")
     parser.add_argument("--arag", action="store_true",
                         help="also run the A-RAG authors' code on 2Wiki (bench/arag_baseline.py)")
+    parser.add_argument("--arag-cap-max-tokens", type=int, default=None,
+                        help="lower A-RAG's max_tokens (16,384) to N on the wire (a deviation, "
+                        "reported)")
     args = parser.parse_args()
     indexes = dict(item.split("=", 1) for item in args.index)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
@@ -187,7 +191,7 @@ def main() -> None:
     for name in names:
         agents = args.agents.split(",") if args.agents else list(SPECS[name].agents)
         results.append(run_dataset(name, agents, args.model, indexes.get(name),
-                                   args.judge_all, args.arag))
+                                   args.judge_all, args.arag, args.arag_cap_max_tokens))
     OUT.mkdir(parents=True, exist_ok=True)
     summary = {"machine": facts, "model": args.model,
                "command": "python bench/answers.py " + " ".join(sys.argv[1:]),
