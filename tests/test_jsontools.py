@@ -145,6 +145,21 @@ def test_answers_cite_sources_from_the_chunk_ids_the_tools_showed(sample_index: 
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
 
 
+def test_facts_first_answers_read_the_deciding_facts_out_first(sample_index: Path) -> None:
+    """The local model's answer object starts with "facts" (kept as the step's reasoning),
+    so a small model writes out the dates it compares before it names the answer."""
+    script = [reply('{"tool": "keyword_search", "arguments": {"keywords": ["Greatorex"]}}'),
+              reply(json.dumps({"facts": "Greatorex showed levers trade time for strength.",
+                                "answer": "Levers.", "sources": [PEPYS]}))]
+    answer, requests = _ask(sample_index, script, facts_first=True)
+    final = requests[1]["response_format"]["json_schema"]["schema"]["anyOf"][-1]
+    assert final["required"] == ["facts", "answer", "sources"]
+    assert list(final["properties"]) == ["facts", "answer", "sources"]
+    system = requests[0]["messages"][0]["content"]
+    assert '{"facts": "<the facts from the retrieved text' in system
+    assert answer.answer == f"Levers. [{PEPYS}]"
+
+
 def test_answer_only_calls_are_structured_free_text_calls_are_not(sample_index: Path) -> None:
     script = [reply(json.dumps({"answer": "Levers.", "sources": [PEPYS]}))]
     with FakeLLMServer(script) as server:

@@ -38,6 +38,9 @@ _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _OBJECT = re.compile(r"\{.*\}", re.S)
 _OPEN_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
 ANSWER_CHARS = 2000  # longest final answer the schema allows (small models can loop)
+FACTS_CHARS = 600  # longest "facts" field of a facts-first answer
+_FACTS = ('"facts": "<the facts from the retrieved text that decide the answer, with their '
+          'names, dates and numbers>", ')
 
 _PROTOCOL = """
 
@@ -75,9 +78,13 @@ class JsonToolCalls:
     """An :class:`~sleuth.llm.LLM` that gets tool calls from a model as JSON replies."""
 
     def __init__(self, inner: _ChatClient, *, constrain: bool = True, max_reasks: int = 2,
-                 context_window: int | None = None, require_tool_first: bool = False) -> None:
+                 context_window: int | None = None, require_tool_first: bool = False,
+                 facts_first: bool = False) -> None:
         self.inner = inner
         self.model = inner.model
+        # the final answer object starts with "facts": the evidence the answer rests on, so
+        # a small model reads the deciding facts out before it answers (kept as reasoning)
+        self.facts_first = facts_first
         # small models tend to answer from memory at once: make the first reply a tool call
         self.require_tool_first = require_tool_first
         self.context_window = context_window  # the agent keeps its budget under this
@@ -103,10 +110,12 @@ class JsonToolCalls:
             and not any(m.get("role") == "tool" for m in messages))
         # the system prompt lists every tool on every step, so that a server's prompt cache
         # keeps the whole conversation; a step without tools says so in a last message
-        history = _rewrite(messages, functions)
+        history = _rewrite(messages, functions, self.facts_first)
         if functions and not offered:
-            history.append({"role": "user", "content": _ANSWER_NOW})
-        schema = reply_schema(offered, answer=answer_allowed, sources=_seen_ids(messages))
+            history.append({"role": "user", "content": _with_facts(_ANSWER_NOW,
+                                                                   self.facts_first)})
+        schema = reply_schema(offered, answer=answer_allowed, sources=_seen_ids(messages),
+                              facts=self.facts_first)
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply",
                                                                    "schema": schema}}
                            if self.constrain else None)
@@ -129,23 +138,29 @@ class JsonToolCalls:
                             "Reply again with one JSON object as instructed."}]
                 continue
             return ChatResponse(answer, tuple(calls), usage, response.model,
-                                "tool_calls" if calls else response.finish_reason)
+                                "tool_calls" if calls else response.finish_reason,
+                                _facts_of(text) if answer is not None else response.reasoning)
         return ChatResponse(text, (), usage, response.model, response.finish_reason)
 
 
 def reply_schema(functions: Mapping[str, Mapping[str, Any]], *, answer: bool = True,
-                 sources: Sequence[str] = ()) -> dict[str, Any]:
+                 sources: Sequence[str] = (), facts: bool = False) -> dict[str, Any]:
     """One JSON object: a call of one of ``functions``, or (when allowed) the final answer,
-    whose ``sources`` must be chunk ids the tools have shown (when they have shown any)."""
+    whose ``sources`` must be chunk ids the tools have shown (when they have shown any);
+    with ``facts``, the answer object starts with the facts it rests on."""
     final: dict[str, Any] = {
         "type": "object",
         "properties": {"answer": {"type": "string", "maxLength": ANSWER_CHARS}},
         "required": ["answer"], "additionalProperties": False,
     }
+    if facts:  # first: schema-guided decoding writes properties in this order
+        final["properties"] = {"facts": {"type": "string", "maxLength": FACTS_CHARS},
+                               **final["properties"]}
+        final["required"] = ["facts", "answer"]
     if sources:
         final["properties"]["sources"] = {"type": "array", "items": {"enum": list(sources)},
                                           "minItems": 1, "maxItems": 5}
-        final["required"] = ["answer", "sources"]
+        final["required"] = [*final["required"], "sources"]
     calls = [{"type": "object",
               "properties": {"tool": {"const": name},
                              "arguments": _plain_schema(f.get("parameters") or {})},
@@ -223,6 +238,22 @@ def _with_sources(answer: str, sources: Any) -> str:
     return answer.rstrip() + (" " + " ".join(map(cite, missing)) if missing else "")
 
 
+def _with_facts(text: str, facts: bool) -> str:
+    """A protocol text whose answer object starts with the "facts" field when ``facts``."""
+    if not facts:
+        return text
+    return text.replace('{{"answer": ', "{{" + _FACTS.replace("{", "{{").replace("}", "}}")
+                        + '"answer": ').replace('{"answer": ', "{" + _FACTS + '"answer": ')
+
+
+def _facts_of(text: str) -> str | None:
+    """The "facts" field of a reply's answer object, if it has one."""
+    for obj in json_objects(text):
+        if isinstance(obj.get("facts"), str) and obj["facts"].strip():
+            return str(obj["facts"]).strip()
+    return None
+
+
 def _seen_ids(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """Chunk ids and reference ids named in tool results and user messages (retrieved
     passages), first seen first."""
@@ -265,7 +296,8 @@ def json_objects(text: str) -> Iterable[dict[str, Any]]:
 
 
 def _rewrite(messages: Sequence[Mapping[str, Any]],
-             functions: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+             functions: Mapping[str, Mapping[str, Any]],
+             facts: bool = False) -> list[dict[str, Any]]:
     """The OpenAI tool-calling history in the JSON protocol: calls as the JSON the model
     wrote, results as user messages, the protocol appended to the system prompt."""
     listing = "\n".join(
@@ -273,7 +305,8 @@ def _rewrite(messages: Sequence[Mapping[str, Any]],
         f"{json.dumps(_plain_schema(f.get('parameters') or {}))}"
         for name, f in functions.items()
     )
-    protocol = _PROTOCOL.format(tools=listing) if functions else _ANSWER_ONLY
+    protocol = (_with_facts(_PROTOCOL, facts).format(tools=listing) if functions
+                else _with_facts(_ANSWER_ONLY, facts))
     out: list[dict[str, Any]] = []
     names: dict[str, str] = {}
     for message in messages:

@@ -364,7 +364,8 @@ def client(server: LocalServer, size: str, settings: LLMSettings) -> JsonToolCal
                          max_tokens=settings.max_tokens or 1024,
                          timeout=max(settings.timeout, 900.0), max_retries=settings.max_retries,
                          extra_body=SAMPLING)
-    return JsonToolCalls(inner, context_window=server.context, require_tool_first=True)
+    return JsonToolCalls(inner, context_window=server.context, require_tool_first=True,
+                         facts_first=True)
 
 
 def _free_port() -> int:
