@@ -85,3 +85,9 @@ def test_replies_are_cached_by_request(dataset: Path, tmp_path: Path) -> None:
         return {r["question_id"]: (r["answer"], r["prompt_tokens"]) for r in records}
 
     assert answers("a") == answers("b") and len(answers("a")) == 2
+    # a local server started again listens on another port: the same requests still hit
+    with FakeLLMServer([]) as restarted:
+        run(dataset, "naive-rag", output=tmp_path / "d", limit=2, workers=1,
+            settings=_settings(restarted.base_url), index=tmp_path / "idx", llm_cache=cache)
+        assert restarted.requests == []
+    assert answers("d") == answers("a")

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sleuth.llm.base import ChatResponse, ToolCall, Usage
 
@@ -61,6 +62,7 @@ class ReplyCache:
     def key(self, request: Mapping[str, Any]) -> str:
         """The hash of ``request`` together with the inner client's options."""
         options = {name: getattr(self.inner, name, None) for name in _OPTIONS}
+        options["base_url"] = _endpoint(options["base_url"])
         text = json.dumps({"model": self.model, "options": options, "request": request},
                           sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -87,6 +89,17 @@ class ReplyCache:
         with self._count:
             self.misses += 1
         return response
+
+
+def _endpoint(base_url: Any) -> Any:
+    """The endpoint as the key sees it: a server on this machine without its port, which a
+    local model server picks anew each start (the model's name tells the servers apart)."""
+    if not isinstance(base_url, str):
+        return base_url
+    parts = urlsplit(base_url)
+    if parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return urlunsplit((parts.scheme, parts.hostname, parts.path, "", ""))
+    return base_url
 
 
 def _dumps(response: ChatResponse) -> str:
