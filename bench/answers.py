@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -163,6 +164,8 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
+    # a SIGTERM exits through SystemExit, so the local model server stops with the bench
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default=",".join(SPECS),
                         help=f"comma-separated, of {', '.join(SPECS)}")
