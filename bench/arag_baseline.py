@@ -527,7 +527,9 @@ def run_arag(dataset: str | Path = QUESTIONS_2WIKI.parent, *, limit: int | None 
     data, chosen = select(dataset, questions, limit)
     if data.corpus is None:
         raise SystemExit(f"{dataset} has no corpus file to chunk")
-    out = Path(output or OUT_DIR / "arag" / f"{data.name}-{model if not base_url else 'server'}")
+    # absolute: A-RAG's runner works in its own folder
+    out = Path(output or OUT_DIR / "arag" / f"{data.name}-{model if not base_url else 'server'}"
+               ).resolve()
     out.mkdir(parents=True, exist_ok=True)
     corpus = prepare_corpus(data.corpus, root, Settings.load().chunk.tokens)
     write_questions(out / "questions.json", chosen)
