@@ -28,15 +28,12 @@ from sleuth.errors import (
     Busy,
     ConfigError,
     ForbiddenError,
-    IngestError,
-    LLMError,
     MissingDependency,
-    NotFoundError,
     RequestError,
     SleuthError,
-    ToolError,
 )
 from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.chat import chat_router
 from sleuth.server.events import ask_events
 from sleuth.server.openapi import (
     BEARER,
@@ -52,6 +49,7 @@ from sleuth.server.openapi import (
     check_pattern,
     check_session_id,
     responses,
+    status_for,
 )
 from sleuth.server.runs import runs_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
@@ -77,8 +75,6 @@ try:
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
-STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
-          IngestError: 400, LLMError: 502, Busy: 503}
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
@@ -124,13 +120,6 @@ DocumentId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
                                           pattern=PATH_ID_PATTERN, description="Document id")]
 
 
-def status_for(exc: SleuthError) -> int:
-    for kind, code in STATUS.items():
-        if isinstance(exc, kind):
-            return code
-    return 500
-
-
 def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     """The FastAPI app serving ``service`` and the run viewer over ``serve.runs``;
     ``auth=False`` (``--no-auth``) for local use only."""
@@ -150,6 +139,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     _agent_routes(router, service)
     _session_routes(router, service)
     app.include_router(router)
+    app.include_router(chat_router(service, caller, auth))  # /v1/models, /v1/chat/completions
 
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
