@@ -290,12 +290,12 @@ def _step_line(step: Any) -> str:
     result = step.error or " ".join(str(step.tool_output).split())
     if len(result) > _SHORT:
         result = result[:_SHORT - 1] + "…"
-    return f"{step.step}. {step.tool_name}({arguments}) → {result}\n"
+    return f"- {step.tool_name}({arguments}) → {result}\n"
 
 
 def _context_line(event: Mapping[str, Any]) -> str:
     action = "summarizing to make room" if event["action"] == "summarize" else "warned"
-    return (f"context: {event['used']} of {event['budget']} tokens ({event['percent']} %), "
+    return (f"- context: {event['used']} of {event['budget']} tokens ({event['percent']} %), "
             f"{action}\n")
 
 
