@@ -205,7 +205,7 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
               "`chat.completion.chunk` events ending in `data: [DONE]`",
               "content": {"application/json": {"schema": _completion_schema()},
                           "text/event-stream": {"schema": {"type": "string"}}}},
-        **_responses(400, 404, 413, 502, 503)},
+        **_responses(400, 404, 413, 502)},
         openapi_extra={"requestBody": {"required": True, "content": {
             "application/json": {"schema": _request_schema(models)}}}})
     async def chat_completions(request: Request, who: Who) -> Response:
