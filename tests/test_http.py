@@ -237,6 +237,27 @@ def test_the_stream_tells_context_budget_events(endpoint: Any, sample_copy: Path
         running.close()
 
 
+def test_the_json_tool_protocol_streams_the_answer_string(endpoint: Any,
+                                                          sample_copy: Path) -> None:
+    """The local model's protocol: the reply is a JSON object, and the characters of its
+    "answer" string are the tokens."""
+    script = [reply(json.dumps({"tool": "keyword_search",
+                                "arguments": {"keywords": ["Greatorex"]}})),
+              reply(json.dumps({"answer": f"Greatorex showed \"levers\" [{PEPYS}]."}))]
+    server = endpoint(script)
+    running = Running(Service(sample_copy, Settings.load(
+        llm={"tool_mode": "json"}, serve={"api_keys": {"tests": KEY}})))
+    try:
+        with server:
+            events = _events(running.client, {"question": "levers?", "agent": "full"})
+        tokens = [d["text"] for e, d in events if e == "token"]
+        assert events[-1][0] == "answer" and len(tokens) > 1
+        assert "".join(tokens) == events[-1][1]["answer"] == \
+            f'Greatorex showed "levers" [{PEPYS}].'
+    finally:
+        running.close()
+
+
 def test_an_abandoned_stream_stops_the_agent(endpoint: Any, sample_copy: Path) -> None:
     slow = call("keyword_search", keywords=["Pepys"])
     slow["delay"] = 1.0
