@@ -213,7 +213,7 @@ def test_the_stream_tells_context_budget_events(endpoint: Any, sample_copy: Path
                                                 agent: dict[str, Any], action: str) -> None:
     script = [call("search", queries=["Greatorex levers"]),
               call("summarize", notes="Greatorex explained levers.", keep_refs=[]),
-              reply("Greatorex.")]
+              reply("Greatorex.\n\nRelevance: [turn1search1]=0.9")]
     server = endpoint(script)
     running = Running(Service(sample_copy, Settings.load(
         agent=agent, serve={"api_keys": {"tests": KEY}})))
@@ -230,7 +230,9 @@ def test_the_stream_tells_context_budget_events(endpoint: Any, sample_copy: Path
         kinds = [e for e, _ in events]
         assert kinds.index("context") > kinds.index("step")  # after the search that filled it
         assert kinds[-1] == "answer"
-        assert "".join(d["text"] for e, d in events if e == "token") == events[-1][1]["answer"]
+        # the tokens are the answer as recorded: without the Relevance line
+        assert "".join(d["text"] for e, d in events if e == "token") == "Greatorex."
+        assert events[-1][1]["answer"] == "Greatorex."
         recorded = events[-1][1]["context_events"]
         assert recorded[0]["event"] == ("warning" if action == "warn" else "summarize")
     finally:

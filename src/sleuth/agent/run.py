@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sleuth.agent.citations import parse_citations, resolve_sources
+from sleuth.agent.citations import AnswerStream, parse_citations, resolve_sources
 from sleuth.llm import LLM, ChatResponse, cost
 from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
@@ -124,9 +124,13 @@ class Run:
         listener = self.listener
         if may_answer and listener is not None and listener.token is not None and \
                 isinstance(self.llm, Streaming):
-            return self.account(self.llm.stream_chat(
-                messages, tools, tool_choice=tool_choice,
-                parallel_tool_calls=parallel_tool_calls, on_text=listener.say))
+            spoken = AnswerStream(listener.say)
+            response = self.llm.stream_chat(messages, tools, tool_choice=tool_choice,
+                                            parallel_tool_calls=parallel_tool_calls,
+                                            on_text=spoken.feed)
+            if not response.tool_calls:
+                spoken.end()
+            return self.account(response)
         return self.account(self.llm.chat(messages, tools, tool_choice=tool_choice,
                                           parallel_tool_calls=parallel_tool_calls))
 
