@@ -155,12 +155,12 @@ def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 def _request_schema(models: Sequence[str]) -> dict[str, Any]:
     """What ``POST /v1/chat/completions`` reads of OpenAI's request; other fields are
     accepted and ignored, as OpenAI-compatible servers do."""
-    text_parts = {"type": "array", "items": {
+    parts = {"type": "array", "items": {
         "type": "object", "required": ["type"],
         "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}}
     message = {"type": "object", "required": ["role"], "properties": {
         "role": {"enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {"anyOf": [{"type": "string"}, text_parts, {"type": "null"}]}}}
+        "content": {"anyOf": [{"type": "string"}, parts, {"type": "null"}]}}}
     return {"type": "object", "required": ["model", "messages"], "properties": {
         "model": {"type": "string", "enum": list(models),
                   "description": "The agent: `sleuth-auto` or `sleuth-<agent>` (GET /v1/models)"},
@@ -191,7 +191,8 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
     router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], route_class=ChatRoute,
                        tags=["chat (OpenAI-compatible)"], responses=_responses(*denied, 500))
     models = model_names()
-    check = Draft202012Validator(_request_schema(models))
+    schema = _request_schema(models)
+    check = Draft202012Validator(schema)
 
     @router.get("/models")
     async def list_models() -> dict[str, Any]:
@@ -207,7 +208,7 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
                           "text/event-stream": {"schema": {"type": "string"}}}},
         **_responses(400, 404, 413, 502)},
         openapi_extra={"requestBody": {"required": True, "content": {
-            "application/json": {"schema": _request_schema(models)}}}})
+            "application/json": {"schema": schema}}}})
     async def chat_completions(request: Request, who: Who) -> Response:
         """Answer the last user message with the agent the model names, the earlier turns
         as its history; streamed as OpenAI streams when ``stream`` is true."""
