@@ -184,9 +184,78 @@ def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
                         event = line[7:]
                     elif line.startswith("data: "):
                         events.append((event, json.loads(line[6:])))
-        assert [e for e, _ in events] == ["step", "answer"]
+        assert [e for e, _ in events if e != "token"] == ["step", "answer"]
         assert events[0][1]["tool_name"] == "keyword_search"
-        assert events[1][1]["answer"] == record["answer"]
+        assert events[-1][1]["answer"] == record["answer"]
+        # the answer's text arrived as it was written, in pieces, between step and answer
+        tokens = [d["text"] for e, d in events if e == "token"]
+        assert len(tokens) > 1 and "".join(tokens) == record["answer"]
+        assert [e for e, _ in events][1:-1] == ["token"] * len(tokens)
+    finally:
+        running.close()
+
+
+def _events(client: httpx.Client, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    events, event = [], None
+    with client.stream("POST", "/v1/ask/stream", json=body) as response:
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                events.append((event, json.loads(line[6:])))
+    return events
+
+
+@pytest.mark.parametrize(("agent", "action"), [({"token_budget": 100_000, "warn_ratio": 0.001},
+                                                 "warn"),
+                                                ({"token_budget": 1000}, "summarize")])
+def test_the_stream_tells_context_budget_events(endpoint: Any, sample_copy: Path,
+                                                agent: dict[str, Any], action: str) -> None:
+    script = [call("search", queries=["Greatorex levers"]),
+              call("summarize", notes="Greatorex explained levers.", keep_refs=[]),
+              reply("Greatorex.\n\nRelevance: [turn1search1]=0.9")]
+    server = endpoint(script)
+    running = Running(Service(sample_copy, Settings.load(
+        agent=agent, serve={"api_keys": {"tests": KEY}})))
+    try:
+        with server:
+            events = _events(running.client, {"question": "levers?", "agent": "docs"})
+        context = [d for e, d in events if e == "context"]
+        assert context, events
+        first = context[0]
+        assert first["action"] == action and set(first) == {"used", "budget", "percent",
+                                                            "action"}
+        assert first["budget"] == agent["token_budget"]
+        assert first["percent"] == round(100 * first["used"] / first["budget"])
+        kinds = [e for e, _ in events]
+        assert kinds.index("context") > kinds.index("step")  # after the search that filled it
+        assert kinds[-1] == "answer"
+        # the tokens are the answer as recorded: without the Relevance line
+        assert "".join(d["text"] for e, d in events if e == "token") == "Greatorex."
+        assert events[-1][1]["answer"] == "Greatorex."
+        recorded = events[-1][1]["context_events"]
+        assert recorded[0]["event"] == ("warning" if action == "warn" else "summarize")
+    finally:
+        running.close()
+
+
+def test_the_json_tool_protocol_streams_the_answer_string(endpoint: Any,
+                                                          sample_copy: Path) -> None:
+    """The local model's protocol: the reply is a JSON object, and the characters of its
+    "answer" string are the tokens."""
+    script = [reply(json.dumps({"tool": "keyword_search",
+                                "arguments": {"keywords": ["Greatorex"]}})),
+              reply(json.dumps({"answer": f"Greatorex showed \"levers\" [{PEPYS}]."}))]
+    server = endpoint(script)
+    running = Running(Service(sample_copy, Settings.load(
+        llm={"tool_mode": "json"}, serve={"api_keys": {"tests": KEY}})))
+    try:
+        with server:
+            events = _events(running.client, {"question": "levers?", "agent": "full"})
+        tokens = [d["text"] for e, d in events if e == "token"]
+        assert events[-1][0] == "answer" and len(tokens) > 1
+        assert "".join(tokens) == events[-1][1]["answer"] == \
+            f'Greatorex showed "levers" [{PEPYS}].'
     finally:
         running.close()
 

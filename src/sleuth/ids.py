@@ -85,6 +85,12 @@ def split_answer(text: str) -> tuple[str, dict[str, float]]:
     return body, scores
 
 
+def is_relevance_line(line: str) -> bool:
+    """Whether ``line`` is an answer's ``Relevance:`` line (which :func:`split_answer` takes
+    out)."""
+    return bool(_RELEVANCE_LINE.fullmatch(line.strip("\n")))
+
+
 def strip_citations(text: str) -> str:
     """The answer without its ``[chunk id]`` citation brackets and ``Relevance:`` line, for
     scoring against gold answers (EM/F1 would otherwise count the ids as wrong tokens)."""

@@ -368,15 +368,23 @@ class Service:
                                f"{', '.join(sorted([*VARIANTS, AUTO]))}")
 
     def ask(self, question: str, agent: str = DEFAULT_AGENT, session: str | None = None,
-            on_step: StepCallback | None = None, caller: Caller = LOCAL) -> dict[str, Any]:
-        """Answer ``question`` with ``agent`` (in ``session`` when given); the A-RAG record."""
+            on_step: StepCallback | None = None, caller: Caller = LOCAL,
+            history: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        """Answer ``question`` with ``agent`` (in ``session`` when given); the A-RAG record.
+        ``on_step`` may be a :class:`~sleuth.agent.run.Listener`, which also hears the
+        answer's tokens and the context events. ``history``: earlier turns a client keeps
+        itself (user and assistant messages, as a chat client resends them), for a question
+        asked outside a saved session."""
         from sleuth.agent.variants import build_agent
 
         self.check_ask(question, agent)
         if session is None:
             answer = build_agent(agent, self.view(caller), self.llm, self.settings).run(
-                question, on_step=on_step)
+                question, on_step=on_step, history=[dict(m) for m in history])
             return answer.to_record()
+        if history:
+            raise RequestError("a saved session keeps its own history: send a session id or "
+                               "earlier turns, not both")
         with self._session_locks.hold(session, _owner(caller)):
             conversation = self._session(session, caller, create=True, agent=agent,
                                          llm=self.llm)

@@ -12,14 +12,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sleuth.docview import DocumentView
-from sleuth.ids import cited_ids, split_answer, strip_citations
+from sleuth.ids import cited_ids, is_relevance_line, split_answer, strip_citations
+from sleuth.llm.base import TextCallback
 from sleuth.types import Citation
 
 if TYPE_CHECKING:
     from sleuth.index import ReadIndex
     from sleuth.tracker import Tracker
 
-__all__ = ["cited_ids", "parse_citations", "resolve_sources", "split_answer", "strip_citations"]
+__all__ = ["AnswerStream", "cited_ids", "parse_citations", "resolve_sources", "split_answer",
+           "strip_citations"]
 
 
 def parse_citations(
@@ -64,3 +66,68 @@ def resolve_sources(index: ReadIndex, tracker: Tracker, ids: Sequence[str]) -> d
         elif (v := view(cid)) is not None:
             out[cid] = Citation("", cid, v.document.title, 1.0)
     return out
+
+
+class AnswerStream:
+    """The answer's text as :func:`parse_citations` gives it, passed on to ``say`` while the
+    model writes it: without blanks at either end and without its ``Relevance:`` line (each
+    line's start is held back until it cannot be one)."""
+
+    def __init__(self, say: TextCallback) -> None:
+        self.say = say
+        self.head = ""  # the start of the current line, held back
+        self.open = False  # the current line is not a Relevance line: it passes
+        self.blanks = ""  # white space held until more text follows it
+        self.started = False
+
+    def feed(self, piece: str) -> None:
+        out: list[str] = []
+        for char in piece:
+            if self.open:
+                self.open = char != "\n"
+                self._text(char, out)
+            elif char == "\n":
+                self._line_end(out)
+            else:
+                self.head += char
+                if not _maybe_relevance(self.head):
+                    self.open = True
+                    self._release(out)
+        if out:
+            self.say("".join(out))
+
+    def end(self) -> None:
+        """The reply is complete: its last line goes on unless it is a Relevance line."""
+        out: list[str] = []
+        if not is_relevance_line(self.head):
+            self._release(out)
+        if out:
+            self.say("".join(out))
+
+    def _line_end(self, out: list[str]) -> None:
+        if is_relevance_line(self.head):
+            self.head = ""
+        self._release(out)
+        self._text("\n", out)
+
+    def _release(self, out: list[str]) -> None:
+        head, self.head = self.head, ""
+        for char in head:
+            self._text(char, out)
+
+    def _text(self, char: str, out: list[str]) -> None:
+        if char.isspace():
+            self.blanks += char
+            return
+        if self.started:
+            out.append(self.blanks)
+        self.blanks, self.started = "", True
+        out.append(char)
+
+
+def _maybe_relevance(head: str) -> bool:
+    """Whether a line that starts with ``head`` may be a ``Relevance:`` line."""
+    word = head.lstrip().lstrip("*").lower()
+    if len(word) < len("relevance"):
+        return "relevance".startswith(word)
+    return is_relevance_line(head) or word.rstrip("* \t") == "relevance"

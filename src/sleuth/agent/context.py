@@ -89,6 +89,7 @@ class ContextWatch:
             if self.forced >= 3:  # summarizing no longer frees enough
                 return False
             self.forced += 1
+            self.run.context(used, budget, "summarize")
             self._force_summary(messages, used, budget)
             return count_messages(messages) < budget
         if used >= self.settings.warn_ratio * budget and not self.warned:
@@ -98,6 +99,7 @@ class ContextWatch:
             self.run.answer.context_events.append({"step": len(self.run.answer.trajectory),
                                                    "event": "warning", "tokens": used,
                                                    "budget": budget})
+            self.run.context(used, budget, "warn")
         return True
 
     def _force_summary(self, messages: list[dict[str, Any]], used: int, budget: int) -> None:

@@ -51,14 +51,16 @@ class Agent(ModelRunner):
             history: Sequence[dict[str, Any]] = ()) -> Answer:
         """Answer ``question``. A session passes its ``tracker`` and the ``history`` of
         earlier turns (the messages of :attr:`Answer.messages`), so follow-ups see what was
-        already retrieved."""
+        already retrieved; a history without a system message (a chat client's turns) gets
+        this agent's."""
         with self.start(question, question_id=question_id, on_step=on_step,
                         tracker=tracker) as run:
             budget = self._budget()
             ctx = ToolContext(self.index, run.tracker, full_chunks=self.full_chunks,
                               token_budget=budget)
-            messages: list[dict[str, Any]] = list(history) or [
-                {"role": "system", "content": self.system_prompt}]
+            messages: list[dict[str, Any]] = list(history)
+            if not messages or messages[0].get("role") != "system":
+                messages.insert(0, {"role": "system", "content": self.system_prompt})
             first_choice = None
             if self.first_as_call and self.retrieve_first:
                 messages.append({"role": "user", "content": question})
@@ -161,11 +163,12 @@ class Agent(ModelRunner):
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
               tool_choice: str | None = None) -> ChatResponse:
+        """A call of the loop: its reply is the answer unless it calls a tool."""
         if not schemas:  # no tools offered: this call is for the final answer
             tool_choice = "none"
         return run.chat(messages, schemas or None, tool_choice=tool_choice,
                         parallel_tool_calls=self.settings.parallel_tool_calls if schemas
-                        else None)
+                        else None, may_answer=True)
 
     def _context_tokens(self, response: ChatResponse, messages: list[dict[str, Any]]) -> int:
         """Tokens the next call will send: the last prompt plus what was appended since."""

@@ -8,6 +8,11 @@ another way), steps through :meth:`Run.record`, and :meth:`Run.finish` turns the
 into the answer with its citations; leaving the ``with`` block stamps the time. A runner
 that wraps others (routing, verification, the scope gate) adds their answers to its books
 with :meth:`Run.absorb` and returns one of them with :meth:`Run.adopt`.
+
+Whoever asks may watch a run live by passing a :class:`Listener` as ``on_step``: besides
+each step it hears the answer's text as the model writes it (a call that may be the answer
+says so: ``run.chat(..., may_answer=True)``) and the context-budget events. Runners only pass
+``on_step`` on, so a new runner needs nothing more to be watched.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sleuth.agent.citations import parse_citations, resolve_sources
+from sleuth.agent.citations import AnswerStream, parse_citations, resolve_sources
 from sleuth.llm import LLM, ChatResponse, cost
+from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
 from sleuth.tracker import Tracker
 from sleuth.types import Answer, Step
@@ -30,6 +36,7 @@ if TYPE_CHECKING:
     from sleuth.tools import Tool
 
 StepCallback = Callable[[Step], None]
+ContextCallback = Callable[[dict[str, Any]], None]
 Prices = Mapping[str, tuple[float, float]]
 _BOOKS = ("llm_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
           "total_cost", "loops")
@@ -46,6 +53,33 @@ class Runner(Protocol):
     def run(self, question: str, *, question_id: str | None = None,
             on_step: StepCallback | None = None, tracker: Tracker | None = None,
             history: Sequence[dict[str, Any]] = ()) -> Answer: ...
+
+
+@dataclass
+class Listener:
+    """Watches a run live; pass it as ``on_step``. ``step`` gets each step as it is
+    recorded; ``token`` the answer's text in pieces as the model writes it (the whole answer
+    once where the model does not stream); ``context`` each context-budget event,
+    ``{"used", "budget", "percent", "action": "warn" | "summarize"}``.
+
+    A reply streamed as tokens may turn out to call a tool after all (a model that writes
+    before it calls): the step that follows says so, and the answer starts anew after it."""
+
+    step: StepCallback | None = None
+    token: TextCallback | None = None
+    context: ContextCallback | None = None
+    answered: bool = False  # answer text has reached ``token`` since the last step
+
+    def __call__(self, step: Step) -> None:
+        self.answered = False
+        if self.step is not None:
+            self.step(step)
+
+    def say(self, text: str) -> None:
+        """Pass a piece of the answer's text to ``token``."""
+        if self.token is not None and text:
+            self.answered = True
+            self.token(text)
 
 
 @dataclass
@@ -75,13 +109,39 @@ class Run:
                  trace: TracebackType | None) -> None:
         self.answer.seconds = time.perf_counter() - self.started
 
+    @property
+    def listener(self) -> Listener | None:
+        """Who watches this run live, when ``on_step`` is a :class:`Listener`."""
+        return self.on_step if isinstance(self.on_step, Listener) else None
+
     def chat(self, messages: Sequence[Mapping[str, Any]],
              tools: Sequence[Mapping[str, Any]] | None = None, *,
              tool_choice: str | None = None,
-             parallel_tool_calls: bool | None = None) -> ChatResponse:
-        """One LLM call on this run's account."""
+             parallel_tool_calls: bool | None = None,
+             may_answer: bool = False) -> ChatResponse:
+        """One LLM call on this run's account. A call whose reply ``may_answer`` the question
+        is streamed when a listener wants the answer's tokens and the model streams."""
+        listener = self.listener
+        if may_answer and listener is not None and listener.token is not None and \
+                isinstance(self.llm, Streaming):
+            spoken = AnswerStream(listener.say)
+            response = self.llm.stream_chat(messages, tools, tool_choice=tool_choice,
+                                            parallel_tool_calls=parallel_tool_calls,
+                                            on_text=spoken.feed)
+            if not response.tool_calls:
+                spoken.end()
+            return self.account(response)
         return self.account(self.llm.chat(messages, tools, tool_choice=tool_choice,
                                           parallel_tool_calls=parallel_tool_calls))
+
+    def context(self, used: int, budget: int, action: str) -> None:
+        """Tell the listener that the context holds ``used`` of ``budget`` tokens and what
+        is done about it (``warn``, ``summarize``)."""
+        listener = self.listener
+        if listener is not None and listener.context is not None:
+            listener.context({"used": used, "budget": budget,
+                              "percent": round(100 * used / budget) if budget else 100,
+                              "action": action})
 
     def account(self, response: ChatResponse) -> ChatResponse:
         """Add one call's tokens and cost to the books."""
@@ -107,10 +167,14 @@ class Run:
 
     def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
-        ``index`` and the tracker's reference ids, and the chunks read and retrieved."""
+        ``index`` and the tracker's reference ids, and the chunks read and retrieved. A
+        listener that heard no token of it yet hears the whole answer now."""
         answer = self.answer
         answer.answer, answer.citations = parse_citations(
             text, lambda ids: resolve_sources(index, self.tracker, ids))
+        listener = self.listener
+        if listener is not None and not listener.answered:
+            listener.say(answer.answer)
         answer.chunks_read_ids = list(self.tracker.read)
         answer.retrieved_ids = list(self.tracker.retrieved)
         return answer

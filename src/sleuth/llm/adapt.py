@@ -3,7 +3,8 @@
 OpenAI-compatible servers differ in what they accept: OpenAI's reasoning models refuse
 ``max_tokens`` and any ``temperature`` but 1, its other models refuse ``reasoning_effort``,
 vLLM without ``--enable-auto-tool-choice`` refuses tools, Ollama ignores ``tool_choice``,
-and small models behind any server write their tool calls as text. The client adapts once
+small models behind any server write their tool calls as text, and a few proxies refuse
+``stream``. The client adapts once
 per endpoint and model and remembers it for the rest of the process (:func:`learnt`);
 each adaptation is logged once, as a warning, and listed in :attr:`Adaptations.notes`.
 """
@@ -38,6 +39,9 @@ _UNSUPPORTED = re.compile(
 _TOOLS_REFUSED = re.compile(
     r"enable-auto-tool-choice|does not support tools|tools param requires --jinja|"
     r"tool(?:s| calling| use)? (?:is |are )?not supported", re.I)
+_STREAM_REFUSED = re.compile(
+    r"\bstream(?:ing|_options)?\b[^.]*(?:not supported|unsupported|not allowed|not permitted)|"
+    r"(?:unsupported|unknown|unrecognized|not supported)[^.]*\bstream", re.I)
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.S)
 
 
@@ -49,6 +53,7 @@ class Adaptations:
     renamed: dict[str, str] = field(default_factory=dict)
     json_tools: bool = False  # tool calls through the JSON protocol, not native
     omit_tools_when_none: bool = False  # tool_choice "none" is ignored: send no tools
+    no_stream: bool = False  # streaming is refused: answers come whole
     notes: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
@@ -113,6 +118,11 @@ def refuses_tools(err: openai.APIStatusError) -> bool:
     ``--enable-auto-tool-choice``, llama.cpp without ``--jinja``, an Ollama model
     without tools)."""
     return err.status_code == 400 and bool(_TOOLS_REFUSED.search(_error_fields(err)[0]))
+
+
+def refuses_streaming(err: openai.APIStatusError) -> bool:
+    """Whether a 400 says the server does not stream (``stream`` or ``stream_options``)."""
+    return err.status_code in (400, 422) and bool(_STREAM_REFUSED.search(_error_fields(err)[0]))
 
 
 def text_tool_calls(content: str | None, tools: Sequence[Mapping[str, Any]]

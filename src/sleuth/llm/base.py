@@ -6,11 +6,14 @@ tool schemas are plain dicts in the OpenAI chat-completions format.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["LLM", "ChatResponse", "ToolCall", "Usage"]
+__all__ = ["LLM", "ChatResponse", "Streaming", "TextCallback", "ToolCall", "Usage"]
+
+#: Receives a reply's answer text in pieces, as the model writes it.
+TextCallback = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -101,4 +104,24 @@ class LLM(Protocol):
 
         Raises :class:`sleuth.errors.LLMError` when the endpoint fails after retries.
         """
+        ...
+
+
+@runtime_checkable
+class Streaming(LLM, Protocol):
+    """An :class:`LLM` that can also hand over a reply's answer text as it is written."""
+
+    def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
+        on_text: TextCallback,
+    ) -> ChatResponse:
+        """What :meth:`LLM.chat` returns for the same request; meanwhile ``on_text`` gets
+        the reply's answer text, in pieces as the server streams it (whole, once, where it
+        does not). A reply that turns out to be tool calls may have passed on text written
+        before them; inline reasoning and tool calls written as text are held back."""
         ...

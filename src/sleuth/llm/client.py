@@ -13,7 +13,8 @@ warning and in :attr:`OpenAIClient.adaptations`: an optional parameter the serve
 is left out (``max_tokens`` becomes ``max_completion_tokens`` where that is what the server
 asks for) and the request sent again; a server that refuses native tool calls, or a model
 that writes its calls as text, gets the JSON tool protocol for the rest of the process; a
-server that ignores ``tool_choice: "none"`` is sent no tools when no call is allowed. Azure
+server that ignores ``tool_choice: "none"`` is sent no tools when no call is allowed; a
+server that refuses to stream answers :meth:`OpenAIClient.stream_chat` whole. Azure
 OpenAI is reached through the SDK's ``AzureOpenAI`` client when an API version is given or
 is in the base URL.
 """
@@ -34,13 +35,15 @@ from sleuth.llm.adapt import (
     learnt,
     needs_api_version,
     refused_parameter,
+    refuses_streaming,
     refuses_tools,
     sent_fields,
     split_thinking,
     text_tool_calls,
 )
-from sleuth.llm.base import ChatResponse, ToolCall, Usage
+from sleuth.llm.base import ChatResponse, TextCallback, ToolCall, Usage
 from sleuth.llm.jsontools import JsonToolCalls
+from sleuth.llm.streaming import TextGate, assemble
 
 __all__ = ["OpenAIClient", "embed_texts"]
 
@@ -324,21 +327,46 @@ class OpenAIClient:
         ``response_format`` (e.g. a ``json_schema``) constrains the reply where the server
         supports it.
         """
+        return self._chat(messages, tools, tool_choice, parallel_tool_calls, response_format,
+                          None)
+
+    def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        on_text: TextCallback,
+    ) -> ChatResponse:
+        """:meth:`chat` with the request streamed, the reply's answer text passed to
+        ``on_text`` as it arrives (see :class:`~sleuth.llm.base.Streaming`); the response is
+        the one :meth:`chat` returns. A server that refuses to stream is learnt, said once,
+        and asked without streaming from then on; its answer reaches ``on_text`` whole."""
+        gate = TextGate(on_text, tools=bool(tools))
+        response = self._chat(messages, tools, tool_choice, parallel_tool_calls,
+                              response_format, gate)
+        gate.finish(None if response.tool_calls else response.content)
+        return response
+
+    def _chat(self, messages: Sequence[Mapping[str, Any]],
+              tools: Sequence[Mapping[str, Any]] | None, tool_choice: str | None,
+              parallel_tool_calls: bool | None, response_format: Mapping[str, Any] | None,
+              gate: TextGate | None) -> ChatResponse:
         learnt = self._learnt
         if tools and learnt.json_tools:
-            return self._json_protocol().chat(messages, tools, tool_choice=tool_choice,
-                                              parallel_tool_calls=parallel_tool_calls)
+            return self._json_chat(messages, tools, tool_choice, parallel_tool_calls, gate)
         if tools and tool_choice == "none" and learnt.omit_tools_when_none:
             tools = parallel_tool_calls = None
         try:
             response = self._send(self._request(messages, tools, tool_choice,
-                                                parallel_tool_calls, response_format))
+                                                parallel_tool_calls, response_format), gate)
         except _ToolsRefused as refused:
             learnt.json_tools = True
             learnt.note(f"{self._where} refuses native tool calls ({refused}): using the "
                         "JSON tool protocol")
-            return self._json_protocol().chat(messages, tools, tool_choice=tool_choice,
-                                              parallel_tool_calls=parallel_tool_calls)
+            return self._json_chat(messages, tools, tool_choice, parallel_tool_calls, gate)
         if tools and tool_choice != "none" and not response.tool_calls:
             calls = text_tool_calls(response.content, tools or ())
             if calls:
@@ -351,8 +379,19 @@ class OpenAIClient:
             learnt.omit_tools_when_none = True
             learnt.note(f"{self._where} ignores tool_choice 'none': no tools are sent when "
                         "no call is allowed")
-            return self.chat(messages, response_format=response_format)
+            return self._chat(messages, None, None, None, response_format, gate)
         return response
+
+    def _json_chat(self, messages: Sequence[Mapping[str, Any]],
+                   tools: Sequence[Mapping[str, Any]] | None, tool_choice: str | None,
+                   parallel_tool_calls: bool | None, gate: TextGate | None) -> ChatResponse:
+        """The call through the JSON tool protocol; streamed where ``gate`` listens."""
+        protocol = self._json_protocol()
+        if gate is None:
+            return protocol.chat(messages, tools, tool_choice=tool_choice,
+                                 parallel_tool_calls=parallel_tool_calls)
+        return protocol.stream_chat(messages, tools, tool_choice=tool_choice,
+                                    parallel_tool_calls=parallel_tool_calls, on_text=gate.say)
 
     @property
     def _where(self) -> str:
@@ -364,14 +403,14 @@ class OpenAIClient:
             self._json = JsonToolCalls(self)
         return self._json
 
-    def _send(self, kwargs: dict[str, Any]) -> ChatResponse:
-        """One completion; a refused optional parameter is learnt and the request sent
-        again without it (once per parameter)."""
+    def _send(self, kwargs: dict[str, Any], gate: TextGate | None = None) -> ChatResponse:
+        """One completion (streamed into ``gate`` when given); a refused optional parameter
+        is learnt and the request sent again without it (once per parameter)."""
         tried: set[str] = set()
         while True:
             request = self._learnt.apply(dict(kwargs))
             try:
-                completion = self._client.chat.completions.create(**request)
+                completion = self._create(request, gate)
                 break
             except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
                 name = refused_parameter(err, sent_fields(request))
@@ -385,6 +424,24 @@ class OpenAIClient:
             except openai.OpenAIError as err:
                 raise LLMError(self._error(err, "LLM", self.model)) from err
         return self._response(completion)
+
+    def _create(self, request: dict[str, Any], gate: TextGate | None) -> Any:
+        """The completion of ``request``: streamed, its content fed to ``gate``, when there
+        is one and the server streams; else as one response."""
+        if gate is None or self._learnt.no_stream:
+            return self._client.chat.completions.create(**request)
+        try:
+            stream = self._client.chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True})
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+            if not refuses_streaming(err):
+                raise
+            self._learnt.no_stream = True
+            self._learnt.note(f"{self._where} refuses streaming ({_server_message(err)}): "
+                              "answers arrive whole")
+            return self._client.chat.completions.create(**request)
+        with stream:
+            return assemble(stream, gate.feed)
 
     def _learn(self, name: str, err: openai.APIStatusError) -> None:
         """Remember that the server refuses ``name``: leave it out, or send

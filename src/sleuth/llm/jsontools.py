@@ -14,7 +14,9 @@ tool call. :class:`JsonToolCalls` sits between the agent and such a model:
 - the reply is parsed (bare JSON, fenced JSON, ``<tool_call>`` tags and ``{"name": ...}``
   shapes are all accepted) and the arguments are validated against the tool's JSON schema;
 - an unparseable or invalid reply is sent back with the reason, at most ``max_reasks``
-  times; after that the text is returned as a plain answer.
+  times; after that the text is returned as a plain answer;
+- :meth:`JsonToolCalls.stream_chat` streams the reply and passes on the characters of its
+  ``"answer"`` string as they arrive (:class:`~sleuth.llm.streaming.JsonAnswer`).
 
 The agent keeps speaking the OpenAI tool-calling format: the history's tool calls and tool
 results are rewritten into the same JSON protocol before each request.
@@ -26,12 +28,13 @@ import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from jsonschema import Draft202012Validator
 
 from sleuth.ids import cite, ids_in
-from sleuth.llm.base import ChatResponse, ToolCall, Usage
+from sleuth.llm.base import ChatResponse, TextCallback, ToolCall, Usage
+from sleuth.llm.streaming import JsonAnswer
 
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -74,6 +77,15 @@ class _ChatClient(Protocol):
              response_format: Mapping[str, Any] | None = None) -> ChatResponse: ...
 
 
+@runtime_checkable
+class _StreamingClient(_ChatClient, Protocol):
+    def stream_chat(self, messages: Sequence[Mapping[str, Any]],
+                    tools: Sequence[Mapping[str, Any]] | None = None, *,
+                    tool_choice: str | None = None, parallel_tool_calls: bool | None = None,
+                    response_format: Mapping[str, Any] | None = None,
+                    on_text: TextCallback) -> ChatResponse: ...
+
+
 class JsonToolCalls:
     """An :class:`~sleuth.llm.LLM` that gets tool calls from a model as JSON replies."""
 
@@ -101,6 +113,19 @@ class JsonToolCalls:
              tools: Sequence[Mapping[str, Any]] | None = None, *,
              tool_choice: str | None = None,
              parallel_tool_calls: bool | None = None) -> ChatResponse:
+        return self._chat(messages, tools, tool_choice, None)
+
+    def stream_chat(self, messages: Sequence[Mapping[str, Any]],
+                    tools: Sequence[Mapping[str, Any]] | None = None, *,
+                    tool_choice: str | None = None, parallel_tool_calls: bool | None = None,
+                    on_text: TextCallback) -> ChatResponse:
+        """:meth:`chat`, with the answer's text passed to ``on_text`` as the reply streams
+        (whole, once, where the inner client does not stream)."""
+        return self._chat(messages, tools, tool_choice, JsonAnswer(on_text))
+
+    def _chat(self, messages: Sequence[Mapping[str, Any]],
+              tools: Sequence[Mapping[str, Any]] | None, tool_choice: str | None,
+              reader: JsonAnswer | None) -> ChatResponse:
         if not tools and tool_choice != "none":  # free text (memory updates, the judge)
             return self.inner.chat(messages)
         functions = {t["function"]["name"]: t["function"] for t in tools or ()}
@@ -119,9 +144,10 @@ class JsonToolCalls:
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply",
                                                                    "schema": schema}}
                            if self.constrain else None)
+        reader = reader if answer_allowed else None
         usage = Usage()
         for attempt in range(self.max_reasks + 1):
-            response = self.inner.chat(history, response_format=response_format)
+            response = self._ask(history, response_format, reader)
             usage += response.usage
             text = response.content or ""
             try:
@@ -129,6 +155,7 @@ class JsonToolCalls:
             except ValueError as problem:
                 salvaged = _truncated_answer(text) if response.finish_reason == "length" else None
                 if salvaged:  # cut off by max_tokens mid-answer: keep what was written
+                    _finish(reader, salvaged)
                     return ChatResponse(salvaged, (), usage, response.model, "length")
                 if attempt == self.max_reasks:
                     break
@@ -137,10 +164,27 @@ class JsonToolCalls:
                            {"role": "user", "content": f"That reply was not valid: {problem}. "
                             "Reply again with one JSON object as instructed."}]
                 continue
+            _finish(reader, answer)
             return ChatResponse(answer, tuple(calls), usage, response.model,
                                 "tool_calls" if calls else response.finish_reason,
                                 _facts_of(text) if answer is not None else response.reasoning)
+        _finish(reader, text)
         return ChatResponse(text, (), usage, response.model, response.finish_reason)
+
+    def _ask(self, history: list[dict[str, Any]], response_format: dict[str, Any] | None,
+             reader: JsonAnswer | None) -> ChatResponse:
+        """One reply, streamed through ``reader`` where there is one and the inner client
+        streams."""
+        if reader is None or not isinstance(self.inner, _StreamingClient):
+            return self.inner.chat(history, response_format=response_format)
+        reader.restart()
+        return self.inner.stream_chat(history, response_format=response_format,
+                                      on_text=reader.feed)
+
+
+def _finish(reader: JsonAnswer | None, answer: str | None) -> None:
+    if reader is not None:
+        reader.finish(answer)
 
 
 def reply_schema(functions: Mapping[str, Mapping[str, Any]], *, answer: bool = True,

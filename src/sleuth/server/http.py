@@ -17,9 +17,7 @@ further edit. ``POST /v1/tools/{name}`` stays for clients that pick the tool at 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,15 +28,13 @@ from sleuth.errors import (
     Busy,
     ConfigError,
     ForbiddenError,
-    IngestError,
-    LLMError,
     MissingDependency,
-    NotFoundError,
     RequestError,
     SleuthError,
-    ToolError,
 )
 from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.chat import chat_router
+from sleuth.server.events import ask_events
 from sleuth.server.openapi import (
     BEARER,
     GROUPS_PATTERN,
@@ -53,6 +49,7 @@ from sleuth.server.openapi import (
     check_pattern,
     check_session_id,
     responses,
+    status_for,
 )
 from sleuth.server.runs import runs_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
@@ -78,8 +75,6 @@ try:
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
-STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
-          IngestError: 400, LLMError: 502, Busy: 503}
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
@@ -125,13 +120,6 @@ DocumentId = Annotated[str, PathParameter(min_length=1, max_length=PATH_ID_MAX,
                                           pattern=PATH_ID_PATTERN, description="Document id")]
 
 
-def status_for(exc: SleuthError) -> int:
-    for kind, code in STATUS.items():
-        if isinstance(exc, kind):
-            return code
-    return 500
-
-
 def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     """The FastAPI app serving ``service`` and the run viewer over ``serve.runs``;
     ``auth=False`` (``--no-auth``) for local use only."""
@@ -151,6 +139,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     _agent_routes(router, service)
     _session_routes(router, service)
     app.include_router(router)
+    app.include_router(chat_router(service, caller, auth))  # /v1/models, /v1/chat/completions
 
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
@@ -424,10 +413,16 @@ class _EventStream(StreamingResponse):
     media_type = "text/event-stream"
 
 
-_EVENT = {"type": "object", "required": ["event", "data"], "description": "One event: `step` "
-          "(a tool call done), then `answer` (the record) or `error` (`{detail, status}`)",
-          "properties": {"event": {"type": "string", "enum": ["step", "answer", "error"]},
-                         "data": {"type": "string", "contentMediaType": "application/json"}}}
+_EVENT = {"type": "object", "required": ["event", "data"], "description": (
+    "One event, in the order things happen: `step` (a tool call done: step, tool_name, "
+    "tool_input, tool_output, reasoning, retrieved_tokens, error, seconds); `token` "
+    "(`{text}`: the next piece of the answer as the model writes it; a `step` after tokens "
+    "means that text was not the answer, which starts anew); `context` (`{used, budget, "
+    "percent, action}`, action `warn` at 90 % of the context budget or `summarize` when it "
+    "is full); last `answer` (the record of /v1/ask) or `error` (`{detail, status}`)"),
+    "properties": {"event": {"type": "string",
+                             "enum": ["step", "token", "context", "answer", "error"]},
+                   "data": {"type": "string", "contentMediaType": "application/json"}}}
 
 
 def _agent_routes(router: APIRouter, service: Service) -> None:
@@ -446,8 +441,10 @@ def _agent_routes(router: APIRouter, service: Service) -> None:
                          "text/event-stream": {"schema": _EVENT}}},
                      **responses(400, 413, 422)})
     def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
-        """Server-sent events: one ``step`` event per tool call, then ``answer`` (the record),
-        or ``error`` with ``{"detail", "status"}``."""
+        """Server-sent events as the agent works: ``step`` per tool call, ``token`` per piece
+        of the answer's text (``{"text"}``), ``context`` per context-budget event (``{"used",
+        "budget", "percent", "action"}``), then ``answer`` (the record) or ``error`` with
+        ``{"detail", "status"}``."""
         check_session_id(body.session)
         service.check_ask(body.question, body.agent)
         return _EventStream(_ask_events(service, body, who), headers={"Cache-Control":
@@ -480,43 +477,21 @@ def _sse(event: str, data: Any) -> str:
 
 
 async def _ask_events(service: Service, body: AskRequest, who: Caller) -> AsyncIterator[str]:
-    """Run the agent in a worker thread and yield its steps as they happen."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-    abandoned = threading.Event()  # the client went away: stop at the next step
-
-    def put(event: str, data: Any) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, (event, data))
-
-    def step(done: Any) -> None:
-        if abandoned.is_set():
-            raise _Abandoned
-        put("step", done.to_dict())
-
-    def work() -> None:
-        try:
-            record = service.ask(body.question, body.agent, body.session, on_step=step,
-                                 caller=who)
-            put("answer", record)
-        except _Abandoned:
-            return
-        except SleuthError as exc:
-            put("error", {"detail": str(exc), "status": status_for(exc)})
-        except Exception as exc:  # a bug: still end the stream with a message
-            put("error", {"detail": f"internal error: {type(exc).__name__}: {exc}",
-                          "status": 500})
-
-    threading.Thread(target=work, name="sleuth-ask", daemon=True).start()
-    try:
-        while True:
-            event, data = await queue.get()
-            yield _sse(event, data)
-            if event in ("answer", "error"):
-                return
-    finally:  # also when the client disconnects and the response is cancelled
-        abandoned.set()
+    """The agent's events as server-sent events (see :data:`_EVENT`)."""
+    async for event, data in ask_events(service, body.question, body.agent, caller=who,
+                                        session=body.session):
+        if event == "step":
+            data = data.to_dict()
+        elif event == "token":
+            data = {"text": data}
+        elif event == "error":
+            data = _error_data(data)
+        yield _sse(event, data)
 
 
-class _Abandoned(Exception):
-    """Raised in the agent's step callback once the streaming client has gone."""
+def _error_data(exc: Exception) -> dict[str, Any]:
+    """The ``error`` event of a run that failed: what happened, and the HTTP status the
+    same failure gets on ``/v1/ask``."""
+    if isinstance(exc, SleuthError):
+        return {"detail": str(exc), "status": status_for(exc)}
+    return {"detail": f"internal error: {type(exc).__name__}: {exc}", "status": 500}

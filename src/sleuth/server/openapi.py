@@ -12,7 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sleuth.errors import MissingDependency, RequestError
+from sleuth.errors import (
+    Busy,
+    ForbiddenError,
+    IngestError,
+    LLMError,
+    MissingDependency,
+    NotFoundError,
+    RequestError,
+    SleuthError,
+    ToolError,
+)
 
 try:
     from fastapi.security import APIKeyHeader, APIKeyQuery, HTTPBearer
@@ -36,6 +46,18 @@ class ToolAnswer(BaseModel):
 
 
 _ERROR_SCHEMA = ErrorBody.model_json_schema()
+#: The HTTP status of each kind of library error (any other: 500).
+STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
+          IngestError: 400, LLMError: 502, Busy: 503}
+
+
+def status_for(exc: SleuthError) -> int:
+    """The HTTP status a route answers ``exc`` with."""
+    for kind, code in STATUS.items():
+        if isinstance(exc, kind):
+            return code
+    return 500
+
 _STATUS_TEXT = {
     400: "Invalid request: a bad argument or value, or over one of this server's limits",
     401: "Missing or invalid API key",

@@ -1,0 +1,380 @@
+"""The OpenAI-compatible chat API: ``GET /v1/models`` and ``POST /v1/chat/completions``, so
+Open WebUI, LibreChat or any OpenAI SDK can use Sleuth as a model.
+
+Every agent is a model: ``sleuth-auto`` and ``sleuth-<name>`` for each registered variant.
+The last user message is the question. A chat client keeps the conversation itself and
+resends it whole, with no session id, so the user and assistant turns before the question
+are handed to the agent as its history (:meth:`Service.ask` with ``history``: an ephemeral
+session seeded with them, saved nowhere); system messages are left out, since the agent
+keeps its own prompt.
+
+The answer is the agent's text, as it streams, followed by its sources as Markdown links to
+the app's passage view (:func:`passage_link`). The agent's work is its reasoning: one line
+per tool call (the tool, its arguments, a short view of what came back) and per
+context-budget event, sent as ``reasoning_content`` (the message's field, or streamed deltas
+ahead of the answer's), the field vLLM and DeepSeek servers use and Open WebUI and LibreChat
+show as a collapsible thinking section, while the answer's ``content`` stays plain for SDKs.
+
+Keys and tenants apply as on every route (the same dependency). Errors here have OpenAI's
+shape, ``{"error": {"message", "type", "param", "code"}}``, which OpenAI's SDKs read; inside
+a stream that has begun, an error is one ``data: {"error": ...}`` event, as OpenAI sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from sleuth.errors import MissingDependency, SleuthError
+from sleuth.llm.adapt import split_thinking
+from sleuth.server.auth import Unauthorized
+from sleuth.server.events import ask_events
+from sleuth.server.openapi import responses, status_for
+from sleuth.service import LOCAL, Caller, Service
+
+try:
+    from fastapi import APIRouter, Depends, Request, Response
+    from fastapi.responses import JSONResponse, StreamingResponse
+    from fastapi.routing import APIRoute
+    from starlette.exceptions import HTTPException
+except ImportError as exc:  # pragma: no cover - the serve extra is missing
+    raise MissingDependency(exc.name or "fastapi", "serve") from None
+
+PREFIX = "sleuth-"
+SOURCES = "\n\nSources:\n"  # heads the links after the answer (and is cut from history)
+_SHORT = 160  # characters of a tool's result shown in its reasoning line
+_WHERE_PAGE = re.compile(r"\bpages? (\d+)")
+_WHERE_LINES = re.compile(r"\blines? (\d+)(?:\s*[–-]\s*(\d+))?")
+
+
+def model_names() -> list[str]:
+    """The models this server offers: one per agent, ``sleuth-auto`` first."""
+    from sleuth.agent.router import AUTO
+    from sleuth.agent.variants import VARIANTS
+
+    return [PREFIX + AUTO, *(PREFIX + name for name in VARIANTS)]
+
+
+def passage_link(citation: Mapping[str, Any], base: str) -> str:
+    """The app's view of a cited passage: ``{base}/#/passage?doc=…&chunk=…`` with
+    ``&lines=a-b`` and ``&page=n`` where the citation's ``where`` names them."""
+    def value(text: Any) -> str:
+        return quote(str(text), safe="")
+
+    link = (f"{base}/#/passage?doc={value(citation.get('doc_id', ''))}"
+            f"&chunk={value(citation.get('chunk_id', ''))}")
+    where = str(citation.get("where") or "")
+    if lines := _WHERE_LINES.search(where):
+        first, last = lines.group(1), lines.group(2) or lines.group(1)
+        link += f"&lines={value(f'{first}-{last}')}"
+    if page := _WHERE_PAGE.search(where):
+        link += f"&page={value(page.group(1))}"
+    return link
+
+
+class ChatError(Exception):
+    """An error answered in OpenAI's shape."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.param, self.code = status, param, code
+
+    def body(self) -> dict[str, Any]:
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return {"error": {"message": str(self), "type": kind, "param": self.param,
+                          "code": self.code}}
+
+    @classmethod
+    def of(cls, exc: Exception) -> ChatError:
+        """``exc`` (a library error or a bug) as the error these routes answer."""
+        if isinstance(exc, ChatError):
+            return exc
+        if isinstance(exc, SleuthError):
+            return cls(status_for(exc), str(exc))
+        return cls(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+class ChatRoute(APIRoute):
+    """A route whose errors, its key check's included, answer in OpenAI's shape."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Unauthorized as exc:
+                return _error(ChatError(401, str(exc), code="invalid_api_key"),
+                              {"WWW-Authenticate": "Bearer"})
+            except HTTPException as exc:
+                return _error(ChatError(exc.status_code, str(exc.detail)), exc.headers)
+            except Exception as exc:
+                return _error(ChatError.of(exc))
+
+        return route
+
+
+async def _caller(request: Request) -> Caller:
+    """The caller the router's key check found (it runs first)."""
+    found: Caller = getattr(request.state, "caller", LOCAL)
+    return found
+
+
+Who = Annotated[Caller, Depends(_caller)]
+
+
+def _error(error: ChatError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=dict(headers or {}))
+
+
+_ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {
+    "type": "object", "required": ["message", "type", "param", "code"], "properties": {
+        "message": {"type": "string"}, "type": {"type": "string"},
+        "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}}}
+
+
+def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The error entries of ``codes`` in OpenAI's shape (413 comes before the route, in
+    Sleuth's)."""
+    out = responses(*codes)
+    for code, entry in out.items():
+        if code != 413:
+            entry["content"] = {"application/json": {"schema": _ERROR_SCHEMA}}
+    return out
+
+
+def _request_schema(models: Sequence[str]) -> dict[str, Any]:
+    """What ``POST /v1/chat/completions`` reads of OpenAI's request; other fields are
+    accepted and ignored, as OpenAI-compatible servers do."""
+    parts = {"type": "array", "items": {
+        "type": "object", "required": ["type"],
+        "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}}
+    message = {"type": "object", "required": ["role"], "properties": {
+        "role": {"enum": ["system", "developer", "user", "assistant", "tool"]},
+        "content": {"anyOf": [{"type": "string"}, parts, {"type": "null"}]}}}
+    return {"type": "object", "required": ["model", "messages"], "properties": {
+        "model": {"type": "string", "enum": list(models),
+                  "description": "The agent: `sleuth-auto` or `sleuth-<agent>` (GET /v1/models)"},
+        "messages": {"type": "array", "minItems": 1, "items": message,
+                     "contains": {"type": "object", "properties": {"role": {"const": "user"}}},
+                     "description": "The conversation; the last user message is the question"},
+        "stream": {"type": ["boolean", "null"]},
+        "stream_options": {"anyOf": [{"type": "null"}, {
+            "type": "object", "properties": {"include_usage": {"type": ["boolean", "null"]}}}]},
+    }}
+
+
+def _completion_schema() -> dict[str, Any]:
+    message = {"type": "object", "required": ["role", "content"], "properties": {
+        "role": {"const": "assistant"}, "content": {"type": "string"},
+        "reasoning_content": {"type": "string"}}}
+    return {"type": "object", "required": ["id", "object", "created", "model", "choices"],
+            "properties": {"object": {"const": "chat.completion"}, "choices": {
+                "type": "array", "items": {"type": "object", "properties": {
+                    "message": message}}}}}
+
+
+def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
+                auth: bool) -> APIRouter:
+    """``/v1/models`` and ``/v1/chat/completions`` behind the ``caller`` dependency that
+    guards every ``/v1`` route."""
+    denied = (401,) if auth else ()
+    router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], route_class=ChatRoute,
+                       tags=["chat (OpenAI-compatible)"], responses=_responses(*denied, 500))
+    models = model_names()
+    schema = _request_schema(models)
+    check = Draft202012Validator(schema)
+
+    @router.get("/models")
+    async def list_models() -> dict[str, Any]:
+        """The agents as OpenAI models (the list object of ``GET /v1/models``)."""
+        return {"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "sleuth"}
+            for name in models]}
+
+    @router.post("/chat/completions", responses={
+        200: {"description": "A `chat.completion`, or with `stream: true` server-sent "
+              "`chat.completion.chunk` events ending in `data: [DONE]`",
+              "content": {"application/json": {"schema": _completion_schema()},
+                          "text/event-stream": {"schema": {"type": "string"}}}},
+        **_responses(400, 404, 413, 502)},
+        openapi_extra={"requestBody": {"required": True, "content": {
+            "application/json": {"schema": schema}}}})
+    async def chat_completions(request: Request, who: Who) -> Response:
+        """Answer the last user message with the agent the model names, the earlier turns
+        as its history; streamed as OpenAI streams when ``stream`` is true."""
+        body = _body(await request.body())
+        if body.get("model") not in models:
+            raise ChatError(404, f"the model {body.get('model')!r} does not exist; choose one "
+                            f"of GET /v1/models: {', '.join(models)}", param="model",
+                            code="model_not_found")
+        question, history = _conversation(body, check)
+        agent = str(body["model"])[len(PREFIX):]
+        service.check_ask(question, agent)
+        events = ask_events(service, question, agent, caller=who, history=history)
+        reply = _Reply(str(body["model"]), str(request.base_url).rstrip("/"))
+        if body.get("stream"):
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(reply.chunks(events, usage=usage),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return JSONResponse(await reply.completion(events))
+
+    return router
+
+
+def _body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError as exc:
+        raise ChatError(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ChatError(400, "the body must be a JSON object: {\"model\", \"messages\"}")
+    return body
+
+
+def _conversation(body: dict[str, Any], check: Draft202012Validator
+                  ) -> tuple[str, list[dict[str, str]]]:
+    """(the question, the turns before it) of a request, checked against its schema."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and not any(
+            isinstance(m, dict) and m.get("role") == "user" for m in messages):
+        raise ChatError(400, "no user message: the last user message is the question",
+                        param="messages")
+    error = best_match(check.iter_errors(body))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or None
+        raise ChatError(400, f"invalid request: {where or 'body'}: {error.message}",
+                        param=where)
+    assert isinstance(messages, list)
+    last = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    question = _text(messages[last].get("content"))
+    if not question.strip():
+        raise ChatError(400, "the question (the last user message) is empty",
+                        param=f"messages.{last}.content")
+    history = []
+    for message in messages[:last]:
+        text = _text(message.get("content"))
+        if message["role"] == "assistant":
+            text = _answer_only(text)
+        if message["role"] in ("user", "assistant") and text.strip():
+            history.append({"role": message["role"], "content": text})
+    return question, history
+
+
+def _text(content: Any) -> str:
+    """A message's text: the string, or its text parts joined."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or "") for p in content
+                         if isinstance(p, dict) and p.get("type") == "text")
+    return content if isinstance(content, str) else ""
+
+
+def _answer_only(text: str) -> str:
+    """An earlier answer as the agent wrote it: without reasoning inlined by a client and
+    without the sources this server added."""
+    return (split_thinking(text)[1] or "").split(SOURCES, 1)[0].strip()
+
+
+def _step_line(step: Any) -> str:
+    """One tool call as a line of reasoning: tool, arguments, what came back (short)."""
+    arguments = json.dumps(step.tool_input, ensure_ascii=False)
+    result = step.error or " ".join(str(step.tool_output).split())
+    if len(result) > _SHORT:
+        result = result[:_SHORT - 1] + "…"
+    return f"- {step.tool_name}({arguments}) → {result}\n"
+
+
+def _context_line(event: Mapping[str, Any]) -> str:
+    action = "summarizing to make room" if event["action"] == "summarize" else "warned"
+    return (f"- context: {event['used']} of {event['budget']} tokens ({event['percent']} %), "
+            f"{action}\n")
+
+
+class _Reply:
+    """One answer as OpenAI's objects: a completion, or its chunks."""
+
+    def __init__(self, model: str, base: str) -> None:
+        self.model, self.base = model, base
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+
+    def sources(self, record: Mapping[str, Any]) -> str:
+        """The answer's citations as a numbered list of Markdown links."""
+        lines = []
+        for n, citation in enumerate(record.get("citations") or (), 1):
+            label = citation.get("title") or citation.get("doc_id") or "source"
+            if citation.get("where"):
+                label += f", {citation['where']}"
+            label = label.replace("[", "\\[").replace("]", "\\]")
+            lines.append(f"{n}. [{label}]({passage_link(citation, self.base)})")
+        return SOURCES + "\n".join(lines) if lines else ""
+
+    @staticmethod
+    def usage(record: Mapping[str, Any]) -> dict[str, int]:
+        prompt, completion = int(record["prompt_tokens"]), int(record["completion_tokens"])
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion}
+
+    async def completion(self, events: AsyncIterator[tuple[str, Any]]) -> dict[str, Any]:
+        reasoning: list[str] = []
+        async for event, data in events:
+            if event == "step":
+                reasoning.append(_step_line(data))
+            elif event == "context":
+                reasoning.append(_context_line(data))
+            elif event == "error":
+                raise ChatError.of(data)
+            elif event == "answer":
+                message = {"role": "assistant",
+                           "content": data["answer"] + self.sources(data)}
+                if reasoning:
+                    message["reasoning_content"] = "".join(reasoning)
+                return {"id": self.id, "object": "chat.completion", "created": self.created,
+                        "model": self.model, "choices": [{"index": 0, "message": message,
+                                                          "logprobs": None,
+                                                          "finish_reason": "stop"}],
+                        "usage": self.usage(data)}
+        raise ChatError(500, "the agent ended without an answer")
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> str:
+        return self.event({"choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                        "finish_reason": finish}]})
+
+    def event(self, fields: dict[str, Any]) -> str:
+        data = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model, **fields}
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    async def chunks(self, events: AsyncIterator[tuple[str, Any]], *,
+                     usage: bool) -> AsyncIterator[str]:
+        """``chat.completion.chunk`` events: reasoning per step, content per token, the
+        sources, the finish, the usage when asked for, ``[DONE]``."""
+        yield self.chunk({"role": "assistant", "content": ""})
+        async for event, data in events:
+            if event == "step":
+                yield self.chunk({"reasoning_content": _step_line(data)})
+            elif event == "context":
+                yield self.chunk({"reasoning_content": _context_line(data)})
+            elif event == "token":
+                yield self.chunk({"content": data})
+            elif event == "error":
+                yield f"data: {json.dumps(ChatError.of(data).body(), ensure_ascii=False)}\n\n"
+                return
+            elif event == "answer":
+                sources = self.sources(data)
+                if sources:
+                    yield self.chunk({"content": sources})
+                yield self.chunk({}, "stop")
+                if usage:
+                    yield self.event({"choices": [], "usage": self.usage(data)})
+        yield "data: [DONE]\n\n"

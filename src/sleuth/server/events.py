@@ -1,0 +1,68 @@
+"""An agent's answer as it happens, for the HTTP faces (``/v1/ask/stream``, the
+OpenAI-compatible chat): the question runs on a worker thread and its events come out of an
+async iterator in the order they happened.
+
+The events: ``("step", Step)`` per tool call, ``("token", str)`` per piece of the answer's
+text, ``("context", {"used", "budget", "percent", "action"})`` per context-budget event, then
+``("answer", record)`` or ``("error", exception)``. When the consumer stops (the client went
+away) the run stops at its next event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from sleuth.agent.run import Listener
+from sleuth.service import Caller, Service
+from sleuth.types import Step
+
+Event = tuple[str, Any]
+
+
+class _Abandoned(Exception):
+    """Raised in the run's listener once the consumer of its events has gone."""
+
+
+async def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
+                     session: str | None = None,
+                     history: Sequence[Mapping[str, Any]] = ()) -> AsyncIterator[Event]:
+    """Ask ``question`` through :meth:`Service.ask` on a worker thread and yield its events
+    (see the module docstring); the last is ``answer`` or ``error``."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Event] = asyncio.Queue()
+    abandoned = threading.Event()
+
+    def put(event: str, data: Any) -> None:
+        if abandoned.is_set():
+            raise _Abandoned
+        loop.call_soon_threadsafe(queue.put_nowait, (event, data))
+
+    def step(done: Step) -> None:
+        put("step", done)
+
+    listener = Listener(step=step, token=lambda text: put("token", text),
+                        context=lambda event: put("context", event))
+
+    def work() -> None:
+        try:
+            record = service.ask(question, agent, session, on_step=listener, caller=caller,
+                                 history=history)
+        except _Abandoned:
+            return
+        except Exception as exc:  # a bug too: the stream still ends with a message
+            loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            return
+        loop.call_soon_threadsafe(queue.put_nowait, ("answer", record))
+
+    threading.Thread(target=work, name="sleuth-ask", daemon=True).start()
+    try:
+        while True:
+            event = await queue.get()
+            yield event
+            if event[0] in ("answer", "error"):
+                return
+    finally:  # also when the client disconnects and the response is cancelled
+        abandoned.set()
