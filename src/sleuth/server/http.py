@@ -55,6 +55,7 @@ from sleuth.server.openapi import (
     responses,
 )
 from sleuth.server.runs import runs_router
+from sleuth.server.webapp import app_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.service import (
     LOCAL,
@@ -157,6 +158,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
                                    auth=[caller, _admin], responses=responses(*denied, 403,
                                                                               500)))
+    app.include_router(app_router())  # the page people ask from, at /
     return app
 
 
