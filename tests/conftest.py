@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -238,3 +239,50 @@ def pg_server() -> Iterator[str]:
     srv = pgserver.get_server(tempfile.mkdtemp(prefix="sleuth-pg-"), cleanup_mode="delete")
     yield srv.get_uri()
     srv.cleanup()
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+def _browser() -> str | None:
+    return next((found for name in BROWSERS if (found := shutil.which(name))), None)
+
+
+def _install_chromium() -> str:
+    """Install Debian's chromium with apt-get (as root, or with password-less sudo), so that
+    the README's test command needs nothing installed by hand; a one-line reason when it
+    cannot."""
+    apt = shutil.which("apt-get")
+    if apt is None:
+        return "no apt-get to install it with"
+    if os.geteuid() == 0:
+        prefix: list[str] = []
+    elif shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True,
+                                                 check=False).returncode == 0:
+        prefix = ["sudo", "-n"]
+    else:
+        return "installing it needs root"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [*prefix, apt, "install", "-y", "-q", "chromium"]
+    done = subprocess.run(install, env=env, capture_output=True, text=True, check=False,
+                          timeout=1200)
+    if done.returncode != 0:  # a fresh machine may have no package lists yet
+        subprocess.run([*prefix, apt, "update", "-q"], env=env, capture_output=True,
+                       check=False, timeout=600)
+        done = subprocess.run(install, env=env, capture_output=True, text=True, check=False,
+                              timeout=1200)
+    return "" if done.returncode == 0 else f"apt-get failed: {done.stderr.strip()[-300:]}"
+
+
+@pytest.fixture(scope="session")
+def chromium_binary() -> str:
+    """A headless-capable Chromium for the page tests: the one installed, else Debian's
+    package installed now (once per run)."""
+    found = _browser()
+    if found is None:
+        reason = _install_chromium()
+        found = _browser()
+        if found is None:
+            pytest.skip(f"no chromium for the browser tests ({reason}): apt-get install "
+                        "chromium")
+    return found

@@ -79,10 +79,10 @@ def test_ask_auto_runs_the_tool_agent_on_a_complex_question(endpoint, sleuth,
         requests = server.requests
     assert result.code == 0, result.err
     record = result.json()
-    assert record["agent"] == "full" and record["loops"] == 1
-    assert record["tool_usage_summary"] == {"keyword_search": 1}
-    assert [t["function"]["name"] for t in requests[0]["tools"]][0] == "keyword_search"
-    assert record["route"]["decision"] == "complex" and record["route"]["agent"] == "full"
+    assert record["agent"] == "hybrid" and record["loops"] == 1
+    assert record["tool_usage_summary"] == {"hybrid_search": 1, "keyword_search": 1}
+    assert "keyword_search" in [t["function"]["name"] for t in requests[0]["tools"]]
+    assert record["route"]["decision"] == "complex" and record["route"]["agent"] == "hybrid"
     assert "comparison cue 'earlier'" in record["route"]["reason"]
 
 
@@ -104,7 +104,7 @@ def test_llm_verdict_overrides_the_rule_and_its_tokens_count(sample_index: Path)
     assert answer.route is not None
     assert answer.route["decision"] == "complex" and answer.route["by"] == "llm"
     assert answer.route["reason"] == "complex: needs the levers passage and its context"
-    assert answer.agent == "full" and answer.route["agent"] == "full"
+    assert answer.agent == "hybrid" and answer.route["agent"] == "hybrid"
     first = requests[0]
     assert "tools" not in first and first["messages"][1]["content"] == SIMPLE
     assert "simple or complex" in first["messages"][0]["content"]
@@ -131,7 +131,7 @@ def test_an_llm_error_falls_back_to_the_rule(sample_index: Path) -> None:
     answer, _ = _ask(sample_index, COMPLEX, script, max_retries=0)
     assert answer.route is not None
     assert answer.route["decision"] == "complex" and answer.route["by"] == "rules"
-    assert "LLM error" in answer.route["reason"] and answer.agent == "full"
+    assert "LLM error" in answer.route["reason"] and answer.agent == "hybrid"
     assert answer.llm_calls == 2
 
 
@@ -170,6 +170,6 @@ def test_eval_run_auto_records_carry_the_route(sleuth, dataset: Path, tmp_path: 
 def test_agents_lists_auto_and_unknown_names_still_fail(sleuth, dataset: Path) -> None:
     listed = sleuth("agents", "--json")
     auto = next(r for r in listed.json() if r["name"] == "auto")  # type: ignore[attr-defined]
-    assert "naive-rag" in auto["description"] and "full" in auto["description"]
+    assert "naive-rag" in auto["description"] and "hybrid" in auto["description"]
     bad = sleuth("eval", "run", "--dataset", str(dataset), "--agent", "auto,nope")
     assert bad.code != 0 and "nope" in bad.err and "auto" in bad.err

@@ -137,11 +137,8 @@ def test_auth_dependency_guards_every_route(runs: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture()
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        if found := shutil.which(name):
-            return found
-    pytest.skip("no chromium binary (apt-get install chromium) for the page test")
+def chromium(chromium_binary: str) -> str:
+    return chromium_binary
 
 
 def test_page_renders_a_question_in_headless_chromium(runs: Path, tmp_path: Path,

@@ -174,7 +174,8 @@ class RouterSettings(BaseModel):
 
     simple_agent: str = Field("naive-rag", description="Agent for simple, single-fact questions")
     complex_agent: str = Field(
-        "full", description="Agent for multi-hop, comparison, calculation or why/how questions"
+        DEFAULT_AGENT,
+        description="Agent for multi-hop, comparison, calculation or why/how questions",
     )
     use_llm: bool = Field(
         False, description="Classify with one LLM call (prompt router.md) instead of the "

@@ -39,7 +39,7 @@ from sleuth.types import Answer, Decision, Route
 
 AUTO = "auto"
 DESCRIPTION = ("router: simple questions to router.simple_agent (naive-rag), complex ones to "
-               "router.complex_agent (full); answers carry the route")
+               "router.complex_agent (hybrid); answers carry the route")
 MAX_WORDS = 35
 MAX_ENTITIES = 2
 

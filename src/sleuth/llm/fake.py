@@ -26,6 +26,9 @@ A turn is a dict (build it with the helpers :func:`reply`, :func:`call`, :func:`
 ``error``          the error message for a ``status`` turn
 ``retry_after``    seconds, sent as ``retry-after-ms`` on an error turn (the SDK honours it)
 ``delay``          seconds to sleep before answering (for timeout tests)
+``pace``           seconds between streamed chunks, as a real server generates them (a
+                   streamed request only); the time each stream's first content piece is
+                   written is kept in ``first_content_at`` (``time.time()``)
 ``usage``          overrides the computed usage object; ``None`` leaves ``usage`` out
 ``as_text``        ``True``: the model writes its tool calls as text in ``content``
                    (``<tool_call>{...}</tool_call>``), as small models do, with no ``tool_calls``
@@ -57,7 +60,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -95,6 +98,7 @@ class Turn(TypedDict, total=False):
     error: str
     retry_after: float
     delay: float
+    pace: float
     usage: dict[str, int] | None
     as_text: bool
 
@@ -284,15 +288,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_events(self, events: Iterator[Mapping[str, Any]]) -> None:
-        """Write a server-sent-events stream ending in ``data: [DONE]``, then close."""
+    def send_events(self, events: Iterator[Mapping[str, Any]], pace: float = 0.0,
+                    on_content: Callable[[], None] | None = None) -> None:
+        """Write a server-sent-events stream ending in ``data: [DONE]``, then close;
+        ``pace`` seconds between events, ``on_content`` called once the first content
+        piece is on the wire."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for event in events:
+        for number, event in enumerate(events):
+            if pace and number:
+                time.sleep(pace)
             self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+            if on_content and any((c.get("delta") or {}).get("content")
+                                  for c in event.get("choices") or ()):
+                self.wfile.flush()
+                on_content()
+                on_content = None
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
@@ -333,6 +347,7 @@ class FakeLLMServer:
         self.retry_after = retry_after
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        self.first_content_at: list[float] = []
         self._script = [_normalise_turn(i, turn) for i, turn in enumerate(script, start=1)]
         self._next = 0
         self._call_ids = 0
@@ -452,7 +467,8 @@ class FakeLLMServer:
         with self._lock:
             self.behaviour.shape(completion, body, turn)
         if body.get("stream"):
-            handler.send_events(_stream_events(completion, body))
+            handler.send_events(_stream_events(completion, body), float(turn.get("pace") or 0),
+                                lambda: self.first_content_at.append(time.time()))
         else:
             handler.send_json(200, completion)
 

@@ -54,10 +54,16 @@ def _serve_options(func: F) -> F:
 def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
                    host: str | None, port: int | None, workers: int | None, queue: int | None,
                    config: str | None) -> None:
-    """Serve the HTTP API (FastAPI; OpenAPI schema at /docs and /openapi.json): status,
-    documents, every tool at /v1/tools/NAME, /v1/ask (and SSE /v1/ask/stream), sessions,
-    eval runs at /v1/runs and the run viewer at /viewer (open /viewer?api_key=KEY).
-    Keys: `Authorization: Bearer KEY` or `X-API-Key: KEY`."""
+    """Serve the app and the HTTP API (FastAPI; OpenAPI schema at /docs and /openapi.json).
+
+    \b
+    The app at / : ask your documents and watch the agent work, open the passages it
+    cites, follow up in sessions, upload and delete documents (it asks for the API key
+    once per browser tab). The API: status, documents, every tool at /v1/tools/NAME,
+    /v1/ask (and SSE /v1/ask/stream), sessions, an OpenAI-compatible
+    /v1/chat/completions with /v1/models, eval runs at /v1/runs and the run viewer at
+    /viewer (open /viewer?api_key=KEY). Keys: `Authorization: Bearer KEY` or
+    `X-API-Key: KEY`."""
     from sleuth.server.http import create_app
     from sleuth.service import Service
 
@@ -68,8 +74,8 @@ def serve_http_cmd(no_auth: bool, runs_dir: str | None, index_dir: str | None,
     app = create_app(service, auth=not no_auth)
     import uvicorn
 
-    status(f"serving {service.index.location} on http://{settings.serve.host}:"
-            f"{settings.serve.port} (OpenAPI at /docs, run viewer at /viewer over "
+    status(f"serving {service.index.location}: the app at http://{settings.serve.host}:"
+            f"{settings.serve.port}/ (OpenAPI at /docs, run viewer at /viewer over "
             f"{settings.serve.runs}{'; no auth' if no_auth else ''}; {service.pool.workers} "
             f"workers, {service.pool.queue} may wait)")
     uvicorn.run(app, host=settings.serve.host, port=settings.serve.port, log_level="warning")

@@ -52,6 +52,7 @@ from sleuth.server.openapi import (
     status_for,
 )
 from sleuth.server.runs import runs_router
+from sleuth.server.webapp import app_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.service import (
     LOCAL,
@@ -146,6 +147,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
                                    auth=[caller, _admin], responses=responses(*denied, 403,
                                                                               500)))
+    app.include_router(app_router())  # the page people ask from, at /
     return app
 
 
