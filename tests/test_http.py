@@ -184,13 +184,15 @@ def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
                         event = line[7:]
                     elif line.startswith("data: "):
                         events.append((event, json.loads(line[6:])))
-        assert [e for e, _ in events if e != "token"] == ["step", "answer"]
-        assert events[0][1]["tool_name"] == "keyword_search"
+        # the retrieval made for the agent shows live too, then the model's own call
+        assert [e for e, _ in events if e != "token"] == ["step", "step", "answer"]
+        assert [d["tool_name"] for e, d in events if e == "step"] == ["hybrid_search",
+                                                                      "keyword_search"]
         assert events[-1][1]["answer"] == record["answer"]
         # the answer's text arrived as it was written, in pieces, between step and answer
         tokens = [d["text"] for e, d in events if e == "token"]
         assert len(tokens) > 1 and "".join(tokens) == record["answer"]
-        assert [e for e, _ in events][1:-1] == ["token"] * len(tokens)
+        assert [e for e, _ in events][2:-1] == ["token"] * len(tokens)
     finally:
         running.close()
 
@@ -272,9 +274,11 @@ def test_an_abandoned_stream_stops_the_agent(endpoint: Any, sample_copy: Path) -
         with server:
             with running.client.stream("POST", "/v1/ask/stream",
                                        json={"question": "levers?"}) as response:
+                steps = 0
                 for line in response.iter_lines():
-                    if line.startswith("event: step"):
-                        break  # the client goes away after the first step
+                    steps += line.startswith("event: step")
+                    if steps == 2:  # the made retrieval, then the model's first call
+                        break  # the client goes away after the model's first step
             time.sleep(3)  # the slow second turn ends; its step finds the client gone
         assert len(server.requests) == 2
     finally:

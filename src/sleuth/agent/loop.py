@@ -126,7 +126,7 @@ class Agent(ModelRunner):
     def _preload(self, run: Run, ctx: ToolContext, question: str) -> str:
         """Retrieve once before the model's first call (naive RAG's single shot, or the
         hybrid agent's first step), put the chunks in the user message and record the step
-        (in the trajectory only: ``on_step`` watches the model's own calls)."""
+        (``on_step`` sees it too: a person watching the agent sees what it starts from)."""
         if not self.retrieve_first:
             return question
         started = time.perf_counter()
@@ -134,10 +134,8 @@ class Agent(ModelRunner):
         result = TOOLS[self.first_tool].run(ctx, arguments)
         name = "semantic_search" if self.first_tool == "naive_embedding_search" else \
             self.first_tool
-        run.answer.trajectory.append(Step(1, name, arguments, result.text,
-                                          "retrieved before the first call",
-                                          result.retrieved_tokens, None,
-                                          time.perf_counter() - started))
+        run.record(Step(1, name, arguments, result.text, "retrieved before the first call",
+                        result.retrieved_tokens, None, time.perf_counter() - started))
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _first_call(self, run: Run, ctx: ToolContext, question: str,
@@ -154,7 +152,7 @@ class Agent(ModelRunner):
         hits = [h["chunk_id"] for h in result.data.get("hits", [])]
         evidence = " ".join(c.text for c in self.index.read(hits).chunks)
         covered = covers(question, evidence)
-        run.answer.trajectory.append(Step(
+        run.record(Step(
             1, self.first_tool, arguments, result.text,
             "retrieved before the first call; " + ("it covers the question" if covered else
                                                    "it does not cover the question: search on"),
