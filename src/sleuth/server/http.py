@@ -35,6 +35,7 @@ from sleuth.errors import (
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.chat import chat_router
 from sleuth.server.events import ask_events
+from sleuth.server.library import library_router
 from sleuth.server.openapi import (
     BEARER,
     GROUPS_PATTERN,
@@ -141,6 +142,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     _session_routes(router, service)
     app.include_router(router)
     app.include_router(chat_router(service, caller, auth))  # /v1/models, /v1/chat/completions
+    app.include_router(library_router(service, caller, denied))  # the app's documents
 
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
