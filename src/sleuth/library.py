@@ -239,10 +239,12 @@ def _render(pymupdf: Any, path: Path, page: int) -> bytes:
 
 def check_title(title: str) -> str:
     """A session title as given, without surrounding white space; RequestError unless it is
-    1 to :data:`TITLE_MAX` characters on one line."""
-    if _CONTROL.search(title) or not title.strip() or len(title) > TITLE_MAX:
+    1 to :data:`TITLE_MAX` characters on one line (a final newline is dropped, as the
+    published pattern's ``$`` allows one)."""
+    line = title.removesuffix("\n")
+    if _CONTROL.search(line) or not line.strip() or len(title) > TITLE_MAX:
         raise RequestError(f"a session title is 1 to {TITLE_MAX} characters on one line")
-    return title.strip()
+    return line.strip()
 
 
 def unsupported(name: str) -> str | None:
