@@ -23,7 +23,7 @@ from sleuth.docview import MAX_LINE_CHARS, DocumentView
 from sleuth.errors import NotFoundError, RequestError
 from sleuth.ingest import SUPPORTED_SUFFIXES
 from sleuth.store.base import DocumentInfo
-from sleuth.types import Document
+from sleuth.types import Chunk, Document
 
 if TYPE_CHECKING:
     from sleuth.index import AddReport, ReadIndex
@@ -97,8 +97,10 @@ def passage(index: ReadIndex, *, doc: str | None = None, chunk: str | None = Non
     """A window of a document's numbered lines: around chunk ``chunk`` or lines ``lines``
     (``"a-b"`` or ``"a"``) with those lines highlighted, the whole of PDF page ``page``, or
     else the first lines. ``doc`` may be left out when ``chunk`` is given."""
-    document, span = _target(index, doc, chunk)
+    document, found = _target(index, doc, chunk)
     view = DocumentView(document)
+    span = (view.line_of(found.start), view.line_of(max(found.start, found.end - 1))) \
+        if found is not None else None
     if lines is not None:
         span = _line_span(view, lines)
     window = _window(view, span, page)
@@ -116,8 +118,8 @@ def passage(index: ReadIndex, *, doc: str | None = None, chunk: str | None = Non
 
 
 def _target(index: ReadIndex, doc: str | None,
-            chunk: str | None) -> tuple[Document, tuple[int, int] | None]:
-    """The document asked for and, for a chunk, the lines it spans."""
+            chunk: str | None) -> tuple[Document, Chunk | None]:
+    """The document asked for and the chunk, when one is."""
     if chunk is None:
         if doc is None:
             raise RequestError("name the passage: give doc (a document id) or chunk (a "
@@ -127,10 +129,7 @@ def _target(index: ReadIndex, doc: str | None,
     if not found or (doc is not None and found[0].doc_id != doc):
         where = f" in document {doc!r}" if doc is not None else ""
         raise NotFoundError(f"no chunk {chunk!r}{where} in the index")
-    document = _document(index, found[0].doc_id)
-    view = DocumentView(document)
-    start, end = found[0].start, found[0].end
-    return document, (view.line_of(start), view.line_of(max(start, end - 1)))
+    return _document(index, found[0].doc_id), found[0]
 
 
 def _document(index: ReadIndex, doc_id: str) -> Document:
