@@ -311,3 +311,18 @@ def test_each_upload_says_what_became_of_it(api: Clients, index_folder: Path) ->
     listed = api.acme.get("/v1/documents", params={"q": "wombat"}).json()
     assert [d["doc_id"] for d in listed["documents"]] == ["acme:wombat.md"]
     assert api.acme.delete("/v1/documents/acme:wombat.md").status_code == 200
+
+
+def test_an_upload_over_the_body_limit_is_413(index_folder: Path) -> None:
+    service = Service(index_folder, Settings.load(serve={"api_keys": KEYS,
+                                                         "max_body_bytes": 4096}))
+    live = LiveServer(create_app(service))
+    try:
+        with httpx.Client(base_url=live.url, headers={"Authorization": "Bearer k-acme"}) as api:
+            big = api.post("/v1/documents", files=[("files", ("big.md", b"# Big\n" * 1000))])
+            assert big.status_code == 413
+            assert big.json()["detail"].endswith("is over the limit of 4096")
+            assert api.get("/v1/documents", params={"q": "big"}).json()["total"] == 0
+    finally:
+        live.close()
+        service.close()
