@@ -458,13 +458,13 @@ def _agent_routes(router: APIRouter, service: Service) -> None:
 def _session_routes(router: APIRouter, service: Service) -> None:
     @router.get("/sessions", tags=["sessions"])
     def sessions(who: Who) -> list[dict[str, Any]]:
-        """Saved sessions: id, agent, number of turns, first question, last update."""
+        """Saved sessions: id, agent, number of turns, first question, title, last update."""
         return service.sessions(who)
 
     @router.get("/sessions/{session_id}", tags=["sessions"],
                 responses=responses(400, 404, 422))
     def session(session_id: SessionPath, who: Who) -> dict[str, Any]:
-        """One session with its turns (question, answer, citations)."""
+        """One session with its title and turns (question, answer, citations)."""
         check_session_id(session_id)
         return service.session(session_id, who)
 
