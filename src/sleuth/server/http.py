@@ -53,8 +53,8 @@ from sleuth.server.openapi import (
     status_for,
 )
 from sleuth.server.runs import runs_router
-from sleuth.server.webapp import app_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
+from sleuth.server.webapp import app_router
 from sleuth.service import (
     LOCAL,
     Caller,
