@@ -217,6 +217,41 @@ def test_a_deleted_document_is_gone_everywhere(index: Index, tmp_path: Path) -> 
     assert (store.stats().documents, store.stats().chunks) == (before.documents, before.chunks)
 
 
+@pytest.mark.parametrize("access", ACCESSES, ids=str)
+def test_the_document_list_matches_the_documents(index: Index, access: Access | None) -> None:
+    store = index.store
+    owners = store.document_access()
+    listed = store.document_list(access)
+    visible = sorted(d for d, (c, g) in owners.items() if access is None or access.allows(c, g))
+    assert [info.doc_id for info in listed] == visible and listed
+    for info in listed:
+        document = store.get_document(info.doc_id)
+        assert document is not None
+        assert (info.title, info.type, info.path) == (document.title, document.type,
+                                                      document.path)
+        assert (info.collection, info.groups) == owners[info.doc_id]
+        assert info.chunks == len(store.chunk_spans(info.doc_id)) and info.pages is None
+    some = [info.doc_id for info in listed[::2]]
+    assert store.document_list(access, [*some, "nosuch"]) == listed[::2]
+
+
+def test_the_document_list_counts_pdf_pages(index: Index, tmp_path: Path) -> None:
+    pymupdf = pytest.importorskip("pymupdf")
+    pdf = pymupdf.open()
+    for text in ("Quaggas grazed here.", "The quagga was a zebra."):
+        pdf.new_page().insert_text((72, 72), text)
+    pdf.save(tmp_path / "quagga.pdf")
+    index.add([tmp_path / "quagga.pdf"], collection="pdfs", groups=["zoo"])
+    try:
+        [info] = index.store.document_list(Access.of("pdfs", ["zoo"]))
+        assert (info.doc_id, info.type, info.pages, info.groups) == \
+            ("pdfs:quagga.pdf", "pdf", 2, ("zoo",))
+        assert info.chunks == len(index.store.chunk_spans(info.doc_id)) >= 1
+        assert index.store.document_list(Access.of("pdfs", [])) == []  # not in its group
+    finally:
+        index.store.delete(["pdfs:quagga.pdf"])
+
+
 # -- searches --------------------------------------------------------------------------
 
 
@@ -341,6 +376,10 @@ def test_sessions_round_trip(index: Index) -> None:
         assert sessions.load(owner, "conformance") == data
         [listed] = [s for s in sessions.list(owner) if s["id"] == "conformance"]
         assert (listed["turns"], listed["first_question"]) == (1, "Who?")
+        assert listed["title"] is None  # never named
+        sessions.save(owner, "conformance", {**data, "title": "Bones of Cornwall"})
+        [listed] = [s for s in sessions.list(owner) if s["id"] == "conformance"]
+        assert listed["title"] == "Bones of Cornwall"
     assert sessions.owners()[0] is None and "tenant-key" in sessions.owners()
     assert sessions.load("other-key", "conformance") is None
     for owner in (None, "tenant-key"):

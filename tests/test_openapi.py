@@ -36,12 +36,15 @@ KEY = "secret-key-1"
 # Rejections a schema cannot express, allowed for these operations only: a reference id that
 # no search returned (400, asserted in test_access.py), a line past a document's end, two
 # uploads under one name (400, test_access.py), no knowledge graph in the index or no entity
-# of that name, a search whose every query is blank; and POST /v1/tools/{name}, whose `name`
-# the stateful and link-following generators fill from GET /v1/tools although the document
-# excludes those names (each has its own route, which a concrete path reaches first); and a
-# chat whose last user message has no text (blank, or only non-text parts) or is too long.
-INDEX_DEPENDENT = ("^POST /v1/(tools/(find|open|search|graph_entity|graph_neighbors|"
-                   "graph_path|graph_ppr|\\{name\\})|documents|chat/completions)$")
+# of that name, a search whose every query is blank; a passage that names neither a document
+# nor a chunk, lines past a document's end or a page of an unpaged document (400,
+# test_library_api.py); and POST /v1/tools/{name}, whose `name` the stateful and
+# link-following generators fill from GET /v1/tools although the document excludes those
+# names (each has its own route, which a concrete path reaches first); and a chat whose last
+# user message has no text (blank, or only non-text parts) or is too long.
+INDEX_DEPENDENT = ("^(POST /v1/(tools/(find|open|search|graph_entity|graph_neighbors|"
+                   "graph_path|graph_ppr|\\{name\\})|documents|chat/completions)|"
+                   "GET /v1/passage)$")
 SECONDS = 25  # schemathesis's time budget: the file stays well under a minute
 ACCEPTED = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
 

@@ -60,6 +60,7 @@ from sleuth.querytext import content_words
 from sleuth.settings import Settings
 from sleuth.store.base import (
     PARTIAL,
+    DocumentInfo,
     Problem,
     RepairReport,
     Store,
@@ -290,6 +291,11 @@ class ReadIndex:
     def document_titles(self) -> dict[str, str]:
         """``doc_id`` → title of every visible document."""
         return self.store.document_titles(self.access)
+
+    def document_list(self, doc_ids: Sequence[str] | None = None) -> list[DocumentInfo]:
+        """Every visible document (of ``doc_ids`` when given) as a document list shows it,
+        by id, without reading the documents' text."""
+        return self.store.document_list(self.access, doc_ids)
 
     def chunk_spans(self, doc_id: str) -> list[tuple[str, int, int]]:
         """``(chunk_id, start, end)`` of a visible document's chunks, in order."""

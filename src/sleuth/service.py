@@ -37,7 +37,16 @@ from sleuth._version import __version__
 from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
 from sleuth.agent.loop import StepCallback
 from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
-from sleuth.index import Index, ReadIndex
+from sleuth.index import AddReport, Index, ReadIndex
+from sleuth.library import (
+    LIST_LIMIT,
+    check_title,
+    file_statuses,
+    list_documents,
+    page_image,
+    passage,
+    unsupported,
+)
 from sleuth.llm import LLM
 from sleuth.server.pool import WorkPool
 from sleuth.session import Session
@@ -259,12 +268,17 @@ class Service:
 
     def _add(self, paths: list[Path] | list[str | Path], caller: Caller,
              collection: str | None, groups: Sequence[str] | str | None) -> dict[str, Any]:
+        return self._add_report(paths, caller, collection, groups)[0]
+
+    def _add_report(self, paths: list[Path] | list[str | Path], caller: Caller,
+                    collection: str | None, groups: Sequence[str] | str | None
+                    ) -> tuple[dict[str, Any], AddReport]:
         target, wanted = self._write_target(caller, collection, groups)
         with self._write_lock:
             report = self.index.add(paths, delete_missing=False, collection=target,
                                     groups=wanted)
         return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated,
-                "collection": target, "groups": list(wanted)}
+                "collection": target, "groups": list(wanted)}, report
 
     @staticmethod
     def _write_target(caller: Caller, collection: str | None,
@@ -289,12 +303,14 @@ class Service:
         """Save uploaded ``(filename, content)`` pairs under ``<index>/uploads/<collection>``
         (names made safe and short by :func:`_upload_name`) and index them; a file uploaded
         again under the same name updates that document. A file that cannot be saved raises
-        :class:`StoreError` (HTTP 500)."""
+        :class:`StoreError` (HTTP 500). ``files`` in the answer says what became of each
+        (:func:`sleuth.library.file_statuses`); one of a type the indexer does not read is
+        not saved."""
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
-        target, _ = self._write_target(caller, collection, groups)
+        target, wanted = self._write_target(caller, collection, groups)
         folder = self.index.folder / "uploads" / target
-        names: dict[str, bytes] = {}
+        names: dict[str, tuple[str, bytes]] = {}
         for filename, content in files:
             name = _upload_name(filename)
             if not name:
@@ -302,18 +318,26 @@ class Service:
             if name in names:
                 raise RequestError(f"two uploads are named {name!r}; give each file its own "
                                    "name")
-            names[name] = content
-        saved: list[str | Path] = []
-        for name, content in names.items():
+            names[name] = (filename, content)
+        outcome: list[tuple[str, Path | str]] = []
+        for name, (filename, content) in names.items():
             path = folder / name
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
-            except OSError as err:
-                raise StoreError(f"cannot save upload {name!r} on the server: "
-                                 f"{err.strerror or type(err).__name__}") from None
-            saved.append(path)
-        return self._add(saved, caller, target, groups)
+            refused = unsupported(name)
+            if refused is None:
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(content)
+                except OSError as err:
+                    raise StoreError(f"cannot save upload {name!r} on the server: "
+                                     f"{err.strerror or type(err).__name__}") from None
+            outcome.append((filename, refused or path))
+        saved: list[str | Path] = [p for _, p in outcome if isinstance(p, Path)]
+        if not saved:  # nothing the indexer reads: nothing to index
+            return {**AddReport().to_dict(), "added_ids": [], "updated_ids": [],
+                    "collection": target, "groups": list(wanted),
+                    "files": file_statuses(self.view(caller), outcome, AddReport())}
+        answer, report = self._add_report(saved, caller, target, groups)
+        return {**answer, "files": file_statuses(self.view(caller), outcome, report)}
 
     def delete_documents(self, doc_ids: Sequence[str], caller: Caller = LOCAL) -> dict[str, Any]:
         """Delete documents ``caller`` can see (any other id is "no document")."""
@@ -324,6 +348,25 @@ class Service:
         with self._write_lock:
             self.index.delete(list(doc_ids))
         return {"deleted": list(doc_ids)}
+
+    # -- the library: what the browser app reads ---------------------------------------
+
+    def documents(self, caller: Caller = LOCAL, *, collection: str | None = None,
+                  q: str | None = None, limit: int = LIST_LIMIT,
+                  offset: int = 0) -> dict[str, Any]:
+        """The documents ``caller`` sees (:func:`sleuth.library.list_documents`)."""
+        return list_documents(self.view(caller), collection=collection, q=q, limit=limit,
+                              offset=offset)
+
+    def passage(self, caller: Caller = LOCAL, *, doc: str | None = None,
+                chunk: str | None = None, lines: str | None = None,
+                page: int | None = None) -> dict[str, Any]:
+        """A passage of a document ``caller`` sees (:func:`sleuth.library.passage`)."""
+        return passage(self.view(caller), doc=doc, chunk=chunk, lines=lines, page=page)
+
+    def page_image(self, doc_id: str, page: int, caller: Caller = LOCAL) -> bytes:
+        """A PDF page ``caller`` sees as a PNG (:func:`sleuth.library.page_image`)."""
+        return page_image(self.view(caller), doc_id, page)
 
     # -- tools -------------------------------------------------------------------------
 
@@ -400,7 +443,18 @@ class Service:
         """A saved session: id, agent, created, and its turns (question, answer, citations)."""
         conversation = self._session(session_id, caller)
         return {"id": conversation.id, "agent": conversation.agent_name,
-                "created": conversation.created, "turns": conversation.turns}
+                "title": conversation.shown_title, "created": conversation.created,
+                "turns": conversation.turns}
+
+    def rename_session(self, session_id: str, title: str,
+                       caller: Caller = LOCAL) -> dict[str, Any]:
+        """Give ``caller``'s session ``session_id`` a title (1 to 200 characters)."""
+        title = check_title(title)
+        with self._session_locks.hold(session_id, _owner(caller)):
+            conversation = self._session(session_id, caller)
+            conversation.title = title
+            conversation.save()
+        return {"id": session_id, "title": title}
 
     def delete_session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
         _check_session_id(session_id)

@@ -30,6 +30,19 @@ from sleuth.types import Answer
 
 FORMAT = "sleuth-session"
 FORMAT_VERSION = 1
+TITLE_CHARS = 80  # a session without a title is listed under its first question, cut here
+
+
+def session_title(title: str | None, first_question: str) -> str:
+    """What a session is listed as: its title, else its first question on one line, cut at
+    a word to about :data:`TITLE_CHARS` characters ("" before the first question)."""
+    if title:
+        return title
+    line = " ".join(first_question.split())
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
 def session_store(index: ReadIndex) -> SessionStore:
@@ -55,6 +68,7 @@ class Session:
         self.tracker = Tracker()
         self.messages: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []
+        self.title: str | None = None  # named by its user (None: listed by first question)
         self.created = _now()
         self._llm = llm
 
@@ -83,6 +97,7 @@ class Session:
         session.messages = list(data.get("messages") or [])
         session.turns = list(data.get("turns") or [])
         session.created = data.get("created") or session.created
+        session.title = data.get("title") or None
         return session
 
     @staticmethod
@@ -92,9 +107,11 @@ class Session:
 
     @staticmethod
     def saved(index: ReadIndex, owner: str | None = None) -> list[dict[str, Any]]:
-        """Saved sessions of ``index`` (of ``owner``): id, agent, turns, first question, last
-        update."""
-        return session_store(index).list(owner)
+        """Saved sessions of ``index`` (of ``owner``): id, agent, turns, first question,
+        title (:func:`session_title`), last update."""
+        return [{**listed, "title": session_title(listed.get("title"),
+                                                  listed.get("first_question") or "")}
+                for listed in session_store(index).list(owner)]
 
     @staticmethod
     def delete(index: ReadIndex, session_id: str, owner: str | None = None) -> bool:
@@ -106,6 +123,7 @@ class Session:
             return
         data = {"format": FORMAT, "format_version": FORMAT_VERSION, "id": self.id,
                 "agent": self.agent_name, "created": self.created, "updated": _now(),
+                **({"title": self.title} if self.title else {}),
                 "tracker": self.tracker.to_dict(), "messages": self.messages,
                 "turns": self.turns}
         self.store.save(self.owner, self.id, data)
@@ -136,6 +154,11 @@ class Session:
                            "at": _now()})
         self.save()
         return answer
+
+    @property
+    def shown_title(self) -> str:
+        """The title it is listed under (:func:`session_title`)."""
+        return session_title(self.title, self.turns[0]["question"] if self.turns else "")
 
     def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a retrieval tool by hand in this session (reference ids are remembered)."""

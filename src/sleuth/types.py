@@ -80,6 +80,9 @@ class Citation:
     relevance: float
     ref: str | None = None  # the reference id cited, when the answer cited one
     where: str | None = None  # "page 3, lines 120–131"
+    lines: tuple[int, int] | None = None  # the lines of ``where``: 0-based, inclusive
+    page: int | None = None  # the (first) page of ``where``, for a paged document
+    tool: str | None = None  # the first tool whose output showed the cited id
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -92,6 +95,11 @@ class Citation:
             out["ref"] = self.ref
         if self.where:
             out["where"] = self.where
+        if self.lines is not None:
+            out["lines"] = list(self.lines)
+        if self.page is not None:
+            out["page"] = self.page
+        out["tool"] = self.tool
         return out
 
 

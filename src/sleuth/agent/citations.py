@@ -7,6 +7,7 @@ re-exported here for the imports that predate it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -14,14 +15,14 @@ from typing import TYPE_CHECKING
 from sleuth.docview import DocumentView
 from sleuth.ids import cited_ids, is_relevance_line, split_answer, strip_citations
 from sleuth.llm.base import TextCallback
-from sleuth.types import Citation
+from sleuth.types import Citation, Step
 
 if TYPE_CHECKING:
     from sleuth.index import ReadIndex
     from sleuth.tracker import Tracker
 
-__all__ = ["AnswerStream", "cited_ids", "parse_citations", "resolve_sources", "split_answer",
-           "strip_citations"]
+__all__ = ["AnswerStream", "cited_ids", "found_by", "parse_citations", "resolve_sources",
+           "split_answer", "strip_citations"]
 
 
 def parse_citations(
@@ -56,13 +57,14 @@ def resolve_sources(index: ReadIndex, tracker: Tracker, ids: Sequence[str]) -> d
         ref = tracker.refs.get(cid)
         if ref is not None:
             v = view(ref.doc_id)
-            where = v.where(ref.start, ref.end) if v and ref.start >= 0 else None
-            out[cid] = Citation(ref.chunk_id or "", ref.doc_id, ref.title, 1.0, ref.ref, where)
+            out[cid] = _located(Citation(ref.chunk_id or "", ref.doc_id, ref.title, 1.0,
+                                         ref.ref), v if ref.start >= 0 else None,
+                                ref.start, ref.end)
         elif cid in by_id:
             chunk = by_id[cid]
             v = view(chunk.doc_id)
-            out[cid] = Citation(cid, chunk.doc_id, v.document.title if v else "", 1.0, None,
-                                v.where(chunk.start, chunk.end) if v else None)
+            out[cid] = _located(Citation(cid, chunk.doc_id, v.document.title if v else "",
+                                         1.0), v, chunk.start, chunk.end)
         elif (v := view(cid)) is not None:
             out[cid] = Citation("", cid, v.document.title, 1.0)
     return out
@@ -131,3 +133,31 @@ def _maybe_relevance(head: str) -> bool:
     if len(word) < len("relevance"):
         return "relevance".startswith(word)
     return is_relevance_line(head) or word.rstrip("* \t") == "relevance"
+
+
+def _located(citation: Citation, view: DocumentView | None, start: int,
+             end: int) -> Citation:
+    """``citation`` with where the character span ``[start, end)`` lies in its document:
+    ``where`` as text, its first and last lines, and its first page."""
+    if view is None:
+        return citation
+    first, last = view.line_of(start), view.line_of(max(start, end - 1))
+    pages = view.pages_between(start, end)
+    return replace(citation, where=view.where(start, end), lines=(first, last),
+                   page=pages[0] if pages else None)
+
+
+def found_by(citations: Sequence[Citation], steps: Sequence[Step]) -> list[Citation]:
+    """``citations`` each with the name of the first tool whose output in ``steps`` showed
+    its reference id, chunk id or (a citation of a whole document) document id; a citation
+    no step showed keeps ``tool`` None."""
+    return [replace(c, tool=next((s.tool_name for s in steps
+                                  if _shows(s.tool_output, c.ref or c.chunk_id or c.doc_id)),
+                                 None))
+            if c.tool is None else c for c in citations]
+
+
+def _shows(text: str, source: str) -> bool:
+    """Whether ``text`` names ``source`` as a whole id (``a.md#1`` is not in ``a.md#12``)."""
+    return bool(source) and source in text and re.search(
+        rf"(?<![\w.\-/:#]){re.escape(source)}(?!\w)", text) is not None

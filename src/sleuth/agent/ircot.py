@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.citations import resolve_sources
+from sleuth.agent.citations import found_by, resolve_sources
 from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.ids import cite, cited_ids, strip_citations
 from sleuth.ingest.sentences import split_sentences
@@ -132,7 +132,8 @@ class IRCoTAgent(ModelRunner):
         have = {c.chunk_id for c in answer.citations}
         ids = [cid for cid in cited_ids(" ".join(thoughts)) if cid in gathered - have]
         found = resolve_sources(self.index, run.tracker, ids)
-        answer.citations += [found[cid] for cid in ids if cid in found]
+        answer.citations += found_by([found[cid] for cid in ids if cid in found],
+                                     answer.trajectory)
 
 
 def _next_sentence(reply: str) -> tuple[str, str | None]:

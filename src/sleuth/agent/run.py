@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sleuth.agent.citations import AnswerStream, parse_citations, resolve_sources
+from sleuth.agent.citations import AnswerStream, found_by, parse_citations, resolve_sources
 from sleuth.llm import LLM, ChatResponse, cost
 from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
@@ -167,11 +167,13 @@ class Run:
 
     def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
-        ``index`` and the tracker's reference ids, and the chunks read and retrieved. A
-        listener that heard no token of it yet hears the whole answer now."""
+        ``index`` and the tracker's reference ids (each with the tool that found it), and
+        the chunks read and retrieved. A listener that heard no token of it yet hears the
+        whole answer now."""
         answer = self.answer
-        answer.answer, answer.citations = parse_citations(
+        answer.answer, citations = parse_citations(
             text, lambda ids: resolve_sources(index, self.tracker, ids))
+        answer.citations = found_by(citations, answer.trajectory)
         listener = self.listener
         if listener is not None and not listener.answered:
             listener.say(answer.answer)

@@ -35,6 +35,7 @@ from sleuth.errors import (
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.chat import chat_router
 from sleuth.server.events import ask_events
+from sleuth.server.library import library_router
 from sleuth.server.openapi import (
     BEARER,
     GROUPS_PATTERN,
@@ -52,8 +53,8 @@ from sleuth.server.openapi import (
     status_for,
 )
 from sleuth.server.runs import runs_router
-from sleuth.server.webapp import app_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
+from sleuth.server.webapp import app_router
 from sleuth.service import (
     LOCAL,
     Caller,
@@ -141,6 +142,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     _session_routes(router, service)
     app.include_router(router)
     app.include_router(chat_router(service, caller, auth))  # /v1/models, /v1/chat/completions
+    app.include_router(library_router(service, caller, denied))  # the app's documents
 
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
@@ -456,13 +458,13 @@ def _agent_routes(router: APIRouter, service: Service) -> None:
 def _session_routes(router: APIRouter, service: Service) -> None:
     @router.get("/sessions", tags=["sessions"])
     def sessions(who: Who) -> list[dict[str, Any]]:
-        """Saved sessions: id, agent, number of turns, first question, last update."""
+        """Saved sessions: id, agent, number of turns, first question, title, last update."""
         return service.sessions(who)
 
     @router.get("/sessions/{session_id}", tags=["sessions"],
                 responses=responses(400, 404, 422))
     def session(session_id: SessionPath, who: Who) -> dict[str, Any]:
-        """One session with its turns (question, answer, citations)."""
+        """One session with its title and turns (question, answer, citations)."""
         check_session_id(session_id)
         return service.session(session_id, who)
 

@@ -98,6 +98,20 @@ class RepairReport:
 
 
 @dataclass(frozen=True)
+class DocumentInfo:
+    """What a document list shows of one document, read without its text."""
+
+    doc_id: str
+    title: str
+    type: str  # the DocType it was read as
+    path: str | None  # the source file
+    collection: str
+    groups: tuple[str, ...]
+    chunks: int
+    pages: int | None  # None: an unpaged document
+
+
+@dataclass(frozen=True)
 class StoreStats:
     documents: int
     chunks: int
@@ -128,6 +142,11 @@ class Documents(Protocol):
 
     def document_titles(self, access: Access | None = None) -> dict[str, str]:
         """``doc_id`` → title, for every (visible) document."""
+
+    def document_list(self, access: Access | None = None,
+                      doc_ids: Sequence[str] | None = None) -> list[DocumentInfo]:
+        """Every (visible) document's :class:`DocumentInfo` (only of ``doc_ids`` when
+        given), by ``doc_id``, without reading any document's text."""
 
     def visible_documents(self, access: Access | None) -> frozenset[str] | None:
         """The ids of the documents ``access`` may read; ``None`` when it may read all."""

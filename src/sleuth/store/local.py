@@ -95,6 +95,7 @@ from sleuth.store import ann, ranking
 from sleuth.store import keyword as kw
 from sleuth.store.base import (
     FORMAT_VERSION,
+    DocumentInfo,
     GraphTables,
     PreparedDocument,
     Problem,
@@ -1733,6 +1734,24 @@ class LocalStore:
         if visible is None:
             return titles
         return {doc_id: title for doc_id, title in titles.items() if doc_id in visible.docs}
+
+    @_reads
+    def document_list(self, access: Access | None = None,
+                      doc_ids: Sequence[str] | None = None) -> list[DocumentInfo]:
+        visible = self._visible_for(access)
+        query = ("SELECT doc_id, title, type, path, collection, groups, n_chunks, "
+                 "CASE json_type(metadata, '$.pages') WHEN 'array' THEN "
+                 "json_array_length(metadata, '$.pages') END FROM documents")
+        if doc_ids is None:
+            rows = self.db.execute(query).fetchall()
+        else:
+            rows = [row for part in _batches(sorted(set(doc_ids))) for row in self.db.execute(
+                f"{query} WHERE doc_id IN ({','.join('?' * len(part))})", part)]
+        return sorted((DocumentInfo(doc_id, title, kind, path, collection,
+                                    decode_groups(groups), chunks, pages)
+                       for doc_id, title, kind, path, collection, groups, chunks, pages in rows
+                       if visible is None or doc_id in visible.docs),
+                      key=lambda info: info.doc_id)
 
     def _hidden(self, doc_id: str, access: Access | None) -> bool:
         visible = self._visible_for(access)

@@ -77,10 +77,11 @@ class PostgresSessions:
         rows = self._run(lambda conn: conn.execute(
             "SELECT id, data->'agent', CASE jsonb_typeof(data->'turns') WHEN 'array' THEN "
             "jsonb_array_length(data->'turns') ELSE 0 END, data->'turns'->0->'question', "
-            "data->'updated' FROM sessions WHERE owner = %s ORDER BY id COLLATE \"C\"",
-            (owner or "",)).fetchall())
+            "data->'title', data->'updated' FROM sessions WHERE owner = %s "
+            "ORDER BY id COLLATE \"C\"", (owner or "",)).fetchall())
         return [{"id": sid, "agent": agent, "turns": turns, "first_question": first or "",
-                 "updated": updated} for sid, agent, turns, first, updated in rows]
+                 "title": title, "updated": updated}
+                for sid, agent, turns, first, title, updated in rows]
 
     def delete(self, owner: str | None, session_id: str) -> bool:
         return self._run(lambda conn: conn.execute(

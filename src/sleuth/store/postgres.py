@@ -75,6 +75,7 @@ from sleuth.settings import VectorSettings
 from sleuth.store import keyword as kw
 from sleuth.store import ranking
 from sleuth.store.base import (
+    DocumentInfo,
     GraphTables,
     PreparedDocument,
     Problem,
@@ -610,6 +611,20 @@ class PostgresStore:
         with self._pool.connection() as conn:
             return dict(conn.execute(f"SELECT d.doc_id, d.title FROM documents d WHERE {where}",
                                      params).fetchall())
+
+    def document_list(self, access: Access | None = None,
+                      doc_ids: Sequence[str] | None = None) -> list[DocumentInfo]:
+        where, params = _access_sql(access)
+        if doc_ids is not None:
+            where, params = f"{where} AND d.doc_id = ANY(%s::text[])", [*params, list(doc_ids)]
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT d.doc_id, d.title, d.type, d.path, d.collection, d.groups, d.n_chunks, "
+                "CASE jsonb_typeof(d.metadata->'pages') WHEN 'array' THEN "
+                "jsonb_array_length(d.metadata->'pages') END FROM documents d "
+                f"WHERE {where} ORDER BY d.doc_id", params).fetchall()
+        return [DocumentInfo(doc_id, title, kind, path, collection, tuple(groups), chunks, pages)
+                for doc_id, title, kind, path, collection, groups, chunks, pages in rows]
 
     def chunk_spans(self, doc_id: str,
                     access: Access | None = None) -> list[tuple[str, int, int]]:

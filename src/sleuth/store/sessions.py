@@ -34,7 +34,8 @@ class SessionStore(Protocol):
         ...
 
     def list(self, owner: str | None) -> list[dict[str, Any]]:
-        """``owner``'s sessions: id, agent, turns, first question, last update."""
+        """``owner``'s sessions: id, agent, turns, first question, title (None when never
+        named), last update."""
         ...
 
     def delete(self, owner: str | None, session_id: str) -> bool:
@@ -106,7 +107,7 @@ class FileSessions:
             turns = data.get("turns") or []
             out.append({"id": path.stem, "agent": data.get("agent"), "turns": len(turns),
                         "first_question": turns[0]["question"] if turns else "",
-                        "updated": data.get("updated")})
+                        "title": data.get("title"), "updated": data.get("updated")})
         return out
 
     def delete(self, owner: str | None, session_id: str) -> bool:
