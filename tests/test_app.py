@@ -138,6 +138,9 @@ def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any) -> Non
         highlighted = " ".join(page.locator("#passage li.hl .t").all_inner_texts())
         assert "Greatorex" in highlighted
         assert "found by" in page.locator("#passage .facts").inner_text()
+        assert page.locator("#notice").is_hidden()  # no error shown
+        turn.locator(".steps > summary").click()  # what the agent did, for the screenshot
+        turn.locator(".steps .step").first.wait_for()
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT))
         page.keyboard.press("Escape")
@@ -206,7 +209,7 @@ def test_upload_then_search_then_delete(index: Path, browser: Any, tmp_path: Pat
 
         row = page.locator("#documents tbody tr", has_text="quokka")
         row.get_by_role("button").click()
-        row.get_by_role("button", name="Really delete?").click()
+        row.get_by_role("button", name="Really delete").click()
         row.wait_for(state="detached")
         with app.api("k-root") as api:
             gone = api.post("/v1/tools/keyword_search", json={"keywords": ["Zebulon"]}).json()

@@ -373,9 +373,16 @@ function confirmDelete(button, s) {
       .catch((err) => notify(`Delete: ${err.message}`));
     return;
   }
+  arm(button, s.title || s.first_question || s.id);
+}
+
+// A delete button asks once more before it deletes; its accessible name says so too.
+function arm(button, what) {
   button.dataset.armed = "1";
   button.textContent = "Really delete?";
+  button.setAttribute("aria-label", `Really delete ${what}?`);
   button.classList.add("danger");
+  button.focus();
 }
 
 async function showSession(id) {
@@ -520,9 +527,7 @@ async function loadDocuments() {
 
 function deleteDocument(button, d) {
   if (!button.dataset.armed) {
-    button.dataset.armed = "1";
-    button.textContent = "Really delete?";
-    button.classList.add("danger");
+    arm(button, d.title || d.doc_id);
     return;
   }
   api(`/v1/documents/${encodeURIComponent(d.doc_id)}`, { method: "DELETE" })
