@@ -58,15 +58,22 @@ def _serve(index: Path, llm: FakeLLMServer) -> tuple[Any, Service]:
     return LiveServer(create_app(service)), service
 
 
-def measure(index: Path, browser: Any, questions: int, pace: float) -> list[float]:
-    """Milliseconds from the LLM's first answer token to the page showing it, per question."""
-    llm = FakeLLMServer([{**reply(ANSWER), "pace": pace} for _ in range(questions)])
+def _open(index: Path, llm: FakeLLMServer, browser: Any) -> tuple[Any, Service, Any, Any]:
+    """The server, its service, a browser context holding the key, and the app ready in it
+    (the index's status shown)."""
     live, service = _serve(index, llm)
     context = browser.new_context()
     context.add_init_script(f"sessionStorage.setItem('sleuth.apiKey', '{KEY}')")
     page = context.new_page()
     page.goto(live.url + "/")
     page.wait_for_function("document.querySelector('#who').textContent !== ''")
+    return live, service, context, page
+
+
+def measure(index: Path, browser: Any, questions: int, pace: float) -> list[float]:
+    """Milliseconds from the LLM's first answer token to the page showing it, per question."""
+    llm = FakeLLMServer([{**reply(ANSWER), "pace": pace} for _ in range(questions)])
+    live, service, context, page = _open(index, llm, browser)
     page.select_option("#agent", "naive-rag")
     lags = []
     try:
@@ -90,12 +97,7 @@ def cold_starts(index: Path, browser: Any, runs: int) -> list[float]:
     for _ in range(runs):
         llm = FakeLLMServer([])
         started = time.perf_counter()
-        live, service = _serve(index, llm)
-        context = browser.new_context()
-        context.add_init_script(f"sessionStorage.setItem('sleuth.apiKey', '{KEY}')")
-        page = context.new_page()
-        page.goto(live.url + "/")
-        page.wait_for_function("document.querySelector('#who').textContent !== ''")
+        live, service, context, _ = _open(index, llm, browser)
         times.append(1000 * (time.perf_counter() - started))
         context.close()
         live.close()

@@ -80,7 +80,7 @@ class Page:
         self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
         self.page.on("console", self._console)
         self.page.set_default_timeout(20_000)
-        self.page.goto(url + "/")
+        self.page.goto(url if "#" in url else url + "/")
         if key is not None:
             self.enter_key(key)
             self.page.wait_for_function("document.querySelector('#who').textContent !== ''")
@@ -287,4 +287,25 @@ def test_the_page_loads_fast_and_small(index: Path, browser: Any) -> None:
         assert not tab.errors, tab.errors
     finally:
         tab.close()
+        app.close()
+
+
+def test_a_chat_answer_links_to_its_passage_in_the_app(index: Path, browser: Any) -> None:
+    app = App(index, [call("keyword_search", keywords=["Greatorex"]), reply(ANSWER)])
+    try:
+        with app.api("k-root") as api:
+            answer = api.post("/v1/chat/completions", json={
+                "model": "sleuth-full", "messages": [
+                    {"role": "user", "content": "Who showed Pepys how levers work?"}]}).json()
+        content = answer["choices"][0]["message"]["content"]
+        link = content[content.index(f"]({app.url}/#/passage?") + 2:].split(")")[0]
+        tab = Page(browser, link, "k-root")  # a new tab: the key is asked for, then shown
+        try:
+            tab.page.locator("#passage-full li.hl").first.wait_for()
+            highlighted = " ".join(tab.page.locator("#passage-full li.hl .t").all_inner_texts())
+            assert "Greatorex" in highlighted
+            assert not tab.errors, tab.errors
+        finally:
+            tab.close()
+    finally:
         app.close()

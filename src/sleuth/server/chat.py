@@ -65,18 +65,24 @@ def model_names() -> list[str]:
 
 def passage_link(citation: Mapping[str, Any], base: str) -> str:
     """The app's view of a cited passage: ``{base}/#/passage?doc=…&chunk=…`` with
-    ``&lines=a-b`` and ``&page=n`` where the citation's ``where`` names them."""
+    ``&lines=a-b`` and ``&page=n`` where the citation has them (its ``lines`` and ``page``,
+    or, in a record saved before those fields, its ``where``)."""
     def value(text: Any) -> str:
         return quote(str(text), safe="")
 
     link = (f"{base}/#/passage?doc={value(citation.get('doc_id', ''))}"
             f"&chunk={value(citation.get('chunk_id', ''))}")
     where = str(citation.get("where") or "")
-    if lines := _WHERE_LINES.search(where):
-        first, last = lines.group(1), lines.group(2) or lines.group(1)
-        link += f"&lines={value(f'{first}-{last}')}"
-    if page := _WHERE_PAGE.search(where):
-        link += f"&page={value(page.group(1))}"
+    lines = citation.get("lines")
+    if isinstance(lines, Sequence) and len(lines) == 2:
+        link += f"&lines={value(f'{lines[0]}-{lines[1]}')}"
+    elif found := _WHERE_LINES.search(where):
+        link += f"&lines={value(f'{found.group(1)}-{found.group(2) or found.group(1)}')}"
+    page = citation.get("page")
+    if page is None and (found := _WHERE_PAGE.search(where)):
+        page = found.group(1)
+    if page is not None:
+        link += f"&page={value(page)}"
     return link
 
 
