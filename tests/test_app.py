@@ -309,3 +309,36 @@ def test_a_chat_answer_links_to_its_passage_in_the_app(index: Path, browser: Any
             tab.close()
     finally:
         app.close()
+
+
+def test_a_pdf_opens_page_by_page_with_its_image(index: Path, browser: Any,
+                                                tmp_path: Path) -> None:
+    pymupdf = pytest.importorskip("pymupdf")
+    pdf = tmp_path / "tides.pdf"
+    with pymupdf.open() as made:
+        for text in ("Tide tables for Falmouth.\nHigh water at six.",
+                     "Page two: the neap tides of March.\nLow water at noon."):
+            made.new_page().insert_text((72, 72), text)
+        made.save(pdf)
+    app = App(index, [])
+    tab = Page(browser, app.url, "k-root")
+    page = tab.page
+    try:
+        page.click("#nav-documents")
+        page.set_input_files("#files", str(pdf))
+        row = page.locator("#documents tbody tr", has_text="tides")
+        row.wait_for()
+        assert row.locator("td.num").first.inner_text() == "2"  # pages
+        row.locator("a").first.click()
+        view = page.locator("#passage-full")
+        view.get_by_text("High water at six.").wait_for()
+        view.locator("details.page-image summary").click()
+        page.wait_for_function("(() => { const i = document.querySelector('#passage-full "
+                               "img.page'); return i && i.complete && i.naturalWidth > 0; })()")
+        view.get_by_role("button", name="Next page").click()
+        view.get_by_text("Low water at noon.").wait_for()
+        assert "page 2 of 2" in view.locator(".facts").inner_text()
+        assert not tab.errors, tab.errors
+    finally:
+        tab.close()
+        app.close()

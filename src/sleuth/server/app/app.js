@@ -510,7 +510,8 @@ async function loadDocuments() {
     const remove = el("button", { type: "button", class: "ghost small", text: "Delete",
       "aria-label": `Delete ${d.title || d.doc_id}`, onclick: () => deleteDocument(remove, d) });
     body.append(el("tr", { "data-id": d.doc_id },
-      el("td", {}, el("a", { href: passageHash({ doc_id: d.doc_id }) }, d.title || d.doc_id),
+      el("td", {}, el("a", { href: passageHash({ doc_id: d.doc_id, page: d.pages ? 1 : null }) },
+        d.title || d.doc_id),
         el("div", { class: "id" }, d.doc_id)),
       el("td", {}, d.collection || ""), el("td", {}, d.type || ""),
       el("td", { class: "num" }, d.pages ?? ""), el("td", { class: "num" }, String(d.chunks ?? "")),
