@@ -207,6 +207,16 @@ def test_upload_then_search_then_delete(index: Path, browser: Any, tmp_path: Pat
             found = api.post("/v1/tools/keyword_search", json={"keywords": ["Zebulon"]}).json()
         assert found["data"]["hits"], found
 
+        # dropped on the drop zone, a file is uploaded the same way
+        dropped = page.evaluate_handle("""() => {
+            const data = new DataTransfer();
+            data.items.add(new File(["# Dropped\\n\\nThe wombat Tobias digs."], "wombat.md",
+                                    {type: "text/markdown"}));
+            return data; }""")
+        page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+        page.locator("#documents tbody tr", has_text="wombat").wait_for()
+        assert "indexed" in page.inner_text('#uploads li[data-name="wombat.md"] .state')
+
         row = page.locator("#documents tbody tr", has_text="quokka")
         row.get_by_role("button").click()
         row.get_by_role("button", name="Really delete").click()

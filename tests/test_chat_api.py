@@ -106,7 +106,9 @@ def test_answers_streamed_and_not_with_linked_citations(serve: Any) -> None:
     reasoning = [i for i, d in enumerate(deltas) if getattr(d, "reasoning_content", None)]
     first_text = next(i for i, d in enumerate(deltas) if d.content)
     assert reasoning and max(reasoning) < first_text
-    assert "keyword_search" in deltas[reasoning[0]].reasoning_content
+    # one reasoning line per step, as it happened: the made retrieval, the model's search
+    steps = [deltas[i].reasoning_content for i in reasoning]
+    assert steps[0].startswith("- hybrid_search(") and "keyword_search" in steps[1]
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
 
