@@ -33,8 +33,11 @@ try:
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
-# One line of text, not blank (as sleuth.library.check_title checks it).
-TITLE_PATTERN = rf"^[^\x00-\x1f\x7f]*{NOT_BLANK}[^\x00-\x1f\x7f]*$"
+# One line of text without control characters, not blank (as sleuth.library.check_title
+# checks it): NOT_BLANK's class less the control characters it lets through.
+TITLE_PATTERN = (r"^[^\x00-\x1f\x7f]*"
+                 + NOT_BLANK.replace("[^", r"[^\x00-\x08\x0e-\x1b\x7f", 1)
+                 + r"[^\x00-\x1f\x7f]*$")
 LINES_PATTERN = r"^[0-9]{1,9}(-[0-9]{1,9})?$"
 
 DocQuery = Annotated[str | None, Query(min_length=1, max_length=PATH_ID_MAX,
