@@ -60,7 +60,8 @@ class Spec:
 SPECS = {
     "2wiki": Spec(("naive-rag", "hybrid", "full")),
     # 10k long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8)
-    "financebench": Spec(("naive-rag", "hybrid", "docs"), embed="model2vec", graph=False,
+    "financebench": Spec(("naive-rag", "hybrid", "docs", "agenticrag"), embed="model2vec",
+                         graph=False,
                          level_docs=True),
     "novel": Spec(("naive-rag", "hybrid"), judge=True),
     "medical": Spec(("naive-rag", "hybrid"), judge=True),

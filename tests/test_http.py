@@ -221,7 +221,7 @@ def test_the_stream_tells_context_budget_events(endpoint: Any, sample_copy: Path
         agent=agent, serve={"api_keys": {"tests": KEY}})))
     try:
         with server:
-            events = _events(running.client, {"question": "levers?", "agent": "docs"})
+            events = _events(running.client, {"question": "levers?", "agent": "agenticrag"})
         context = [d for e, d in events if e == "context"]
         assert context, events
         first = context[0]
@@ -292,7 +292,7 @@ def test_sessions(endpoint: Any, sample_copy: Path) -> None:
     try:
         with server:
             for question in ("one?", "two?"):
-                got = api.post("/v1/ask", json={"question": question, "agent": "docs",
+                got = api.post("/v1/ask", json={"question": question, "agent": "agenticrag",
                                                 "session": "s1"})
                 assert got.status_code == 200, got.text
         listed = api.get("/v1/sessions").json()

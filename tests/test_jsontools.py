@@ -194,7 +194,7 @@ def test_docs_agent_in_json_mode_cites_reference_ids_and_can_be_made_to_summariz
     with FakeLLMServer(script) as server:
         llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url))
         answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, llm=llm,
-                            agent="docs")
+                            agent="agenticrag")
         forced = llm.chat([{"role": "user", "content": "x"}],
                           [TOOLS["summarize"].schema()], tool_choice="required")
         third, fourth = server.requests[2:]

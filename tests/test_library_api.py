@@ -231,10 +231,10 @@ def test_sessions_have_titles_and_are_renamed(asking: Any) -> None:
     question = "Which instrument did Greatorex show Samuel Pepys in the spring of 1660 " \
                "and what did it do?"
     api = asking([reply("A dial."), reply("Plans.")])
-    asked = api.root.post("/v1/ask", json={"question": question, "agent": "docs",
+    asked = api.root.post("/v1/ask", json={"question": question, "agent": "agenticrag",
                                             "session": "s1"})
     assert asked.status_code == 200, asked.text
-    assert api.acme.post("/v1/ask", json={"question": "Zephyr?", "agent": "docs",
+    assert api.acme.post("/v1/ask", json={"question": "Zephyr?", "agent": "agenticrag",
                                           "session": "s1"}).status_code == 200
     [listed] = [s for s in api.root.get("/v1/sessions").json() if s["id"] == "s1"]
     assert listed["first_question"] == question and listed["turns"] == 1
@@ -270,7 +270,7 @@ def test_citations_say_which_tool_found_them_and_where(asking: Any) -> None:
                   reply("In 1883 [turn1search1].")])
     record = api.root.post("/v1/ask", json={"question": "levers?", "agent": "full"}).json()
     pdf = api.acme.post("/v1/ask", json={"question": "quagga?", "agent": "full"}).json()
-    docs = api.acme.post("/v1/ask", json={"question": "when?", "agent": "docs"}).json()
+    docs = api.acme.post("/v1/ask", json={"question": "when?", "agent": "agenticrag"}).json()
     [cited] = record["citations"]
     view = view_of(api, PEPYS)
     first, last = cited["lines"]

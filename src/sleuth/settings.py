@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sleuth.errors import ConfigError
@@ -81,10 +81,10 @@ class ChunkSettings(BaseModel):
 
 
 class VectorSettings(BaseModel):
-    """Sentence-vector search of the embedded index: exact, or candidates from an inverted
-    file (faiss IVF, the ``ann`` extra) re-scored exactly, for large indexes. A PostgreSQL
-    index always has its pgvector HNSW index and uses ``ef_search`` (at most 1,000),
-    ``build_memory``, ``hnsw_m`` and ``hnsw_ef_construction`` only."""
+    """Sentence-vector search: exact, or candidates from an inverted file (faiss IVF with
+    8-bit codes, the ``ann`` extra) re-scored exactly, for large indexes. Both stores use
+    the same index: the embedded store keeps it in ``vectors/ivf.faiss``, the PostgreSQL
+    store in its ``ann_parts`` table (each process loads it)."""
 
     ann: Literal["auto", "on", "off"] = Field(
         "auto", description="'auto': build and use the approximate index once the index "
@@ -93,32 +93,14 @@ class VectorSettings(BaseModel):
         200_000, ge=0, description="Sentence vectors from which 'auto' builds the approximate "
         "index (exact search below: a 384-d scan of 200k vectors takes ~0.1 s on 2 cores)")
     ef_search: int = Field(
-        800, ge=1, description="Candidate sentences re-scored exactly per search (at least 16 "
-        "per hit asked for); in PostgreSQL the HNSW search breadth (hnsw.ef_search)")
+        800, ge=1, description="Candidate sentences proposed by the approximate index per "
+        "search (at least 16 per hit asked for); their chunks are re-scored exactly")
     nprobe: int | None = Field(
         None, ge=1, description="Inverted lists scanned per search (default: 6% of nlist, at "
         "least 8); more: higher recall, slower")
     nlist: int | None = Field(
         None, ge=1, description="Inverted lists (k-means clusters) of the approximate index "
         "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
-    build_memory: str = Field(
-        "1GB", pattern=r"^[0-9]+(kB|MB|GB|TB)$", description="PostgreSQL store: "
-        "maintenance_work_mem of its HNSW index build (about 2 kB per 384-d sentence: 8GB "
-        "for 4M sentences); an index that does not fit builds several times slower")
-    hnsw_m: int = Field(
-        16, ge=2, le=100, description="PostgreSQL store: links per node of the HNSW index "
-        "(pgvector's m); more: higher recall, a slower build and a bigger index. Applies "
-        "when the index is built (see docs/postgres.md to rebuild an existing one)")
-    hnsw_ef_construction: int = Field(
-        64, ge=4, le=1000, description="PostgreSQL store: candidate list of the HNSW build "
-        "(pgvector's ef_construction, at least 2 x hnsw_m); more: higher recall, slower build")
-
-    @model_validator(mode="after")
-    def _hnsw_pair(self) -> VectorSettings:
-        if self.hnsw_ef_construction < 2 * self.hnsw_m:
-            raise ValueError(f"vectors.hnsw_ef_construction ({self.hnsw_ef_construction}) "
-                             f"must be at least 2 x vectors.hnsw_m ({2 * self.hnsw_m})")
-        return self
 
 
 class ThreadSettings(BaseModel):

@@ -130,7 +130,7 @@ class Agent(ModelRunner):
         if not self.retrieve_first:
             return question
         started = time.perf_counter()
-        arguments = {"query": question, "top_k": self.retrieve_first}
+        arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
         name = "semantic_search" if self.first_tool == "naive_embedding_search" else \
             self.first_tool
@@ -144,13 +144,12 @@ class Agent(ModelRunner):
         call and its result and recorded as the first step; "required" (a tool choice) when
         its chunks do not cover the question, so the model searches on before answering."""
         started = time.perf_counter()
-        arguments = {"query": question, "top_k": self.retrieve_first}
+        arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
         call = ToolCall("call_first", self.first_tool, json.dumps(arguments))
         messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
                      {"role": "tool", "tool_call_id": call.id, "content": result.text}]
-        hits = [h["chunk_id"] for h in result.data.get("hits", [])]
-        evidence = " ".join(c.text for c in self.index.read(hits).chunks)
+        evidence = " ".join(c.text for c in self.index.read(result.chunk_ids).chunks)
         covered = covers(question, evidence)
         run.record(Step(
             1, self.first_tool, arguments, result.text,

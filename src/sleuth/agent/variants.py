@@ -120,8 +120,13 @@ for _variant in (
             prompt="direct"),
     Variant("naive-rag", "baseline: single-shot top-5 semantic retrieval, then one answer",
             tool_loop(retrieve_first=5), prompt="naive_rag"),
-    Variant("docs", "AgenticRAG: document search (5 queries a call, reference ids), find and "
-            "open inside long documents, summarize to manage the context", tool_loop(),
+    Variant("docs", "long documents: the whole question's document search first, then "
+            "AgenticRAG's tools (search with 5 queries a call and reference ids, find and "
+            "open inside a document, summarize to manage the context)",
+            tool_loop(retrieve_first=5, first_tool="search", first_as_call=True),
+            ("search", "find", "open", "summarize"), "docs_searched"),
+    Variant("agenticrag", "AgenticRAG as published: the model makes every document search "
+            "itself (search, find, open, summarize), for paper reproduction", tool_loop(),
             ("search", "find", "open", "summarize"), "docs"),
     Variant("all", "every retrieval tool: the A-RAG chunk tools plus the AgenticRAG document "
             "tools", tool_loop(), ("keyword_search", "semantic_search", "chunk_read", "search",

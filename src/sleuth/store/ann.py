@@ -108,6 +108,14 @@ class AnnIndex:
         found: np.ndarray = labels[0]
         return found[found >= 0]
 
+    def add_vectors(self, vectors: np.ndarray, labels: np.ndarray) -> AnnIndex:
+        """This index with ``vectors`` (float32 rows) added under ``labels``; the faiss
+        object is updated in place."""
+        with kernel_threads():
+            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                                    np.ascontiguousarray(labels, dtype=np.int64))
+        return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.trained_on)
+
     def add(self, matrices: list[np.ndarray], rows: np.ndarray, labels: np.ndarray) -> AnnIndex:
         """This index with the vector ``rows`` (global row numbers over ``matrices``, in
         order) added under ``labels``; the faiss object is updated in place."""
@@ -142,14 +150,20 @@ def new(matrices: list[np.ndarray], rows: np.ndarray, nlist: int | None = None,
     """An empty index whose ``nlist`` lists (default :func:`lists_for`) are trained by
     k-means on a sample of the vector ``rows`` (global row numbers over ``matrices``); None
     without faiss."""
-    faiss = load_faiss()
-    if faiss is None:
-        return None
-    dim = int(matrices[0].shape[1])
     lists = lists_for(len(rows), nlist)
     take = min(len(rows), lists * TRAIN_PER_LIST)
     sample = np.sort(np.random.default_rng(seed).choice(rows, take, replace=False))
     offsets = np.cumsum([0] + [len(m) for m in matrices])
+    return trained(gather(matrices, offsets, sample), lists, len(rows), seed)
+
+
+def trained(sample: np.ndarray, lists: int, n: int, seed: int = 0) -> AnnIndex | None:
+    """An empty index of ``lists`` lists trained by k-means on the float32 ``sample`` of
+    ``n`` vectors (draw ``lists * TRAIN_PER_LIST`` of them); None without faiss."""
+    faiss = load_faiss()
+    if faiss is None:
+        return None
+    dim = int(sample.shape[1])
     inner = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, lists,
                                           faiss.ScalarQuantizer.QT_8bit,
                                           faiss.METRIC_INNER_PRODUCT)
@@ -158,8 +172,33 @@ def new(matrices: list[np.ndarray], rows: np.ndarray, nlist: int | None = None,
     inner.cp.max_points_per_centroid = TRAIN_PER_LIST
     inner.cp.seed = seed
     with kernel_threads():
-        inner.train(gather(matrices, offsets, sample))
-    return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), len(rows))
+        inner.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return AnnIndex(faiss.IndexIDMap2(inner), np.zeros(0, dtype=np.int64), n)
+
+
+def to_bytes(ann: AnnIndex) -> bytes:
+    """``ann`` serialised (faiss's file format), for a store that keeps it in a database."""
+    faiss = load_faiss()
+    assert faiss is not None  # an AnnIndex exists only where faiss does
+    return bytes(faiss.serialize_index(ann.index))
+
+
+def from_bytes(data: bytes, trained_on: int, dim: int) -> AnnIndex | None:
+    """The index serialised in ``data`` (see :func:`to_bytes`); None when faiss is missing
+    or ``data`` is not an index of ``dim``-dimensional vectors with ids."""
+    faiss = load_faiss()
+    if faiss is None:
+        return None
+    try:
+        index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+    except RuntimeError as exc:  # faiss's error for bytes that are not an index
+        log.warning("ignoring a damaged approximate index (%s); searches are exact until "
+                    "the next build", exc)
+        return None
+    if index.d != dim or not hasattr(index, "id_map"):
+        return None
+    faiss.extract_index_ivf(index).parallel_mode = PARALLEL_MODE  # not kept in the file
+    return AnnIndex(index, faiss.vector_to_array(index.id_map).astype(np.int64), trained_on)
 
 
 def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | None:

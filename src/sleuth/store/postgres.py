@@ -12,9 +12,18 @@ Tables of one index schema::
                   collection, groups (text[], sorted; empty: open to the whole collection)
     chunks        id, chunk_id, doc_id, position, start, end, n_tokens, n_words, text,
                   tokens (the lowercased ``\\w+`` runs in order, GIN-indexed), has_long
-    sentences     id, chunk, start, end, embedding vector(dim) (HNSW, inner product)
+    sentences     id, doc_id, chunk, start, end, embedding vector(dim)
     summaries     doc_id, text, vector
     terms         every distinct token ever stored: the vocabulary substring keywords expand on
+    ann, ann_parts  the approximate index of the sentence vectors (:mod:`sleuth.store.pg_ann`)
+
+Sharding (Citus): ``documents``, ``chunks``, ``sentences`` and ``summaries`` each carry
+``doc_id``, every unique key and foreign key between them includes it, and none of them
+has a key without it, so each can be distributed by ``doc_id`` and co-located (a document's
+rows on one node); the small tables (``manifest``, ``generation``, ``terms``, ``ann``,
+``ann_parts``, the ``graph_*`` tables, ``sessions``) become reference tables. The calls are
+in docs/postgres.md. Indexes created before the keys existed gain ``sentences.doc_id`` at
+their next build (:meth:`PostgresStore.begin_build`) but keep their older keys.
 
 Identifiers (``doc_id``, ``chunk_id``, ``term``) use the ``C`` collation, so SQL orders them
 as Python does. Rows cascade from documents to chunks, sentences and summaries; every
@@ -28,20 +37,20 @@ exactly in the chunk text, so the result equals :func:`keyword.brute_force`. Tok
 stored cut to ``MAX_TOKEN_CHARS`` (a GIN key must fit in a page); chunks holding a longer
 token are flagged ``has_long`` and always rescored for substrings.
 
-Semantic search walks the HNSW index (``ef_search`` from ``vectors.ef_search``, at most
-pgvector's 1,000; the index is built with ``vectors.hnsw_m`` and ``hnsw_ef_construction``,
-pgvector's 16 and 64 by default), growing the candidate pool until it holds ``top_k``
-distinct chunks; searches within documents, and restricted ones the index cannot fill, are
-exact scans of the visible sentences. A build into an index of fewer than
-``DEFER_INDEX_ROWS`` sentences drops the HNSW index and builds it once at the end
-(inserting into it vector by vector is several times slower).
+Semantic search takes candidates from the approximate index (the embedded store's faiss
+inverted file, kept in the database and loaded by each process: :mod:`sleuth.store.pg_ann`),
+scores every sentence of the candidates' chunks, and those written since the index was
+built, exactly in SQL, and asks for more candidates until they span ``top_k`` chunks.
+Searches within documents, restrictions leaving few sentences visible and indexes below
+``vectors.ann_min_sentences`` are exact scans of the visible sentences. pgvector's HNSW
+index is not used (measured in BENCHMARKS §12: recall 0.5 at 1M chunks).
 
 Access control: every read joins its rows to ``documents`` and filters on the collection
 and the groups overlap (``&&``) inside the query, before anything is ranked or counted.
 
 What stays here rather than in :mod:`sleuth.store.ranking`: the work PostgreSQL should do
 where the rows are: counting single-token keywords and BM25 statistics from the token
-arrays, candidate selection over the GIN index, the HNSW walk, and the access filter, so
+arrays, candidate selection over the GIN index, exact vector scores, and the access filter, so
 no more rows than a page of hits leave the server. The scoring of candidates' text, the
 idf, the best-sentence ranking and the hits are the shared ones. Long because each of those
 is one SQL statement with its explanation.
@@ -51,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -73,7 +83,7 @@ from sleuth.access import Access, restricted
 from sleuth.errors import IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
 from sleuth.store import keyword as kw
-from sleuth.store import ranking
+from sleuth.store import pg_ann, ranking
 from sleuth.store.base import (
     DocumentInfo,
     GraphTables,
@@ -92,16 +102,14 @@ from sleuth.store.ranking import K1, B, top_chunks_by_best_sentence
 from sleuth.store.sessions import SessionStore
 from sleuth.types import Chunk, Document, Hit, Sentence
 
+log = logging.getLogger(__name__)
+
 DEFAULT_SCHEMA = "sleuth"
 MAX_TOKEN_CHARS = 256  # stored tokens are cut to this length (GIN keys must fit a page)
 MAX_EXPANSION = 5000  # vocabulary terms per substring token before falling back to a scan
-EF_SEARCH = 800  # HNSW candidate list of a semantic search unless configured (pgvector: 40)
-EF_MAX = 1000  # pgvector's largest ef_search: larger pools are exact scans
 PER_CHUNK = 3  # snippets of a semantic hit: the chunk's best sentences
 POOL_SIZE = 8  # connections shared by concurrent readers and writers
 PAGE = 500  # chunks per query of iter_chunks
-DEFER_INDEX_ROWS = 100_000  # below this many sentences a build rebuilds the HNSW index
-BUILD_MEMORY = "1GB"  # maintenance_work_mem of an HNSW build unless configured
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 TABLES = """
@@ -113,16 +121,22 @@ CREATE TABLE documents (
 CREATE INDEX documents_collection ON documents (collection);
 CREATE INDEX documents_groups ON documents USING gin (groups);
 CREATE TABLE chunks (
-    id bigserial PRIMARY KEY, chunk_id text COLLATE "C" NOT NULL UNIQUE,
+    id bigserial NOT NULL, chunk_id text COLLATE "C" NOT NULL,
     doc_id text COLLATE "C" NOT NULL REFERENCES documents ON DELETE CASCADE,
     position int NOT NULL, start int NOT NULL, "end" int NOT NULL, n_tokens int NOT NULL,
-    n_words int NOT NULL, text text NOT NULL, tokens text[] NOT NULL, has_long bool NOT NULL);
+    n_words int NOT NULL, text text NOT NULL, tokens text[] NOT NULL, has_long bool NOT NULL,
+    PRIMARY KEY (doc_id, id), UNIQUE (doc_id, chunk_id));
+CREATE INDEX chunks_id ON chunks (id);
+CREATE INDEX chunks_chunk_id ON chunks (chunk_id);
 CREATE INDEX chunks_doc ON chunks (doc_id, position);
 CREATE INDEX chunks_tokens ON chunks USING gin (tokens);
 CREATE INDEX chunks_long ON chunks (id) WHERE has_long;
 CREATE TABLE sentences (
-    id bigserial PRIMARY KEY, chunk bigint NOT NULL REFERENCES chunks ON DELETE CASCADE,
-    start int NOT NULL, "end" int NOT NULL, embedding vector({dim}) NOT NULL);
+    id bigserial NOT NULL,
+    doc_id text COLLATE "C" NOT NULL REFERENCES documents ON DELETE CASCADE,
+    chunk bigint NOT NULL, start int NOT NULL, "end" int NOT NULL,
+    embedding vector({dim}) NOT NULL);
+CREATE INDEX sentences_id ON sentences (id);
 CREATE INDEX sentences_chunk ON sentences (chunk);
 CREATE TABLE summaries (
     doc_id text COLLATE "C" PRIMARY KEY REFERENCES documents ON DELETE CASCADE,
@@ -136,9 +150,6 @@ GENERATION = ("CREATE TABLE IF NOT EXISTS generation (id boolean PRIMARY KEY DEF
 BUMP = ("INSERT INTO generation (value) VALUES (1) "
         "ON CONFLICT (id) DO UPDATE SET value = generation.value + 1")
 
-HNSW_INDEX = ("CREATE INDEX IF NOT EXISTS sentences_embedding ON sentences "
-              "USING hnsw (embedding vector_ip_ops) WITH (m = {m}, ef_construction = {efc})")
-HNSW_DEFAULTS = (16, 64)  # pgvector's m and ef_construction
 CHUNK_COLUMNS = (
     'c.chunk_id, c.doc_id, c.position, c.start, c."end", c.n_tokens, c.text, '
     "ARRAY(SELECT s.start FROM sentences s WHERE s.chunk = c.id ORDER BY s.id), "
@@ -196,8 +207,8 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot connect to {_redacted(location)}: "
                              f"{str(exc).strip()}") from None
-        self._ef_search, self._build_memory = EF_SEARCH, BUILD_MEMORY
-        self._hnsw = HNSW_DEFAULTS
+        self._vector_settings = VectorSettings()
+        self._ann = pg_ann.DatabaseAnn(self.connection, self._dim())
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             self.conninfo, min_size=1, max_size=POOL_SIZE, configure=self._configure,
             open=True, name=f"sleuth-{self.schema}")
@@ -222,6 +233,7 @@ class PostgresStore:
                 with contextlib.suppress(psycopg.errors.ReadOnlySqlTransaction):
                     conn.execute(GENERATION.replace("generation", f'"{self.schema}".generation',
                                                     1))
+            pg_ann.ensure_tables(conn, self.schema)  # earlier versions had none
             return manifest
         if not create:
             raise IndexNotFound(f"no Sleuth index in {self.where}; build one with "
@@ -241,7 +253,7 @@ class PostgresStore:
             conn.execute(f"SET LOCAL search_path TO \"{self.schema}\", "
                          f"\"{_extension_schema(conn)}\"")
             conn.execute(TABLES.format(dim=int(embedder["dim"])))
-            conn.execute(_hnsw_index(*HNSW_DEFAULTS))
+            conn.execute(pg_ann.TABLES)
             conn.execute("INSERT INTO manifest (data) VALUES (%s)", (Jsonb(manifest),))
         return manifest
 
@@ -259,12 +271,9 @@ class PostgresStore:
         conn.commit()
 
     def configure_ann(self, settings: VectorSettings) -> None:
-        """Use ``settings.ef_search`` (at most pgvector's 1,000) for HNSW searches, and
-        ``settings.build_memory``, ``hnsw_m`` and ``hnsw_ef_construction`` for building the
-        index (an existing index keeps the parameters it was built with)."""
-        self._ef_search = min(settings.ef_search, EF_MAX)
-        self._build_memory = settings.build_memory
-        self._hnsw = (settings.hnsw_m, settings.hnsw_ef_construction)
+        """Build and search the approximate index by ``settings`` (``ann``,
+        ``ann_min_sentences``, ``nlist``, ``nprobe``, ``ef_search``: as the embedded store)."""
+        self._vector_settings = settings
 
     def _save_manifest(self) -> None:
         with self._pool.connection() as conn:
@@ -305,14 +314,20 @@ class PostgresStore:
                 f"SELECT d.doc_id FROM documents d WHERE {where}", params))
 
     def begin_build(self, command: str = "") -> None:
-        """Mark a build as running (``command`` resumes it). A small index drops its HNSW
-        index first: building it once at the end is ~5x faster than inserting every new
-        vector into it (searches scan exactly meanwhile)."""
+        """Mark a build as running (``command`` resumes it); an index of an earlier version
+        gains ``sentences.doc_id`` first (one transaction)."""
         with self._pool.connection() as conn:
-            small = conn.execute("SELECT count(*) FROM (SELECT 1 FROM sentences LIMIT %s) s",
-                                 (DEFER_INDEX_ROWS,)).fetchone()
-            if _first(small) < DEFER_INDEX_ROWS:
-                conn.execute("DROP INDEX IF EXISTS sentences_embedding")
+            if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema "
+                                "= %s AND table_name = 'sentences' AND column_name = 'doc_id'",
+                                (self.schema,)).fetchone():
+                log.warning("adding sentences.doc_id to %s (an index of an earlier version); "
+                            "this rewrites the sentences table once", self.where)
+                with conn.transaction():
+                    conn.execute('ALTER TABLE sentences ADD COLUMN doc_id text COLLATE "C"')
+                    conn.execute("UPDATE sentences s SET doc_id = c.doc_id FROM chunks c "
+                                 "WHERE c.id = s.chunk")
+                    conn.execute("ALTER TABLE sentences ALTER COLUMN doc_id SET NOT NULL")
+                    conn.execute("CREATE INDEX IF NOT EXISTS sentences_id ON sentences (id)")
         self.manifest["build"] = {"state": "building", "started": now(),
                                   "command": command or "sleuth index PATH"}
         self._save_manifest()
@@ -321,12 +336,12 @@ class PostgresStore:
         """A failed build stays marked ``building`` (its command resumes it)."""
 
     def finish_build(self) -> None:
-        """(Re)build the HNSW index where it was dropped, refresh the planner's statistics
-        and mark the index consistent."""
+        """Bring the approximate index up to date (:mod:`sleuth.store.pg_ann`), refresh the
+        planner's statistics and mark the index consistent."""
         with self._pool.connection() as conn:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
-                         (self._build_memory,))
-            conn.execute(_hnsw_index(*self._hnsw))
+            self._ann.update(conn, self._vector_settings)
+            # earlier versions' HNSW index: unused now, and slow to insert into
+            conn.execute("DROP INDEX IF EXISTS sentences_embedding")
             # merge the GIN index's pending list: left unmerged, the planner costs the index
             # above a sequential scan and keyword search reads every chunk
             conn.execute("SELECT gin_clean_pending_list('chunks_tokens'::regclass)")
@@ -352,9 +367,10 @@ class PostgresStore:
                     "INSERT INTO documents (doc_id, title, type, path, hash, metadata, text, "
                     "n_chunks, collection, groups) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
                     "%s::text[])",
-                    [(d.document.doc_id, d.document.title, d.document.type, d.document.path,
-                      d.stored_hash, Jsonb(dict(d.document.metadata), dumps=_dumps),
-                      d.document.text, len(d.chunks), d.collection, sorted(d.groups))
+                    [(d.document.doc_id, _text(d.document.title), d.document.type,
+                      d.document.path, d.stored_hash,
+                      Jsonb(dict(d.document.metadata), dumps=_dumps),
+                      _text(d.document.text), len(d.chunks), d.collection, sorted(d.groups))
                      for d in opening])
             for d in docs:  # later parts of long documents
                 if not d.opens and not conn.execute(
@@ -369,7 +385,8 @@ class PostgresStore:
             terms = self._copy_rows(conn, docs, ids)
             conn.execute("INSERT INTO terms (term) SELECT unnest(%s::text[]) "
                          "ON CONFLICT DO NOTHING", (sorted(terms),))
-            self._upsert_summaries(conn, [(d.document.doc_id, d.summary, d.summary_vector)
+            self._upsert_summaries(conn, [(d.document.doc_id, _text(d.summary),
+                                           d.summary_vector)
                                           for d in docs if d.summary_vector is not None])
             conn.execute(BUMP)
 
@@ -379,7 +396,7 @@ class PostgresStore:
         terms: set[str] = set()
         rows = iter(ids)
         with conn.cursor() as cur:
-            sentences: list[tuple[int, int, int, np.ndarray]] = []
+            sentences: list[tuple[str, int, int, int, np.ndarray]] = []
             with cur.copy('COPY chunks (id, chunk_id, doc_id, position, start, "end", n_tokens, '
                           "n_words, text, tokens, has_long) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(["int8", "text", "text", "int4", "int4", "int4", "int4", "int4",
@@ -392,12 +409,13 @@ class PostgresStore:
                         tokens = [t[:MAX_TOKEN_CHARS] for t in words]
                         terms.update(tokens)
                         copy.write_row((row, c.chunk_id, c.doc_id, c.position, c.start, c.end,
-                                        c.n_tokens, len(words), c.text, tokens,
+                                        c.n_tokens, len(words), _text(c.text), tokens,
                                         any(len(t) > MAX_TOKEN_CHARS for t in words)))
-                        sentences += [(row, s.start, s.end, next(vectors)) for s in c.sentences]
-            with cur.copy('COPY sentences (chunk, start, "end", embedding) '
+                        sentences += [(c.doc_id, row, s.start, s.end, next(vectors))
+                                      for s in c.sentences]
+            with cur.copy('COPY sentences (doc_id, chunk, start, "end", embedding) '
                           "FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "int4", "int4", "vector"])
+                copy.set_types(["text", "int8", "int4", "int4", "vector"])
                 for sentence in sentences:
                     copy.write_row(sentence)
         return terms
@@ -523,40 +541,92 @@ class PostgresStore:
             where += " AND c.doc_id = ANY(%s)"
             params.append(list(dict.fromkeys(doc_ids)))
         pool = max(64, top_k * 16)
-        exact = doc_ids is not None or pool > EF_MAX  # a few documents: scan their sentences
         with self._pool.connection() as conn:
-            while True:
-                rows = self._nearest(conn, vector, where, params, pool, exact)
-                scores = np.array([r[1] for r in rows], dtype=np.float64)
-                chunk_of = np.array([r[0] for r in rows], dtype=np.int64)
-                ranked = top_chunks_by_best_sentence(scores, chunk_of, top_k, PER_CHUNK) \
+            exact = doc_ids is not None or self._vector_settings.ann == "off"
+            loaded = None if exact else self._ann.current(conn)
+            selector = None
+            if loaded is not None and where != "TRUE":
+                key = restricted(access).key  # type: ignore[union-attr]
+                generation = _first(conn.execute("SELECT value FROM generation").fetchone())
+                _, selector = self._ann.filter(
+                    loaded, key, generation, lambda: self._visible_chunks(conn, where, params))
+                if selector is None:  # few visible sentences: scanning them is cheaper
+                    loaded = None
+            if loaded is None:  # exact: every visible sentence
+                rows = self._exact(conn, vector, where, params, pool)
+                ranked = top_chunks_by_best_sentence(
+                    np.array([r[1] for r in rows], dtype=np.float64),
+                    np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) \
                     if rows else []
-                if len(ranked) >= top_k or (exact and len(rows) < pool):
-                    break
-                if not exact and (len(rows) < pool or pool * 4 > EF_MAX):
-                    exact = True  # the filter or the index ran dry: scan the visible rows
-                pool *= 4
+            else:
+                rows, ranked = self._approximate(conn, loaded, vector, where, params, pool,
+                                                 top_k, selector)
             meta = {r[0]: r[1:] for r in conn.execute(
                 'SELECT c.id, c.chunk_id, c.doc_id, d.title, c.text, c.start '
                 f"FROM {VISIBLE_CHUNKS} WHERE c.id = ANY(%s)", ([key for key, _, _ in ranked],))}
         return ranking.semantic_hits(ranked, meta, lambda i: (rows[i][2], rows[i][3]))
 
-    def _nearest(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
-                 limit: int, exact: bool) -> list[tuple[int, float, int, int]]:
+    def _approximate(self, conn: Connection, loaded: pg_ann.Loaded, vector: np.ndarray,
+                     where: str, params: list[Any], pool: int, top_k: int, selector: Any
+                     ) -> tuple[list[tuple[int, float, int, int]],
+                                list[tuple[int, float, list[int]]]]:
+        """The best ``pool`` sentences of the chunks the approximate index proposes (every
+        sentence of a candidate's chunk scored exactly, with the sentences written since
+        it was built), asking it for more until they span ``top_k`` chunks."""
+        settings = self._vector_settings
+        k = max(top_k * 16, settings.ef_search)
+        while True:
+            labels = loaded.index.search(vector, k, settings.nprobe, selector)
+            rows = self._rescored(conn, vector, where, params, labels, loaded.covered, pool)
+            ranked = top_chunks_by_best_sentence(
+                np.array([r[1] for r in rows], dtype=np.float64),
+                np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) \
+                if rows else []
+            if len(ranked) >= top_k:
+                return rows, ranked
+            if k >= loaded.index.size:
+                break
+            k *= 4
+        # fewer than top_k chunks among the candidates: only an exact scan can say why
+        rows = self._exact(conn, vector, where, params, pool)
+        return rows, top_chunks_by_best_sentence(
+            np.array([r[1] for r in rows], dtype=np.float64),
+            np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) if rows else []
+
+    def _rescored(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
+                  labels: np.ndarray, covered: int, limit: int
+                  ) -> list[tuple[int, float, int, int]]:
+        """(chunk key, cosine, start, end) of the ``limit`` best visible sentences of the
+        chunks ``labels`` and of the sentences with ``id > covered``."""
+        source = f"sentences s JOIN {VISIBLE_CHUNKS} ON c.id = s.chunk"
+        columns = 's.chunk, -(s.embedding <#> %b) AS score, s.start, s."end", s.id'
+        rows = conn.execute(  # driven by the candidates, whatever the filter's estimate
+            "WITH found AS MATERIALIZED (SELECT unnest(%s::bigint[]) AS chunk) "
+            f"SELECT {columns} FROM found JOIN {source} ON s.chunk = found.chunk "
+            f"WHERE {where} UNION ALL SELECT {columns} FROM {source} "
+            f"WHERE s.id > %s AND {where} ORDER BY score DESC, id LIMIT %s",
+            [np.unique(labels).tolist(), vector, *params, vector, covered, *params,
+             limit]).fetchall()
+        conn.commit()
+        return [(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def _exact(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
+               limit: int) -> list[tuple[int, float, int, int]]:
         """(chunk key, cosine, start, end) of the ``limit`` visible sentences nearest to
-        ``vector``, best first: by the HNSW index, or ``exact``ly by a scan."""
-        order = "(s.embedding <#> %b) + 0, s.id" if exact else "s.embedding <#> %b"
+        ``vector``, best first, by a scan."""
         source = "sentences s" if where == "TRUE" else \
             f"sentences s JOIN {VISIBLE_CHUNKS} ON c.id = s.chunk"
-        if not exact:
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
-                         (str(max(self._ef_search, limit)),))
         rows = conn.execute(
             f'SELECT s.chunk, -(s.embedding <#> %b), s.start, s."end" FROM {source} '
-            f"WHERE {where} ORDER BY {order} LIMIT %s",
+            f"WHERE {where} ORDER BY (s.embedding <#> %b) + 0, s.id LIMIT %s",
             [vector, *params, vector, limit]).fetchall()
-        conn.commit()  # ends the transaction that the ef_search setting was local to
+        conn.commit()
         return [(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def _visible_chunks(self, conn: Connection, where: str, params: list[Any]) -> np.ndarray:
+        ids = conn.execute(f"SELECT c.id FROM {VISIBLE_CHUNKS} WHERE {where}",
+                           params).fetchall()
+        return np.array([r[0] for r in ids], dtype=np.int64)
 
     def bm25_search(self, terms: Sequence[str], top_k: int,
                     doc_ids: Sequence[str] | None = None,
@@ -768,16 +838,18 @@ def _extension_schema(conn: Connection) -> str:
     return str(row[0]) if row else "public"
 
 
-def _hnsw_index(m: int, ef_construction: int) -> str:
-    return HNSW_INDEX.format(m=int(m), efc=int(ef_construction))
-
-
 def _first(row: tuple[Any, ...] | None) -> int:
     return int(row[0]) if row else 0
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=str)
+    return _text(json.dumps(value, default=str).replace("\\u0000", "\\ufffd"))
+
+
+def _text(value: str) -> str:
+    """``value`` storable in PostgreSQL, whose text cannot hold NUL: each NUL (PDF text
+    extraction leaves some) becomes U+FFFD, one character for one, so offsets stay."""
+    return value.replace("\x00", "\ufffd")
 
 
 def _redacted(location: str) -> str:

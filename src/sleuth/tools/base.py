@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Protocol, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -59,6 +59,13 @@ class ToolResult:
     @property
     def retrieved_tokens(self) -> int:
         return count_tokens(self.text) if self.tokens is None else self.tokens
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        """The chunks a search returned, best first (chunk searches list ``hits``, document
+        searches ``results``, each with the chunk of its best passage)."""
+        found = self.data.get("hits") or self.data.get("results") or []
+        return [h["chunk_id"] for h in found if isinstance(h, dict) and h.get("chunk_id")]
 
 
 ToolFunction = Callable[..., ToolResult]
@@ -126,6 +133,22 @@ class Tool:
         info = self.args.model_fields.get(name)
         found = [m for m in info.metadata if isinstance(m, Arg)] if info else []
         return found[0] if found else Arg()
+
+    def question_arguments(self, question: str, top_k: int) -> dict[str, Any]:
+        """The arguments that search for ``question`` itself with ``top_k`` results (its
+        query argument, a list of one where it takes several), for a retrieval made before
+        the model's first call. A ValueError when the tool takes no query."""
+        arguments: dict[str, Any] = {}
+        for name, info in self.args.model_fields.items():
+            meta = self.arg(name)
+            if meta.query:
+                several = get_origin(info.annotation) is list
+                arguments[name] = [question] if several else question
+            elif meta.top_k:
+                arguments[name] = top_k
+        if not any(self.arg(name).query for name in arguments):
+            raise ValueError(f"tool {self.name!r} takes no query")
+        return arguments
 
     @property
     def parameters(self) -> dict[str, Any]:
