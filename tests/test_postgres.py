@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import IndexNotFound, StoreError  # noqa: E402
 from sleuth.ingest import chunk_document  # noqa: E402
 from sleuth.quickstart import sample_path  # noqa: E402
+from sleuth.service import Service  # noqa: E402
 from sleuth.settings import ChunkSettings  # noqa: E402
 from sleuth.store import keyword as kw  # noqa: E402
 from sleuth.store.ann import AnnIndex  # noqa: E402
@@ -445,6 +447,16 @@ def test_approximate_index_in_the_database(server: str, embedder: MemoEmbedder,
             assert key(other.store.semantic_search(vector, 5)) == \
                 key(exact.semantic_search(vector, 5))  # another process loads it
         assert len(searched) >= 4 * 4
+        # a server loads the index when it starts, before its first search
+        service = Service(url(server, "ann_on"), settings=ann_settings())
+        try:
+            assert isinstance(service.index.store, PostgresStore)
+            deadline = time.monotonic() + 30
+            while service.index.store._ann._loaded is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert service.index.store._ann._loaded is not None
+        finally:
+            service.close()
         # written after the index was built (a build still running): scored exactly
         store.write(docs)
         zebra = embedder.embed(["zebra ledger revenue"])[0]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import threading
 import weakref
@@ -55,6 +56,8 @@ from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 from sleuth.tools.base import Limits, check_text
 from sleuth.tracker import Tracker
+
+log = logging.getLogger(__name__)
 
 _SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
@@ -206,6 +209,15 @@ class Service:
         self._write_lock = threading.Lock()
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
+        threading.Thread(target=self._warm, name="sleuth-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        """Load what the first search would (PostgreSQL: its approximate index), so the
+        first request does not wait for it; a failure is logged, and that search loads."""
+        try:
+            self.index.store.warm()
+        except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
+            log.warning("could not load the index ahead of the first search", exc_info=True)
 
     def close(self) -> None:
         server_running(False)

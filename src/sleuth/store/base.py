@@ -213,6 +213,10 @@ class Vectors(Protocol):
     def configure_ann(self, settings: VectorSettings) -> None:
         """Use ``settings`` for approximate search (a backend without one ignores them)."""
 
+    def warm(self) -> None:
+        """Load now what the first search would load (a server calls it in the background
+        when it starts, so no request waits for it); nothing where that is cheap."""
+
 
 class Builds(Protocol):
     """Build bookkeeping and integrity, for several processes on one index."""

@@ -270,6 +270,12 @@ class PostgresStore:
         conn.adapters.register_loader(info.oid, _VectorTextLoader)
         conn.commit()
 
+    def warm(self) -> None:
+        """Load the approximate index (1.5 GB per 1M chunks: ~20 s here)."""
+        if self._vector_settings.ann != "off":
+            with self._pool.connection() as conn:
+                self._ann.current(conn)
+
     def configure_ann(self, settings: VectorSettings) -> None:
         """Build and search the approximate index by ``settings`` (``ann``,
         ``ann_min_sentences``, ``nlist``, ``nprobe``, ``ef_search``: as the embedded store)."""
