@@ -108,14 +108,6 @@ class AnnIndex:
         found: np.ndarray = labels[0]
         return found[found >= 0]
 
-    def add_vectors(self, vectors: np.ndarray, labels: np.ndarray) -> AnnIndex:
-        """This index with ``vectors`` (float32 rows) added under ``labels``; the faiss
-        object is updated in place."""
-        with kernel_threads():
-            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
-                                    np.ascontiguousarray(labels, dtype=np.int64))
-        return AnnIndex(self.index, np.concatenate([self.labels, labels]), self.trained_on)
-
     def add(self, matrices: list[np.ndarray], rows: np.ndarray, labels: np.ndarray) -> AnnIndex:
         """This index with the vector ``rows`` (global row numbers over ``matrices``, in
         order) added under ``labels``; the faiss object is updated in place."""

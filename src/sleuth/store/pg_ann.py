@@ -101,7 +101,7 @@ class DatabaseAnn:
         self._lock = threading.Lock()
         self._loaded: Loaded | None = None
         self._missing: str | None = None  # the record stamp found unusable (not reloaded)
-        self._filters: dict[tuple[str, int], tuple[np.ndarray, Any]] = {}
+        self._filters: dict[tuple[str, int], Any | None] = {}
 
     # -- reading -----------------------------------------------------------------------
 
@@ -156,19 +156,17 @@ class DatabaseAnn:
                       int(record.get("chunks") or index.size))
 
     def filter(self, loaded: Loaded, key: str, generation: int,
-               visible_ids: Callable[[], np.ndarray]) -> tuple[np.ndarray, Any]:
-        """The visible chunk keys of an access ``key`` and a faiss selector of them (None
-        when they are few enough to scan exactly), cached per key and write generation."""
+               visible_ids: Callable[[], np.ndarray]) -> Any | None:
+        """A faiss selector of the chunks an access ``key`` may see (None when they are few
+        enough to scan exactly), cached per key and write generation."""
         cache_key = (key, generation)
-        found = self._filters.get(cache_key)
-        if found is None:
+        if cache_key not in self._filters:
             ids = visible_ids()
-            selector = ann.bitmap_selector(ids) if len(ids) >= EXACT_SHARE * max(
-                loaded.chunks, 1) else None
             if len(self._filters) > 16:
                 self._filters.clear()
-            found = self._filters[cache_key] = (ids, selector)
-        return found
+            self._filters[cache_key] = ann.bitmap_selector(ids) \
+                if len(ids) >= EXACT_SHARE * max(loaded.chunks, 1) else None
+        return self._filters[cache_key]
 
     # -- building ----------------------------------------------------------------------
 
@@ -261,7 +259,7 @@ class DatabaseAnn:
               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(chunk keys, float32 vectors) of the sentences with ``after < id <= upto``, in
         blocks of COPY_ROWS, read with a binary COPY."""
-        row = np.dtype([("n", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
+        row = np.dtype([("n", ">i2"), ("l1", ">i4"), ("chunk", ">i8"), ("l2", ">i4"),
                         ("dim", ">u2"), ("unused", ">u2"), ("vec", ">f4", (self._dim,))])
         buf = bytearray()
         header = False
@@ -283,5 +281,5 @@ class DatabaseAnn:
 def _parse(buf: bytearray, row: np.dtype[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
     rows = np.frombuffer(bytes(buf[: n * row.itemsize]), dtype=row)
     del buf[: n * row.itemsize]
-    return (rows["id"].astype(np.int64),
+    return (rows["chunk"].astype(np.int64),
             np.ascontiguousarray(rows["vec"], dtype=np.float32))

@@ -554,16 +554,13 @@ class PostgresStore:
             if loaded is not None and where != "TRUE":
                 key = restricted(access).key  # type: ignore[union-attr]
                 generation = _first(conn.execute("SELECT value FROM generation").fetchone())
-                _, selector = self._ann.filter(
+                selector = self._ann.filter(
                     loaded, key, generation, lambda: self._visible_chunks(conn, where, params))
                 if selector is None:  # few visible sentences: scanning them is cheaper
                     loaded = None
             if loaded is None:  # exact: every visible sentence
                 rows = self._exact(conn, vector, where, params, pool)
-                ranked = top_chunks_by_best_sentence(
-                    np.array([r[1] for r in rows], dtype=np.float64),
-                    np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) \
-                    if rows else []
+                ranked = _ranked(rows, top_k)
             else:
                 rows, ranked = self._approximate(conn, loaded, vector, where, params, pool,
                                                  top_k, selector)
@@ -584,10 +581,7 @@ class PostgresStore:
         while True:
             labels = loaded.index.search(vector, k, settings.nprobe, selector)
             rows = self._rescored(conn, vector, where, params, labels, loaded.covered, pool)
-            ranked = top_chunks_by_best_sentence(
-                np.array([r[1] for r in rows], dtype=np.float64),
-                np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) \
-                if rows else []
+            ranked = _ranked(rows, top_k)
             if len(ranked) >= top_k:
                 return rows, ranked
             if k >= loaded.index.size:
@@ -595,9 +589,7 @@ class PostgresStore:
             k *= 4
         # fewer than top_k chunks among the candidates: only an exact scan can say why
         rows = self._exact(conn, vector, where, params, pool)
-        return rows, top_chunks_by_best_sentence(
-            np.array([r[1] for r in rows], dtype=np.float64),
-            np.array([r[0] for r in rows], dtype=np.int64), top_k, PER_CHUNK) if rows else []
+        return rows, _ranked(rows, top_k)
 
     def _rescored(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
                   labels: np.ndarray, covered: int, limit: int
@@ -844,12 +836,34 @@ def _extension_schema(conn: Connection) -> str:
     return str(row[0]) if row else "public"
 
 
+def _ranked(rows: list[tuple[int, float, int, int]], top_k: int
+            ) -> list[tuple[int, float, list[int]]]:
+    """The ``top_k`` chunks of sentence ``rows`` (chunk key, score, ...) by their best
+    sentence, with the rows of their best PER_CHUNK sentences."""
+    if not rows:
+        return []
+    return top_chunks_by_best_sentence(np.array([r[1] for r in rows], dtype=np.float64),
+                                       np.array([r[0] for r in rows], dtype=np.int64),
+                                       top_k, PER_CHUNK)
+
+
 def _first(row: tuple[Any, ...] | None) -> int:
     return int(row[0]) if row else 0
 
 
 def _dumps(value: Any) -> str:
-    return _text(json.dumps(value, default=str).replace("\\u0000", "\\ufffd"))
+    return json.dumps(_clean(value), default=str)
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with :func:`_text` applied to every string in it (jsonb refuses NUL too)."""
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, Mapping):
+        return {_text(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
 
 
 def _text(value: str) -> str:
