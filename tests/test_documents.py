@@ -116,3 +116,16 @@ def test_title_field_search_names_documents_by_rare_title_words():
     assert set(named) == {f"3M_2018_10K#p{p}" for p in range(3)}  # every page, tied
     assert index.match(["10k", "capital"]) == []  # "10k" is in every title: no signal
     assert set(index.match(["amazon"])) == {f"AMAZON_2018_10K#p{p}" for p in range(3)}
+
+
+def test_title_field_search_reads_names_run_together_prefixes_and_the_latest_year():
+    from sleuth.titles import TitleIndex
+
+    names = ("BESTBUY_2023_10K", "BESTBUY_2024Q2_10Q", "MGMRESORTS_2022_10K", "COSTCO_2021_10K",
+             "CORNING_2021_10K", "CORNING_2022_10K", "NIKE_2019_10K", "AMAZON_2017_10K")
+    index = TitleIndex({name: name for name in names})
+    assert index.match(["best", "buy", "stores", "2023"]) == ["BESTBUY_2023_10K"]  # run together
+    assert index.match(["mgm", "topline", "fy2022"]) == ["MGMRESORTS_2022_10K"]  # a prefix
+    # "between FY2021 and FY2022": the report of the latest year
+    assert index.match(["corning", "tax", "rate", "fy2021", "fy2022"]) == ["CORNING_2022_10K"]
+    assert index.match(["best", "buy", "q2", "fy2024"]) == ["BESTBUY_2024Q2_10Q"]  # 2024Q2

@@ -19,9 +19,37 @@ def test_question_keywords() -> None:
 
 
 def test_reciprocal_rank_fusion_by_hand() -> None:
-    # a: 1/61 + 1/62 ; b: 1/62 + 1/61 ; c: 1/63 ; d: 1/63
+    # RRF_K = 1. a: 1/2 + 1/3 ; b: 1/3 + 1/2 ; c: 1/4 ; d: 1/4
     assert fuse([["a", "b", "c"], ["b", "a", "d"]])[:2] in (["a", "b"], ["b", "a"])
-    assert fuse([["a", "b"], ["c", "b"]])[0] == "b"  # 1/62 + 1/62 > 1/61
+    assert fuse([["a", "b"], ["c", "b"]])[0] == "b"  # 1/3 + 1/3 > 1/2
+    assert fuse([["a", "b", "c"], ["d", "e", "c"], ["f", "g", "c"]])[0] == "c"  # 3/4 > 1/2
+    assert fuse([["a", "b", "c", "d"], ["e", "f", "g", "d"]])[0] == "a"  # 1/2 > 2/5
+
+
+def test_passage_names_and_the_bridge_a_question_goes_through() -> None:
+    from sleuth.querytext import bridge_names, passage_names, relation_cues
+
+    text = ("Days and Hours is a 2004 Bosnian film directed by Pjer Žalica and written by "
+            "Namik Kabil. It stars Leo Fong. In 1990 the film won the Golden Bear on 12 "
+            "August 1932 at the U.S. premiere with Constantin J. David.")
+    names = [name for _, name in passage_names(text)]
+    assert "Pjer Žalica" in names  # a capital outside ASCII
+    assert "Leo Fong" in names and not any(n.startswith("Leo Fong.") for n in names)
+    assert "Golden Bear" in names and "Constantin J. David" in names  # an initial is no stop
+    assert not any("August" in n or n[0].isdigit() or n.startswith("In ") for n in names)
+    assert relation_cues("Where was the father of Belgutei born?")[0] >= {"fath", "son"}
+    assert "born" not in relation_cues("Where was the father of Belgutei born?")[0]
+    assert "direct" in relation_cues("Who is the spouse of the director of film X Y?")[0]
+    assert "moth" in relation_cues("When did Anna Maria Braun's mother die?")[0]
+    sentences = ["Days and Hours is a 2004 Bosnian film written by Namik Kabil and directed "
+                 "by Pjer Žalica.", "It stars Leo Fong."]
+    assert bridge_names("Who is the spouse of the director of film Days And Hours?",
+                        sentences)[0] == "Pjer Žalica"
+    assert bridge_names("Who is the spouse of the writer of film Days And Hours?",
+                        sentences)[0] == "Namik Kabil"
+    assert bridge_names("Where was the father of Belgutei born?",
+                        ["Belgutei was the son of Yesugei and half-brother to Genghis Khan.",
+                         "He was a general of American rapper Tyga."])[:1] == ["Yesugei"]
 
 
 def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:
@@ -29,7 +57,8 @@ def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:
     assert result.code == 0, result.err
     data = result.json()
     assert data["questions"] == 3 and set(data["tools"]) == {"keyword", "semantic", "hybrid",
-                                                             "search", "bm25"}
+                                                             "search", "bm25", "best"}
+    assert data["best"] == {"hybrid": 3}  # three passages with titles of their own
     for row in data["tools"].values():
         assert row["recall@3"] == 1.0  # three passages: every ranking holds the gold one
         assert 0.0 <= row["recall@1"] <= 1.0
@@ -46,19 +75,24 @@ def test_eval_retrieval_rejects_unknown_tool(sleuth, dataset: Path) -> None:
 
 
 def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
-    """The director's page is never named in the question; the hop finds it via the film."""
+    """The director's page is never named in the question; the hop finds it via the film,
+    taking the name the relation points at (not the writer named first, nor "Orozco. It")."""
     import json
 
     from sleuth import Index, Settings
     from sleuth.eval.datasets import Question
     from sleuth.eval.retrieval import RetrievalEval
-    from sleuth.retrieval import HybridRetriever
+    from sleuth.retrieval import HybridRetriever, best_ranking
 
     corpus = [
         {"id": "film", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
-         "film directed by Marta Velasquez Orozco."},
+         "film written by Tomas Brandt Lindqvist and directed by Marta Velasquez Orozco. It "
+         "stars Joe Wong Hale."},
         {"id": "director", "title": "Marta Velasquez Orozco", "text": "Marta Velasquez Orozco "
          "was a film director. Her mother was the painter Lucia Orozco."},
+        {"id": "writer", "title": "Tomas Brandt Lindqvist", "text": "Tomas Brandt Lindqvist "
+         "was a Swedish novelist."},
+        {"id": "actor", "title": "Joe Wong Hale", "text": "Joe Wong Hale was an actor."},
         {"id": "noise", "title": "Harbour", "text": "A harbour is a sheltered body of water."},
     ]
     path = tmp_path / "corpus.json"
@@ -70,7 +104,12 @@ def test_second_hop_reaches_the_bridge_passage(tmp_path: Path) -> None:
         retriever = HybridRetriever(index)
         assert retriever.keyword(q.question)[0] == "film#0"
         assert retriever.second_hop(q.question)[0] == "director#0"
+        assert retriever.pages("Marta Velasquez Orozco", "film#0")[0] == "director#0"
+        assert "film#0" not in retriever.pages("Marta Velasquez Orozco", "film#0")
         assert set(retriever.hybrid(q.question, top_k=2)) == {"film#0", "director#0"}
+        # the agents' ranking (hybrid_search) is the one `eval retrieval` measures
+        scores, method = best_ranking(index, q.question)
+        assert method == "hybrid" and list(scores)[:3] == retriever.hybrid(q.question)[:3]
         result = RetrievalEval(index, ["hybrid"], [2]).run([q])
         assert result["tools"]["hybrid"]["recall@2"] == 1.0
 
@@ -131,3 +170,49 @@ def test_page_and_document_levels_on_a_filings_layout(sleuth, tmp_path: Path) ->
                  "--tools", "search,bm25", "--json").json()
     assert doc["level"] == "doc" and doc["tools"]["search"]["recall@1"] == 1.0
     assert set(doc["tools"]) == {"search", "bm25"}
+
+
+def test_best_ranking_follows_the_shape_of_the_corpus(tmp_path: Path) -> None:
+    """Pages about one entity each get the multi-hop ranking; passages of one long work
+    (every passage titled by its book) get the passage ranking, and the document search
+    ranks chunks the same way."""
+    import json
+
+    from sleuth import Index, Settings
+    from sleuth.retrieval import best_ranking, passage_ranking, search_documents
+
+    passages = [
+        ("The lighthouse keeper rowed to the mainland each Sunday for bread and letters.", 1),
+        ("Mont St. Michel is located in Normandy, where the tide comes in like a horse.", 2),
+        ("Suza Fairfield was raised by her aunt after the flood took the mill.", 3),
+        ("The mill wheel turned slowly in the dry summer of that year.", 4),
+    ]
+    corpus = [{"id": f"Novel-1#{n:05d}", "title": "Novel-1", "text": text}
+              for text, n in passages]
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps(corpus))
+    with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
+        index.add([path])
+        question = "In which region of France is Mont St. Michel located?"
+        scores, method = best_ranking(index, question)
+        assert method == "passage"
+        assert list(scores) == list(passage_ranking(index, question)[0])
+        assert list(scores)[0] == "Novel-1#00002#0"
+        assert search_documents(index, question, top_k=1)[0].doc_id == "Novel-1#00002"
+
+
+def test_a_repeated_question_id_keeps_both_questions(sleuth, dataset: Path,
+                                                     tmp_path: Path) -> None:
+    """GraphRAG-Bench novel asks one question of two novels under one id: both are scored,
+    the second under a new id, and the command says so."""
+    import json
+
+    record = {"id": "same", "question": "Where did Alan Turing work?", "answer": "Bletchley Park",
+              "supporting_passage_ids": ["p3"]}
+    held_out = tmp_path / "repeated.json"
+    held_out.write_text(json.dumps([record, {**record, "supporting_passage_ids": ["p2"]}]))
+    result = sleuth("eval", "retrieval", "--dataset", str(dataset), "--questions",
+                    str(held_out), "--tools", "bm25", "--k", "1")
+    assert result.code == 0, result.err
+    assert "2 questions with gold evidence" in result.out
+    assert "'same' is used more than once" in result.err and "'same~2'" in result.err

@@ -73,8 +73,9 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
 
 
 def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path) -> None:
-    """The default agent: the hybrid ranking's chunks come first, as the model's own first
-    call; passages that do not name everything the question names make it search on."""
+    """The default agent: the best ranking's chunks come first (for the sample's three books,
+    the passage ranking), as the model's own first call; passages that do not name
+    everything the question names make it search on."""
     script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
     with FakeLLMServer(script) as server:
@@ -86,7 +87,7 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
     system, user, first, result = requests[0]["messages"]
     assert user == {"role": "user", "content": answer.question}
     assert first["tool_calls"][0]["function"]["name"] == "hybrid_search"
-    assert "(hybrid ranking)" in result["content"] and "=== chunk" in result["content"]
+    assert "(passage ranking)" in result["content"] and "=== chunk" in result["content"]
     assert requests[0]["tool_choice"] == "required"  # nothing names Napoleon: search on
     assert "tool_choice" not in requests[1]
     first_step, second = answer.trajectory

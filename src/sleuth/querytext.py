@@ -8,6 +8,7 @@ importing each other.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 QUESTION_WORDS = frozenset({
     "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "was",
@@ -62,13 +63,186 @@ def content_words(query: str) -> list[str]:
     return list(dict.fromkeys(words)) or re.findall(r"\w+", query.lower())
 
 
+def wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Lowercase words a name may contain ("Louis of Luxembourg", "Ibn al-Athir").
+NAME_LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y")
+# Words with a final period that do not end a sentence.
+ABBREVIATIONS = wordset("jr sr st dr mr mrs ms mt ft no co inc ltd vs gen col capt lt sgt "
+                        "rev hon prof sen gov pres fr u.s u.k")
+# Capitalised words that open a sentence or a clause rather than a name.
+NAME_OPENERS = wordset("in on at by the a an from during after before since with when while "
+                       "his her its their this that these those he she it they")
+_TOKEN = re.compile(r"[^\W_][\w'’.-]*|[,;:()\"“”]")
+
+
+MONTHS = wordset("january february march april may june july august september october "
+                 "november december")
+
+
+def passage_names(text: str, *, single: bool = False) -> list[tuple[int, str]]:
+    """Names in a passage, with their character offsets: runs of capitalised words (any
+    script: "Pjer Žalica"), with linking words such as "of the" inside, cut at sentence
+    ends ("Leo Fong. It" is "Leo Fong"), without a leading "In"/"The", a trailing
+    possessive, or a leading number ("1948 French" is no name); dates ("12 August 1932")
+    are left out, and so are names of one word unless ``single``. The same name may occur
+    more than once."""
+    out: list[tuple[int, str]] = []
+    run: list[re.Match[str]] = []
+
+    def close() -> None:
+        while run and run[-1].group(0).lower() in NAME_LINKS:
+            run.pop()
+        while run and (run[0].group(0).lower() in NAME_OPENERS or run[0].group(0)[0].isdigit()):
+            run.pop(0)
+        words = [t.group(0).rstrip(".").lower() for t in run]
+        dated = any(w in MONTHS for w in words) and any(w[:1].isdigit() for w in words)
+        if (len(run) > 1 or (single and run and len(words[0]) > 2)) and not dated:
+            name = text[run[0].start():run[-1].end()].rstrip(".")
+            out.append((run[0].start(), re.sub(r"['’]s$", "", name)))
+        run.clear()
+
+    for token in _TOKEN.finditer(text):
+        word = token.group(0)
+        capital = word[0].isupper() or (word[0].isdigit() and bool(run))
+        if capital or (run and word.lower() in NAME_LINKS):
+            run.append(token)
+            stem = word.rstrip(".").lower()
+            if word.endswith(".") and len(stem) > 1 and stem not in ABBREVIATIONS:
+                close()  # a sentence ends here
+        else:
+            close()
+    close()
+    return out
+
+
 def multiword_names(text: str) -> list[str]:
-    """The names of several words in a passage (runs of capitalised words), in order of
-    first appearance, without repeats."""
-    return list(dict.fromkeys(
-        name for m in CAPITALISED.finditer(text)
-        if len(name := m.group(0).strip(" .,;:()")) > 3 and " " in name
-    ))
+    """The names of several words in a passage (:func:`passage_names`), in order of first
+    appearance, without repeats."""
+    return list(dict.fromkeys(name for _, name in passage_names(text)))
+
+
+# Relational intents: a question word from a group brings the whole group (compared by crude
+# stems), so "father" finds "son of" and "daughter of" and "director" finds "directed by".
+RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(wordset(g) for g in (
+    "father mother parent parents son sons daughter daughters child children grandfather "
+    "grandmother grandson granddaughter grandparent paternal maternal heir",
+    "spouse wife husband married marry marriage wed widow widower",
+    "sibling brother sister",
+    "director directed direct directing filmmaker",
+    "born birth birthplace native",
+    "died die dies death dead killed murdered executed",
+    "buried burial grave interred",
+    "award awards awarded won win wins prize received receive nominated nomination honour",
+    "educated education studied study graduated graduate alumnus attended school college "
+    "university",
+    "founded founder established founding",
+    "composed composer composition music musical score",
+    "produced producer production",
+    "wrote written writer author screenplay screenwriter",
+    "performed performer sung singer sang recorded",
+    "released release premiered published publication came",
+    "nationality citizen citizenship country national",
+    "starring stars starred star actor actress cast appeared",
+    "employer employed worked work works",
+    "occupation profession job career",
+    "located location situated lies",
+    "member members joined",
+    "publisher publishing",
+))
+GENERIC = wordset("film movie song album book novel place date year time first last later "
+                  "earlier older younger same name which many much one two out cause reason")
+
+
+def stem(word: str) -> str:
+    """A crude stem, the same on both sides: "directed", "director" → "direct"."""
+    for suffix in ("ation", "ing", "ed", "er", "or", "ion", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[:-len(suffix)]
+    return word
+
+
+def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of a question's relational words, each widened to its
+    :data:`RELATION_INTENTS` group: (the *bridge* relation, all of them). The bridge
+    relation is the one nearest a named entity, written before it ("the director of film
+    X") or after its possessive ("X's mother"); the others ask about what lies beyond it
+    ("where was ... born")."""
+    lowered = question.lower()
+    spans = []
+    for name in question_keywords(question):
+        at = lowered.find(name.lower())
+        if at >= 0 and name[:1].isupper():
+            end = at + len(name)
+            possessive = re.match(r"['’]s?\b", question[end:])
+            spans.append((at, end + possessive.end() if possessive else end,
+                          possessive is not None))
+    generic = {stem(w) for w in GENERIC}
+    distance: dict[frozenset[str], int] = {}
+    for match in re.finditer(r"\w+", question):
+        word = match.group(0).lower()
+        if match.group(0)[0].isupper() and match.start() > 0 or not word.isalpha() or \
+                word in CONTENT_STOPWORDS or len(word) < 3 or stem(word) in generic:
+            continue
+        if any(start <= match.start() < end for start, end, _ in spans):
+            continue
+        gaps = [len(re.findall(r"\w+", lowered[match.end():start])) for start, _, _ in spans
+                if start >= match.end()]
+        gaps += [len(re.findall(r"\w+", lowered[end:match.start()])) for _, end, owned in spans
+                 if owned and end <= match.start()]
+        gap = min(gaps, default=len(lowered))
+        group = next((frozenset(stem(w) for w in g) for g in RELATION_INTENTS
+                      if stem(word) in {stem(w) for w in g}), frozenset({stem(word)}))
+        distance[group] = min(distance.get(group, gap), gap)
+    if not distance:
+        return frozenset(), frozenset()
+    nearest = min(distance.values())
+    bridge = frozenset().union(*(g for g, gap in distance.items() if gap == nearest))
+    return bridge, frozenset().union(*distance)
+
+
+def bridge_names(question: str, sentences: Sequence[str]) -> list[str]:
+    """The names in a passage's ``sentences`` that most likely stand for the entity a
+    multi-hop question goes through ("the director of film X": the name after "directed
+    by" in X's page), best first. Tiers: a name right after "<cue> by" (a passive: directed
+    by, written by); a name within three words of a bridge cue ("son of", "married");
+    then the names of sentences with a cue, nearest first (the bridge relation before the
+    others); then the rest in order. Names the question states are left out; a name of one
+    word counts only in the first two tiers and when no lowercase word follows it ("son of
+    Yesugei" is a name, "by American rapper Tyga" is not)."""
+    bridge, cues = relation_cues(question)
+    asked = question.lower()
+    ranked: list[tuple[int, int, int, str]] = []
+    for sentence in sentences:
+        words = [(m.start(), m.end(), stem(m.group(0).lower()))
+                 for m in re.finditer(r"\w+", sentence)]
+        for at, name in passage_names(sentence, single=True):
+            if name.lower() in asked:
+                continue
+            before = [w for w in words if w[1] <= at][-4:]
+            after = [w for w in words if w[0] >= at + len(name)][:3]
+            tier, gap = 4, 0
+            passive = len(before) >= 2 and before[-1][2] == "by"
+            if passive and any(w[2] in cues for w in before[:-1]):
+                tier = 0 if any(w[2] in bridge for w in before[:-1]) else 1
+            elif any(w[2] in bridge for w in before[-3:] + after):
+                tier = 1
+            else:
+                cue_at = [w[0] for w in words if w[2] in cues]
+                if cue_at:
+                    tier, gap = 2 if any(w[2] in bridge for w in words) else 3, \
+                        min(abs(at - c) for c in cue_at)
+            if " " not in name:  # a lone capitalised word: next to a cue, not an adjective
+                following = re.match(r"\W*(\w+)", sentence[at + len(name):])
+                modifies = following is not None and following.group(1).islower() and \
+                    following.group(1) not in CONTENT_STOPWORDS
+                if tier > 1 or modifies:
+                    continue
+            ranked.append((tier, gap, len(ranked), name))
+    ranked.sort()
+    return list(dict.fromkeys(name for *_, name in ranked))
 
 
 COVERAGE = 0.8  # share of the question's content words the evidence must contain

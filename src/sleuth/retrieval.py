@@ -1,11 +1,18 @@
 """LLM-free hybrid retrieval over an index: keyword per question entity, semantic, and a
-keyword *second hop*, fused by reciprocal rank.
+*second hop*, fused by reciprocal rank.
 
 ``keyword`` searches each entity of the question on its own and interleaves the rankings.
-``hybrid`` fuses, with equal reciprocal-rank weights, the keyword ranking, the semantic
-ranking and the second hop: multi-word names found in the top passage of each question
-entity are searched in turn, which reaches the bridge passages of multi-hop questions (a
-film's director, a person's spouse) whose names the question never states.
+``hybrid`` fuses the keyword ranking, the semantic ranking and the second hop: in the top
+passage of each question entity, the names that most likely stand for the entity the
+question goes through ("directed by ...", "son of ...") are looked up as pages, which
+reaches the bridge passages of multi-hop questions (a film's director, a person's spouse)
+whose names the question never states. :func:`best_ranking` adds the knowledge graph's PPR
+where the index has a graph.
+
+Fusion is reciprocal rank with the constant :data:`RRF_K` = 1 rather than the usual 60:
+on 2Wiki dev questions it lifts Recall@2 from 71.2 to 75.4 (hybrid+graph) because a chunk
+that one ranking puts first is not outvoted by chunks that several rankings put fourth
+(BENCHMARKS.md §18, where the other constants and weights tried are listed).
 
 Used by agents that retrieve without a tool-calling loop (``memory``) and by
 ``sleuth eval retrieval``. The question's keywords and content words come from
@@ -14,18 +21,28 @@ Used by agents that retrieve without a tool-calling loop (``memory``) and by
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sleuth.index import ReadIndex
-from sleuth.querytext import content_words, multiword_names, question_keywords
+from sleuth.querytext import bridge_names, content_words, question_keywords
+from sleuth.titles import TitleIndex
 from sleuth.types import Hit
 
-__all__ = ["DocumentHit", "HybridRetriever", "best_ranking", "content_words", "fuse",
-           "fused_scores", "interleave", "question_keywords", "search_documents"]
+if TYPE_CHECKING:
+    from sleuth.graph import Graph
 
-RRF_K = 60
-DEPTH = 20  # candidates per ranking before fusion
+__all__ = ["DocumentHit", "HybridRetriever", "best_ranking", "content_words", "fuse",
+           "entity_pages", "fused_scores", "interleave", "passage_ranking", "question_keywords",
+           "search_documents"]
+
+RRF_K = 1  # reciprocal-rank constant for chunk rankings (chosen on 2Wiki dev, frozen)
+DEPTH = 30  # candidates per ranking before fusion
+HOP_NAMES = 6  # bridge names read per seed chunk
+HOP_DEPTH = 2  # chunks per bridge name
+TITLE_MATCHES = 50  # documents a name's title search may narrow to
 
 def interleave(rankings: Sequence[Sequence[str]]) -> list[str]:
     """Round-robin merge: first of each ranking, then second of each, ... (no repeats)."""
@@ -66,23 +83,49 @@ class HybridRetriever:
     def semantic(self, question: str) -> list[str]:
         return _ids(self.index.semantic_search(question, top_k=self.depth))
 
+    def titled(self, question: str) -> list[str]:
+        """BM25 within the documents whose titles the question's words name (a title field
+        search, :mod:`sleuth.titles`); empty when it names none."""
+        named = self.index.titles().match(content_words(question))
+        return _ids(self.index.bm25_search(question, top_k=self.depth, doc_ids=named)) \
+            if named else []
+
+    def rankings(self, question: str, graph: Graph | None = None) -> dict[str, list[str]]:
+        """The rankings fused into the hybrid ranking, by name: keyword, semantic,
+        second_hop, titled, and graph (PPR mapped back to chunks) when ``graph`` is given."""
+        out = {"keyword": self.keyword(question), "semantic": self.semantic(question),
+               "second_hop": self.second_hop(question), "titled": self.titled(question)}
+        if graph is not None:
+            out["graph"] = graph.rank(question, top_k=self.depth)
+        return out
+
     def hybrid(self, question: str, top_k: int | None = None) -> list[str]:
-        """RRF of keyword, semantic and the second hop."""
-        fused = fuse([self.keyword(question), self.semantic(question),
-                      self.second_hop(question)])
+        """Reciprocal-rank fusion of keyword, semantic, the second hop and the title
+        search."""
+        fused = fuse(list(self.rankings(question).values()))
         return fused[:top_k] if top_k else fused
 
     def second_hop(self, question: str) -> list[str]:
-        """Chunks about the multi-word names in each question entity's top chunk."""
+        """Chunks about the entities a multi-hop question goes through: in the top chunk of
+        each question entity, the names most likely to be the bridge
+        (:func:`~sleuth.querytext.bridge_names`: "directed by Leo Fong" for "the director of
+        film Blood Street"), each looked up as a page (:meth:`pages`)."""
         seeds = [ranking[0] for ranking in self._entity_rankings(question) if ranking][:3]
-        asked = question.lower()
         hops = []
         for chunk in self.index.read(seeds).chunks:
-            body = chunk.text.split("\n", 1)[-1]
-            names = [n for n in multiword_names(body) if n.lower() not in asked][:6]
-            hops.append(interleave([_ids(self.index.keyword_search([n], top_k=2))
-                                    for n in names]))
+            sentences = [s.text for s in chunk.sentences] or [chunk.text]
+            names = bridge_names(question, sentences)[:HOP_NAMES]
+            hops.append(interleave([self.pages(name, chunk.chunk_id) for name in names]))
         return interleave(hops)
+
+    def pages(self, name: str, source: str = "") -> list[str]:
+        """Chunks about a name, best first, never ``source`` (the chunk it was read in):
+        the BM25 best chunk of the documents whose titles name it (a title field search,
+        :mod:`sleuth.titles`), then the chunks that mention it most (keyword search)."""
+        named = self.index.titles().match(content_words(name), limit=TITLE_MATCHES)
+        hits = _ids(self.index.bm25_search(name, top_k=2, doc_ids=named)) if named else []
+        hits += _ids(self.index.keyword_search([name], top_k=HOP_DEPTH + 1))
+        return [c for c in dict.fromkeys(hits) if c != source][:HOP_DEPTH]
 
     def _entity_rankings(self, question: str) -> list[list[str]]:
         """Per-entity keyword rankings, computed once per question."""
@@ -94,18 +137,42 @@ class HybridRetriever:
         return self._per_entity[question]
 
 
+ENTITY_PAGES = 0.5  # a corpus of entity pages: more than this share of its documents have a
+# title of their own (2Wiki 1.0; FinanceBench pages 0.007, GraphRAG-Bench novel 0.005) ...
+PAGE_CHUNKS = 2.0  # ... and they are short: at most this many chunks per document on average
+# (2Wiki 1.0; three books, or 23 filings as PDFs, are not pages about one entity each)
+_SHAPES: weakref.WeakKeyDictionary[TitleIndex, bool] = weakref.WeakKeyDictionary()
+
+
+def entity_pages(index: ReadIndex) -> bool:
+    """Whether the corpus is one of entity pages (an encyclopedia's articles: most documents
+    have a title of their own and are short), decided once per version of the index."""
+    titles = index.titles()
+    if titles not in _SHAPES:
+        stats = index.stats()
+        _SHAPES[titles] = titles.distinct_share > ENTITY_PAGES and \
+            stats.chunks <= PAGE_CHUNKS * max(stats.documents, 1)
+    return _SHAPES[titles]
+
+
 def best_ranking(index: ReadIndex, question: str) -> tuple[dict[str, float], str]:
-    """The best ranking Sleuth has without an LLM, as fused scores (best first) and its name:
-    ``hybrid+graph`` (the hybrid rankings fused with the knowledge graph's PPR, mapped back
-    to chunks) where the index has a graph, ``hybrid`` otherwise. On held-out 2Wiki
-    questions their R@5 is 85.8 and 80.9 (BENCHMARKS.md)."""
-    retriever = HybridRetriever(index)
-    rankings = [retriever.keyword(question), retriever.semantic(question),
-                retriever.second_hop(question)]
+    """The best ranking Sleuth has without an LLM, as fused scores (best first) and its name.
+
+    Which one depends on the corpus (:func:`entity_pages`). Where most documents have a
+    title of their own and are short (pages about one entity each: an encyclopedia, 2Wiki),
+    the multi-hop ranking: ``hybrid+graph``
+    (the hybrid rankings fused with the knowledge graph's PPR, mapped back to chunks) where
+    the index has a graph, ``hybrid`` otherwise; 2Wiki dev R@5 93.6 and 91.9. Where
+    documents are the pages or passages of longer works that share a title (filings,
+    novels, a textbook), the entity rankings have no pages to find and
+    :func:`passage_ranking` wins (GraphRAG-Bench novel and medical, FinanceBench;
+    BENCHMARKS.md §18).
+    """
+    if not entity_pages(index):
+        return passage_ranking(index, question)[0], "passage"
     graph = index.graph()
-    if graph is None:
-        return fused_scores(rankings), "hybrid"
-    return fused_scores([*rankings, graph.rank(question, top_k=DEPTH)]), "hybrid+graph"
+    rankings = list(HybridRetriever(index).rankings(question, graph).values())
+    return fused_scores(rankings), "hybrid" if graph is None else "hybrid+graph"
 
 
 def _ids(hits: Sequence[Hit]) -> list[str]:
@@ -126,48 +193,72 @@ class DocumentHit:
 
 
 SEARCH_DEPTH = 30  # chunks per ranking before fusion
+SEARCH_RRF_K = 5  # reciprocal-rank constant of the passage ranking
+TITLE_WEIGHT = 3.0  # weight of the ranking within the documents a query's words name: a
+# filing the question names by company and year outranks pages that merely share its words
+# (FinanceBench dev document R@1 82.3 at weight 1, 91.1 at 3 with k 5; BENCHMARKS.md §18)
 
 
-def search_documents(index: ReadIndex, query: str, top_k: int = 10,
-                     depth: int = SEARCH_DEPTH) -> list[DocumentHit]:
-    """Documents for a query: the store's BM25, the sentence-level semantic ranking and BM25
-    within the documents whose titles the query names (a title field search, see
-    :mod:`sleuth.titles`), fused by reciprocal rank over chunks, then one entry per document
-    (its best chunk). Scores are the fused score over its maximum.
-    """
+def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
+                    ) -> tuple[dict[str, float], dict[str, str], float]:
+    """The ranking for passages of longer works: the store's BM25 of the whole query, the
+    sentence-level semantic ranking and BM25 within the documents whose titles the query
+    names (a title field search, :mod:`sleuth.titles`; weighted :data:`TITLE_WEIGHT`, so a
+    filing the query names by company and year comes first), fused by reciprocal rank with
+    :data:`SEARCH_RRF_K`. Returns the fused scores (best first), the best sentence of the
+    chunks that have one, and the most a chunk could score."""
     rankings: list[list[Hit]] = [
         index.bm25_search(query, top_k=depth),
         index.semantic_search(query, top_k=depth),
     ]
+    weights = [1.0, 1.0]
     named = index.titles().match(content_words(query))
     if named:
         rankings.append(index.bm25_search(query, top_k=depth, doc_ids=named))
+        weights.append(TITLE_WEIGHT)
     snippet: dict[str, str] = {}
     for hits in rankings:  # the first ranking that gives a chunk a sentence supplies it
         for h in hits:
             if h.snippets and h.chunk_id not in snippet:
                 snippet[h.chunk_id] = h.snippets[0]
-    doc_of = {h.chunk_id: (h.doc_id, h.title) for hits in rankings for h in hits}
-    ideal = sum(1.0 / (RRF_K + 1) for _ in rankings)
     scores: dict[str, float] = {}
-    for hits in rankings:
+    for hits, weight in zip(rankings, weights, strict=True):
         for rank, h in enumerate(hits, 1):
-            scores[h.chunk_id] = scores.get(h.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+            scores[h.chunk_id] = scores.get(h.chunk_id, 0.0) + weight / (SEARCH_RRF_K + rank)
+    ideal = sum(weight / (SEARCH_RRF_K + 1) for weight in weights)
+    return dict(sorted(scores.items(), key=lambda pair: -pair[1])), snippet, ideal
+
+
+def search_documents(index: ReadIndex, query: str, top_k: int = 10,
+                     depth: int = SEARCH_DEPTH) -> list[DocumentHit]:
+    """Documents for a query, one entry per document (its best chunk), ranked as
+    :func:`best_ranking` ranks chunks: the multi-hop ranking in a corpus of entity pages
+    (2Wiki dev R@5 93.6, where the passage ranking gives 68.6), :func:`passage_ranking`
+    otherwise (FinanceBench dev document R@1 88.6). Scores are the fused score over the most
+    a chunk could get (over the first chunk's for the multi-hop ranking)."""
+    snippet: dict[str, str] = {}
+    if entity_pages(index):
+        scores = best_ranking(index, query)[0]
+        ideal = next(iter(scores.values()), 1.0)
+    else:
+        scores, snippet, ideal = passage_ranking(index, query, depth)
+    candidates = list(scores)[:max(depth, 4 * top_k)]
+    chunks = {c.chunk_id: c for c in index.read(candidates).chunks}
     best: dict[str, str] = {}
-    for chunk_id in sorted(scores, key=lambda c: -scores[c]):
-        best.setdefault(doc_of[chunk_id][0], chunk_id)
-        if len(best) >= top_k:
-            break
-    chunks = {c.chunk_id: c for c in index.read(list(best.values())).chunks}
+    for chunk_id in candidates:
+        if chunk_id in chunks:
+            best.setdefault(chunks[chunk_id].doc_id, chunk_id)
+            if len(best) >= top_k:
+                break
+    titles = index.document_titles()
     out = []
     for doc_id, chunk_id in best.items():
-        chunk = chunks.get(chunk_id)
-        text = snippet.get(chunk_id, "")
-        at = chunk.text.find(text) if chunk is not None and text else -1
-        start = chunk.start + at if chunk is not None and at >= 0 else -1
-        if chunk is not None and not text:
-            text = chunk.sentences[0].text if chunk.sentences else chunk.text[:300]
-        out.append(DocumentHit(doc_id, doc_of[chunk_id][1], chunk_id,
+        chunk = chunks[chunk_id]
+        text = snippet.get(chunk_id) or (chunk.sentences[0].text if chunk.sentences
+                                         else chunk.text[:300])
+        at = chunk.text.find(text)
+        start = chunk.start + at if at >= 0 else -1
+        out.append(DocumentHit(doc_id, titles.get(doc_id, doc_id), chunk_id,
                                round(scores[chunk_id] / ideal, 4), text, start,
                                start + len(text) if start >= 0 else -1))
     return out

@@ -1,14 +1,20 @@
 """Document titles as a search field: which documents a query names.
 
 Titles (file names such as ``3M_2018_10K``, article titles) are split into lowercase word
-and number tokens; a query's tokens (with 4-digit years pulled out of forms like
-``FY2018``) are matched against them, each matched token weighted by its inverse document
-frequency over the distinct titles. :meth:`TitleIndex.match` returns the documents with the
-best score, the field search narrows to.
+and number tokens (``2024Q2`` also gives ``2024`` and ``q2``). A query's words are matched
+against them: each word, 4-digit years pulled out of forms like ``FY2018``, two or three
+consecutive words run together (``Best Buy`` names ``BESTBUY_2019_10K``) and, at half
+weight, a word of three letters or more that begins a title token (``MGM`` names
+``MGMRESORTS``). When a query names several years, the earlier ones count half: a filing
+is named by its latest year ("between FY2021 and FY2022" asks the 2022 report). Each
+matched token is weighted by its inverse document frequency over the distinct titles.
+:meth:`TitleIndex.match` returns the documents with the best score, the field search
+narrows to.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -16,11 +22,19 @@ from collections.abc import Mapping, Sequence
 
 _SPLIT = re.compile(r"[\W_]+")
 _YEAR = re.compile(r"(?:19|20)\d\d")
+_YEAR_PREFIX = re.compile(r"((?:19|20)\d\d)([a-z]\w*)")
 MAX_MATCHES = 2000  # documents a title match may narrow to
+PARTIAL = 0.5  # weight of a prefix match, and of an earlier year among several
 
 
 def title_tokens(text: str) -> set[str]:
-    return {t for t in _SPLIT.split(text.lower()) if t}
+    out = set()
+    for token in _SPLIT.split(text.lower()):
+        if token:
+            out.add(token)
+            if year := _YEAR_PREFIX.fullmatch(token):
+                out.update(year.groups())
+    return out
 
 
 def query_tokens(terms: Sequence[str]) -> set[str]:
@@ -48,20 +62,42 @@ class TitleIndex:
                 seen.add(title)
                 distinct.update(tokens)
         self.weight = {t: math.log((len(seen) + 1) / n) for t, n in distinct.items()}
+        # documents with a title of their own: an encyclopedia's pages (1.0), not the pages
+        # or passages of longer works that share their work's title (FinanceBench 0.007)
+        self.distinct_share = len(seen) / len(titles) if titles else 0.0
+        self._sorted = sorted(self.by_token)
 
     def match(self, terms: Sequence[str], limit: int = MAX_MATCHES) -> list[str]:
         """Documents whose titles score best against the query ``terms`` (content words;
         ties kept, at most ``limit``); none when no title shares a token that is rarer than
         half the titles."""
         scores: dict[str, float] = {}
-        for token in query_tokens(terms):
+        for token, factor in self._query_tokens(terms).items():
             weight = self.weight.get(token, 0.0)
             if weight <= math.log(2):  # in half the titles or more: says nothing
                 continue
             for doc_id in self.by_token.get(token, ()):
-                scores[doc_id] = scores.get(doc_id, 0.0) + weight
+                scores[doc_id] = scores.get(doc_id, 0.0) + factor * weight
         if not scores:
             return []
         best = max(scores.values())
         ranked = sorted(scores, key=lambda d: -scores[d])
         return [d for d in ranked if scores[d] >= 0.99 * best][:limit]
+
+    def _query_tokens(self, terms: Sequence[str]) -> dict[str, float]:
+        """Title tokens a query names, with the weight factor of each (see the module)."""
+        words = [t for term in terms for t in _SPLIT.split(term.lower()) if t]
+        out = dict.fromkeys(query_tokens(terms), 1.0)
+        years = sorted({y for w in words for y in _YEAR.findall(w)})
+        for year in years[:-1]:
+            out[year] = PARTIAL
+        for n in (2, 3):
+            for i in range(len(words) - n + 1):
+                out.setdefault("".join(words[i:i + n]), 1.0)
+        for word in words:
+            if len(word) >= 3 and word.isalpha():
+                at = bisect.bisect_right(self._sorted, word)
+                while at < len(self._sorted) and self._sorted[at].startswith(word):
+                    out.setdefault(self._sorted[at], PARTIAL)
+                    at += 1
+        return out

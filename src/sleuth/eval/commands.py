@@ -44,6 +44,10 @@ def _select(dataset_path: str, questions: str | None,
     if dataset.unanswerable:
         status(f"{dataset.unanswerable} questions left out: their document is not in the "
                "corpus (doc_available: false)")
+    for q in dataset.questions:
+        if "id_repeated" in q.metadata:
+            status(f"question id {q.metadata['id_repeated']!r} is used more than once: "
+                   f"the later record is scored as {q.id!r}")
     return dataset, chosen
 
 
@@ -146,12 +150,15 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
 
 @eval_group.command("retrieval")
 @_dataset_options
-@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,search,bm25",
+@click.option("--tools", "tool_names", default="keyword,semantic,hybrid,search,bm25,best",
               show_default=True,
-              help="Comma-separated: keyword, semantic, hybrid (fusion of both and a second "
-              "hop), search (the document search tool), bm25, graph (PPR over the knowledge "
-              "graph, mapped back to chunks; builds the graph if needed), hybrid+graph, "
-              "progressive (A2RAG's local → bridge → PPR stages; prints the stage breakdown).")
+              help="Comma-separated: keyword, semantic, hybrid (fusion of both, a second hop "
+              "and a title search), search (the document search tool), bm25, graph (PPR over "
+              "the knowledge graph, mapped back to chunks; builds the graph if needed), "
+              "hybrid+graph, best (the ranking the default agent and hybrid_search get: "
+              "hybrid or hybrid+graph on a corpus of short entity pages, BM25 + semantic "
+              "+ title search on the pages or passages of longer works), progressive "
+              "(A2RAG's local → bridge → PPR stages; prints the stage breakdown).")
 @click.option("--k", "ks", default="2,5,10", show_default=True, help="Comma-separated k values.")
 @click.option("--level", type=click.Choice(["page", "doc"]), default="page", show_default=True,
               help="page: recall of the gold passages/pages; doc: of the gold document "
@@ -185,6 +192,9 @@ def eval_retrieval_cmd(dataset_path: str, questions: str | None, tool_names: str
         shares = ", ".join(f"{stage} {100 * n / total:.0f}%" for stage, n in
                            sorted(result["stages"].items(), key=lambda item: -item[1]))
         click.echo(f"\nprogressive: questions ending at each stage: {shares}")
+    if result.get("best"):
+        click.echo("\nbest: " + ", ".join(f"{method} for {n} questions"
+                                           for method, n in result["best"].items()))
 
 
 @eval_group.command("graph-loss")

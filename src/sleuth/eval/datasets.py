@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,10 @@ def _first(root: Path, names: tuple[str, ...], required: bool = True) -> Path | 
 
 
 def load_questions(path: Path) -> list[Question]:
-    """Questions from a JSON list (or ``{"questions": [...]}``) or JSONL file."""
+    """Questions from a JSON list (or ``{"questions": [...]}``) or JSONL file. An id used
+    again (GraphRAG-Bench novel asks one question of two novels under one id) keeps both
+    records: the later one becomes ``<id>~2`` (then ``~3``), its metadata ``id_repeated``
+    naming the original."""
     text = path.read_text(encoding="utf-8")
     try:
         if path.suffix in (".jsonl", ".ndjson"):
@@ -112,7 +115,10 @@ def load_questions(path: Path) -> list[Question]:
     for i, record in enumerate(records):
         q = _question(record, i, path)
         if q.id in seen:
-            raise IngestError(f"{path}: duplicate question id {q.id!r} (record {i})")
+            n = 2
+            while f"{q.id}~{n}" in seen:
+                n += 1
+            q = replace(q, id=f"{q.id}~{n}", metadata={**q.metadata, "id_repeated": q.id})
         seen.add(q.id)
         out.append(q)
     return out

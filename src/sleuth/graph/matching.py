@@ -11,44 +11,14 @@ import numpy as np
 
 from sleuth.graph.aliases import parse
 from sleuth.graph.store import Entity
+from sleuth.querytext import GENERIC, RELATION_INTENTS, stem, wordset
+
+__all__ = ["GENERIC", "LABEL_STOP", "RELATION_INTENTS", "NameIndex", "same_marks", "stem",
+           "trigrams"]
 
 TRIGRAM_SHORTLIST = 100  # names by trigram overlap that get a full string comparison
 
 
-def wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Relational intents: a question word from a group selects relation labels with any word
-# of the group (compared by crude stems), so "father" selects "son of" and "daughter of".
-RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(wordset(g) for g in (
-    "father mother parent parents son sons daughter daughters child children grandfather "
-    "grandmother grandson granddaughter grandparent paternal maternal heir",
-    "spouse wife husband married marry marriage wed widow widower",
-    "sibling brother sister",
-    "director directed direct directing filmmaker",
-    "born birth birthplace native",
-    "died die dies death dead killed murdered executed",
-    "buried burial grave interred",
-    "award awards awarded won win wins prize received receive nominated nomination honour",
-    "educated education studied study graduated graduate alumnus attended school college "
-    "university",
-    "founded founder established founding",
-    "composed composer composition music",
-    "produced producer production",
-    "wrote written writer author screenplay screenwriter",
-    "performed performer sung singer sang recorded",
-    "released release premiered published publication came",
-    "nationality citizen citizenship country national",
-    "starring stars starred star actor actress cast appeared",
-    "employer employed worked work works",
-    "occupation profession job career",
-    "located location situated lies",
-    "member members joined",
-    "publisher publishing",
-))
-GENERIC = wordset("film movie song album book novel place date year time first last later "
-                    "earlier older younger same name which many much one two out cause reason")
 LABEL_STOP = wordset("of in on at by to for from with as the a an and or is was be")
 
 
@@ -105,11 +75,3 @@ def same_marks(a: str, b: str) -> bool:
     I" / "Lothair 2"); a name without any does not disagree."""
     left, right = parse(a).marks, parse(b).marks
     return not (left and right) or left == right
-
-
-def stem(word: str) -> str:
-    """A crude stem, the same on both sides: "directed", "director" → "direct"."""
-    for suffix in ("ation", "ing", "ed", "er", "or", "ion", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[:-len(suffix)]
-    return word

@@ -178,10 +178,11 @@ def hybrid_search(
     top_k: Annotated[int, Field(ge=1, le=10), TOP_K] = 5,
 ) -> ToolResult:
     """Search with Sleuth's strongest ranking and get the text of the best chunks (a long
-    chunk's first sentences, with its id for chunk_read): exact keyword search for each
-    name in the query, meaning-based search, a second hop to the names found in the first
-    results, and the knowledge graph when one is built, fused into one ranking. Ask it the
-    whole question; chunks already shown are not repeated.
+    chunk's first sentences, with its id for chunk_read). On pages about one entity each:
+    exact keyword search for each name in the query, meaning-based search, a second hop to
+    the entity the question goes through, and the knowledge graph when one is built; on
+    longer documents: BM25, meaning-based search and the documents the query names by
+    title. Ask it the whole question; chunks already shown are not repeated.
 
     Args:
         query: The question, or a description of the information you need.
