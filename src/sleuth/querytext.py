@@ -118,12 +118,6 @@ def passage_names(text: str, *, single: bool = False) -> list[tuple[int, str]]:
     return out
 
 
-def multiword_names(text: str) -> list[str]:
-    """The names of several words in a passage (:func:`passage_names`), in order of first
-    appearance, without repeats."""
-    return list(dict.fromkeys(name for _, name in passage_names(text)))
-
-
 # Relational intents: a question word from a group brings the whole group (compared by crude
 # stems), so "father" finds "son of" and "daughter of" and "director" finds "directed by".
 RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(wordset(g) for g in (
@@ -164,6 +158,20 @@ def stem(word: str) -> str:
     return word
 
 
+def intent_group(word_stem: str) -> frozenset[str]:
+    """The stems of the :data:`RELATION_INTENTS` groups a stem belongs to ("fath" → the
+    stems of father, son, daughter, ...), or just the stem."""
+    return _INTENT_OF.get(word_stem, frozenset({word_stem}))
+
+
+def _intent_of() -> dict[str, frozenset[str]]:
+    groups = [frozenset(stem(w) for w in g) for g in RELATION_INTENTS]
+    return {s: frozenset().union(*(g for g in groups if s in g)) for g in groups for s in g}
+
+
+_INTENT_OF = _intent_of()
+
+
 def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
     """The stems of a question's relational words, each widened to its
     :data:`RELATION_INTENTS` group: (the *bridge* relation, all of them). The bridge
@@ -193,8 +201,7 @@ def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
         gaps += [len(re.findall(r"\w+", lowered[end:match.start()])) for _, end, owned in spans
                  if owned and end <= match.start()]
         gap = min(gaps, default=len(lowered))
-        group = next((frozenset(stem(w) for w in g) for g in RELATION_INTENTS
-                      if stem(word) in {stem(w) for w in g}), frozenset({stem(word)}))
+        group = intent_group(stem(word))
         distance[group] = min(distance.get(group, gap), gap)
     if not distance:
         return frozenset(), frozenset()

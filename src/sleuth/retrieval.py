@@ -250,7 +250,7 @@ def search_documents(index: ReadIndex, query: str, top_k: int = 10,
             best.setdefault(chunks[chunk_id].doc_id, chunk_id)
             if len(best) >= top_k:
                 break
-    titles = index.document_titles()
+    titles = {d.doc_id: d.title for d in index.document_list(list(best))}
     out = []
     for doc_id, chunk_id in best.items():
         chunk = chunks[chunk_id]

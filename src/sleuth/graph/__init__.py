@@ -38,12 +38,12 @@ from sleuth.errors import StoreError
 from sleuth.graph.aliases import MergeReport, merge_aliases
 from sleuth.graph.base import SEED_CUTOFF, GraphIndex
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
-from sleuth.graph.matching import GENERIC, LABEL_STOP, RELATION_INTENTS, NameIndex, same_marks, stem
+from sleuth.graph.matching import GENERIC, LABEL_STOP, NameIndex, same_marks, stem
 from sleuth.graph.review import reapply
 from sleuth.graph.store import Entity, GraphBackend, norm
 from sleuth.graph.views import Scope, Tables
 from sleuth.graph.walk import Adjacency, pagerank, shortest_path
-from sleuth.querytext import content_words, covers, question_keywords
+from sleuth.querytext import content_words, covers, intent_group, question_keywords
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -414,10 +414,7 @@ class Graph:
         generic = {stem(w) for w in GENERIC}
         stems = {stem(w) for w in content_words(question)
                  if w not in named and len(w) > 2 and not w.isdigit()} - generic
-        for group in RELATION_INTENTS:
-            group_stems = {stem(w) for w in group}
-            if stems & group_stems:
-                stems |= group_stems
+        stems = set().union(stems, *(intent_group(s) for s in stems))
         if self._labels is None:
             self._labels = {}
             scope = self._visible()
