@@ -113,7 +113,8 @@ def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
 
 
 def run_dataset(name: str, agents: list[str], model: str, index: str | None,
-                judge: bool, arag: bool, cap_tokens: int | None = None) -> dict[str, Any]:
+                judge: bool, arag: bool, cap_tokens: int | None = None,
+                limit: int | None = None) -> dict[str, Any]:
     import sleuth.eval as sleuth_eval
     from sleuth.llm.cache import default_llm_cache
 
@@ -127,8 +128,8 @@ def run_dataset(name: str, agents: list[str], model: str, index: str | None,
         started = time.perf_counter()
         print(f"[{name}] {agent}: answering (resumable) ...", flush=True)
         result = sleuth_eval.run(folder, [agent], output=out / agent, settings=settings,
-                                 questions=questions, workers=1, resume=True,
-                                 index=location, llm_cache=default_llm_cache())
+                                 questions=questions, limit=limit, workers=1,
+                                 resume=True, index=location, llm_cache=default_llm_cache())
         timings[agent] = {"seconds_this_call": round(time.perf_counter() - started, 1),
                           **result["runs"][0]}
         print(f"[{name}] {agent}: {timings[agent]}", flush=True)
@@ -137,7 +138,8 @@ def run_dataset(name: str, agents: list[str], model: str, index: str | None,
         from arag_baseline import run_arag  # the A-RAG authors' code, fetched
 
         timings["arag-code"] = run_arag(folder, questions=questions, model=model,
-                                        output=out / "arag-code", cap_max_tokens=cap_tokens)
+                                        output=out / "arag-code", cap_max_tokens=cap_tokens,
+                                        limit=limit)
         runs.append(out / "arag-code" / "sleuth")
     scores = sleuth_eval.score(runs, ks=(2, 5), judge=judge or spec.judge,
                                settings=settings if judge or spec.judge else None)
@@ -177,6 +179,10 @@ def main() -> None:
     parser.add_argument("--index", action="append", default=[],
                         help="NAME=PATH: use this index for a dataset (e.g. "
                         "2wiki=/tmp/wiki-idx) instead of the cached one")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="answer only the first N questions of each subset (a partial "
+                        "run, reported as such; the rest can follow with the same command "
+                        "without --limit)")
     parser.add_argument("--judge-all", action="store_true",
                         help="LLM-Acc (local judge) on every dataset, not only GraphRAG-Bench")
     parser.add_argument("--arag", action="store_true",
@@ -195,7 +201,8 @@ def main() -> None:
     for name in names:
         agents = args.agents.split(",") if args.agents else list(SPECS[name].agents)
         results.append(run_dataset(name, agents, args.model, indexes.get(name),
-                                   args.judge_all, args.arag, args.arag_cap_max_tokens))
+                                   args.judge_all, args.arag, args.arag_cap_max_tokens,
+                                   args.limit))
     OUT.mkdir(parents=True, exist_ok=True)
     summary = {"machine": facts, "model": args.model,
                "command": "python bench/answers.py " + " ".join(sys.argv[1:]),

@@ -188,3 +188,72 @@ def test_memory_prompt_from_settings_and_untagged_replies(sample_index: Path) ->
         first = server.requests[0]["messages"][0]["content"]
     assert first.startswith("<update>...</update>\n\nQuestion: What did Greatorex")
     assert "New passage [" in first and "Memory budget: 5000 tokens." in first
+
+
+HARBOUR = [
+    {"id": "film", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
+     "film written by Tomas Brandt Lindqvist and directed by Marta Velasquez Orozco."},
+    {"id": "director", "title": "Marta Velasquez Orozco", "text": "Marta Velasquez Orozco was "
+     "a film director. Her mother was the painter Lucia Orozco."},
+    {"id": "writer", "title": "Tomas Brandt Lindqvist", "text": "Tomas Brandt Lindqvist was a "
+     "Swedish novelist."},
+]
+MOTHER = "Who is the mother of the director of film The Quiet Harbour?"
+
+
+@pytest.fixture(scope="module")
+def harbour_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import json
+
+    folder = tmp_path_factory.mktemp("harbour")
+    (folder / "corpus.json").write_text(json.dumps(HARBOUR))
+    with sleuth.Index.open(folder / "idx", create=True) as index:
+        index.add([folder / "corpus.json"])
+    return folder / "idx"
+
+
+@pytest.mark.parametrize(("agent", "script", "expected", "requests_made"), [
+    # the default agent: an answer that stops at the bridge entity gets its passage and
+    # one more turn, once
+    ("hybrid", ["Marta Velasquez Orozco [film#0].", "Lucia Orozco [director#0]."],
+     "Lucia Orozco", 2),
+    ("hybrid", ["Marta Velasquez Orozco.", "Marta Velasquez Orozco directed it."],
+     "Marta Velasquez Orozco directed it.", 2),
+    ("hybrid", ["Lucia Orozco [director#0]."], "Lucia Orozco", 1),
+    # A-RAG's own loop is left as published
+    ("full", ["Marta Velasquez Orozco."], "Marta Velasquez Orozco.", 1),
+])
+def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
+        harbour_index: Path, agent: str, script: list[str], expected: str,
+        requests_made: int) -> None:
+    with FakeLLMServer([reply(text) for text in script]) as server:
+        answer = sleuth.ask(MOTHER, index=harbour_index, agent=agent,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        requests = server.requests
+    assert len(requests) == requests_made and answer.answer.startswith(expected)
+    if requests_made == 2 and agent == "hybrid":
+        said, note = requests[1]["messages"][-2:]
+        assert said == {"role": "assistant", "content": script[0]}
+        assert note["content"].startswith("Your answer names Marta Velasquez Orozco, the "
+                                          "director this question goes through")
+        assert "=== chunk director#0" in note["content"] and MOTHER in note["content"]
+        step = answer.trajectory[-1]
+        assert step.tool_name == "chunk_read" and step.tool_input["chunk_ids"][0] == \
+            "director#0"
+        assert "director#0" in answer.chunks_read_ids
+
+
+def test_stops_at_bridge_judges_the_answer_against_the_question() -> None:
+    from sleuth.querytext import stops_at_bridge
+
+    evidence = ["Life Without Soul is a 1915 film directed by Joseph W. Smiley.",
+                "Joseph W. Smiley died in New York City."]
+    asked = "Where did the director of film Life Without Soul die?"
+    assert stops_at_bridge(asked, "Joseph W. Smiley [a#0]", evidence) == "Joseph W. Smiley"
+    assert stops_at_bridge(asked, "Joseph W. Smiley was the director.", evidence) == \
+        "Joseph W. Smiley"
+    assert stops_at_bridge(asked, "New York City [b#0]", evidence) is None
+    assert stops_at_bridge(asked, "Joseph W. Smiley died in New York.", evidence) is None
+    # a question that asks for the bridge itself is answered by it
+    assert stops_at_bridge("Who is the director of film Life Without Soul?",
+                           "Joseph W. Smiley", evidence) is None

@@ -219,6 +219,11 @@ def bridge_names(question: str, sentences: Sequence[str]) -> list[str]:
     others); then the rest in order. Names the question states are left out; a name of one
     word counts only in the first two tiers and when no lowercase word follows it ("son of
     Yesugei" is a name, "by American rapper Tyga" is not)."""
+    return list(dict.fromkeys(name for _, name in _bridge_tiers(question, sentences)))
+
+
+def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, str]]:
+    """:func:`bridge_names` with each name's tier (0 and 1: named beside a bridge cue)."""
     bridge, cues = relation_cues(question)
     asked = question.lower()
     ranked: list[tuple[int, int, int, str]] = []
@@ -249,7 +254,27 @@ def bridge_names(question: str, sentences: Sequence[str]) -> list[str]:
                     continue
             ranked.append((tier, gap, len(ranked), name))
     ranked.sort()
-    return list(dict.fromkeys(name for *_, name in ranked))
+    return [(tier, name) for tier, *_, name in ranked]
+
+
+def stops_at_bridge(question: str, answer: str, sentences: Sequence[str]) -> str | None:
+    """The entity a multi-hop answer stopped at, or None. A question that asks beyond its
+    bridge relation ("where did the director of film X die?") is answered by what the
+    bridge entity leads to, not by the entity: an ``answer`` that says nothing but a name
+    the evidence ``sentences`` put beside a bridge cue ("directed by Joseph W. Smiley"),
+    and words of the question, stopped one hop short. Names of one word are not judged."""
+    bridge, cues = relation_cues(question)
+    if not bridge or not cues - bridge:
+        return None
+    said = re.sub(r"\[[^\]]*\]", " ", answer).lower()  # citations left out
+    asked = set(re.findall(r"\w+", question.lower())) | CONTENT_STOPWORDS
+    for tier, name in _bridge_tiers(question, sentences):
+        if tier > 1 or " " not in name or name.lower() not in said:
+            continue
+        rest = set(re.findall(r"\w+", said.replace(name.lower(), " "))) - asked
+        if not any(len(w) > 2 and not w.isdigit() for w in rest):
+            return name
+    return None
 
 
 COVERAGE = 0.8  # share of the question's content words the evidence must contain

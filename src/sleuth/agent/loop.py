@@ -8,6 +8,7 @@ the model as observations; LLM failures (after the client's retries) raise ``LLM
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
-from sleuth.querytext import covers
+from sleuth.querytext import covers, relation_cues, stem, stops_at_bridge
+from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
 from sleuth.tools import TOOLS, ToolContext
 from sleuth.tracker import Tracker
@@ -27,6 +29,7 @@ from sleuth.types import Answer, Step
 __all__ = ["Agent", "StepCallback", "prompt"]
 
 MAX_REPEATS = 2  # turns in a row that only repeat earlier calls before the answer is forced
+BRIDGE_CHARS = 1500  # of each passage about the entity an answer stopped at
 
 
 @dataclass
@@ -41,6 +44,10 @@ class Agent(ModelRunner):
     # (False: naive RAG). As a call, the model must search further when the passages do not
     # cover the question (the offline sufficiency test) and may answer at once when they do.
     first_as_call: bool = False
+    # an answer that names only the entity a multi-hop question goes through ("Henry Ford"
+    # for "where did Edsel Ford's father die?") gets that entity's passages and one more
+    # turn (:func:`sleuth.querytext.stops_at_bridge`)
+    check_bridge: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -82,11 +89,16 @@ class Agent(ModelRunner):
         schemas = [t.schema() for t in self.tools]
         made: dict[str, int] = {}  # each distinct call, with the step that made it
         repeats = 0  # consecutive turns that only repeated earlier calls
+        checked = not self.check_bridge
         while answer.loops < self.settings.max_steps:
             choice, first_choice = first_choice, None
             response = self._chat(run, messages, schemas, tool_choice=choice)
             if not response.tool_calls:
-                return response.content or ""
+                text = response.content or ""
+                if checked or not self._past_bridge(run, messages, text):
+                    return text
+                checked = True
+                continue
             answer.loops += 1
             calls = list(response.tool_calls)
             if not self.settings.parallel_tool_calls:
@@ -115,6 +127,41 @@ class Agent(ModelRunner):
             answer.forced = "max_steps"
         messages.append({"role": "user", "content": prompt("force_answer")})
         return self._chat(run, messages, schemas, tool_choice="none").content or ""
+
+    def _past_bridge(self, run: Run, messages: list[dict[str, Any]], text: str) -> bool:
+        """When the answer ``text`` stops at the entity the question goes through (judged
+        on the passages retrieved so far), show the model that entity's passages with its
+        answer's shortfall and return True: the loop goes on. The passages are quoted even
+        when shown before; a small model reads what is next to the question."""
+        question = run.answer.question
+        chunks = self.index.read(list(run.tracker.retrieved)).chunks
+        sentences = [s.text for c in chunks for s in c.sentences] or [c.text for c in chunks]
+        name = stops_at_bridge(question, text, sentences)
+        ids = HybridRetriever(self.index).pages(name) if name else []
+        if not name or not ids:
+            return False
+        started = time.perf_counter()
+        blocks = []
+        for chunk in self.index.read(ids).chunks:
+            run.tracker.mark_read(chunk.chunk_id)
+            cut = chunk.text if len(chunk.text) <= BRIDGE_CHARS else \
+                chunk.text[:chunk.text.rfind(". ", 0, BRIDGE_CHARS) + 1 or BRIDGE_CHARS]
+            blocks.append(f"=== chunk {chunk.chunk_id} (document {chunk.doc_id}) ===\n{cut}")
+        bridge, cues = relation_cues(question)
+        words = re.findall(r"[A-Za-z]+", question)
+        said = {"name": name, "question": question, "result": "\n\n".join(blocks),
+                "bridge": " ".join(w for w in words if stem(w.lower()) in bridge) or "entity",
+                "beyond": ", ".join(w for w in words if stem(w.lower()) in cues - bridge)}
+        note = prompt("bridge_answer")
+        for key, value in said.items():
+            note = note.replace("{" + key + "}", value)
+        run.record(Step(run.next_step, "chunk_read", {"chunk_ids": ids}, said["result"],
+                        f"the answer {text.strip()[:200]!r} stopped at {name}, the entity "
+                        "the question goes through: its passages shown with the question",
+                        sum(count_tokens(b) for b in blocks), None,
+                        time.perf_counter() - started))
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": note}]
+        return True
 
     def _budget(self) -> int:
         """The context budget, kept under the model's window when the client knows it
