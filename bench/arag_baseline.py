@@ -69,6 +69,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -361,21 +362,36 @@ def finished(predictions: Path) -> dict[str, dict[str, Any]]:
 
 
 def prepare_resume(out: Path) -> int:
-    """Cut a half-written last line of A-RAG's predictions (its runner would append to it)
-    and drop logged calls of questions without a prediction (an interrupted attempt; they
-    run again). Returns the number of calls dropped."""
+    """Cut a half-written last line of A-RAG's predictions (its runner would append to it),
+    drop its error records of questions that no logged call reached the model for (the
+    runner went on after the adapter's pass-through was gone), and drop logged calls of
+    questions without a prediction (an interrupted attempt). Both run again. Returns the
+    number of calls dropped."""
     predictions, calls_file = out / "predictions.jsonl", out / "llm_calls.jsonl"
+    calls = list(read_jsonl(calls_file))
     if predictions.is_file():
         data = predictions.read_bytes()
         if data and not data.endswith(b"\n"):
-            predictions.write_bytes(data[: data.rfind(b"\n") + 1])
+            data = data[: data.rfind(b"\n") + 1]
+        asked = {c.get("question") for c in calls}
+        lines = data.decode("utf-8").splitlines(keepends=True)
+        kept_lines = [line for line in lines
+                      if line.strip() and not _unreached(json.loads(line), asked)]
+        if len(kept_lines) != len(lines):
+            log(f"resuming: {len(lines) - len(kept_lines)} error records of questions that "
+                "never reached the model dropped")
+        predictions.write_text("".join(kept_lines), encoding="utf-8")
     done = {r["question"] for r in finished(predictions).values()}
-    calls = list(read_jsonl(calls_file))
     kept = [c for c in calls if c.get("question") in done]
     if len(kept) != len(calls):
         calls_file.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in kept),
                               encoding="utf-8")
     return len(calls) - len(kept)
+
+
+def _unreached(record: dict[str, Any], asked: set[Any]) -> bool:
+    return str(record.get("pred_answer", "")).startswith("Error:") and \
+        record.get("question") not in asked
 
 
 def write_questions(path: Path, questions: Sequence[Question]) -> None:
@@ -612,6 +628,8 @@ def render(summary: dict[str, Any], out: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # a SIGTERM exits through SystemExit: A-RAG's runner and the model server stop with us
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default=str(QUESTIONS_2WIKI.parent),
                         help="dataset folder (questions.json + corpus.json)")
