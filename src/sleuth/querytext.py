@@ -257,14 +257,20 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
     return [(tier, name) for tier, *_, name in ranked]
 
 
+def asks_beyond_bridge(question: str) -> bool:
+    """Whether a question asks about what its bridge entity leads to ("where did the
+    director of film X die?"), not for the entity itself ("who directed film X?")."""
+    bridge, cues = relation_cues(question)
+    return bool(bridge and cues - bridge)
+
+
 def stops_at_bridge(question: str, answer: str, sentences: Sequence[str]) -> str | None:
     """The entity a multi-hop answer stopped at, or None. A question that asks beyond its
     bridge relation ("where did the director of film X die?") is answered by what the
     bridge entity leads to, not by the entity: an ``answer`` that says nothing but a name
     the evidence ``sentences`` put beside a bridge cue ("directed by Joseph W. Smiley"),
     and words of the question, stopped one hop short. Names of one word are not judged."""
-    bridge, cues = relation_cues(question)
-    if not bridge or not cues - bridge:
+    if not asks_beyond_bridge(question):
         return None
     said = re.sub(r"\[[^\]]*\]", " ", answer).lower()  # citations left out
     asked = set(re.findall(r"\w+", question.lower())) | CONTENT_STOPWORDS

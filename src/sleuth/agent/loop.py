@@ -19,10 +19,10 @@ from sleuth.agent.run import ModelRunner, Run, StepCallback
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
-from sleuth.querytext import covers, relation_cues, stem, stops_at_bridge
+from sleuth.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
 from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
-from sleuth.tools import TOOLS, ToolContext
+from sleuth.tools import TOOLS, ToolContext, lead_block
 from sleuth.tracker import Tracker
 from sleuth.types import Answer, Step
 
@@ -95,7 +95,7 @@ class Agent(ModelRunner):
             response = self._chat(run, messages, schemas, tool_choice=choice)
             if not response.tool_calls:
                 text = response.content or ""
-                if checked or not self._past_bridge(run, messages, text):
+                if checked or not self._past_bridge(run, ctx, messages, text):
                     return text
                 checked = True
                 continue
@@ -128,12 +128,15 @@ class Agent(ModelRunner):
         messages.append({"role": "user", "content": prompt("force_answer")})
         return self._chat(run, messages, schemas, tool_choice="none").content or ""
 
-    def _past_bridge(self, run: Run, messages: list[dict[str, Any]], text: str) -> bool:
+    def _past_bridge(self, run: Run, ctx: ToolContext, messages: list[dict[str, Any]],
+                     text: str) -> bool:
         """When the answer ``text`` stops at the entity the question goes through (judged
         on the passages retrieved so far), show the model that entity's passages with its
         answer's shortfall and return True: the loop goes on. The passages are quoted even
         when shown before; a small model reads what is next to the question."""
         question = run.answer.question
+        if not asks_beyond_bridge(question):  # the usual case: no chunk is read
+            return False
         chunks = self.index.read(list(run.tracker.retrieved)).chunks
         sentences = [s.text for c in chunks for s in c.sentences] or [c.text for c in chunks]
         name = stops_at_bridge(question, text, sentences)
@@ -141,12 +144,8 @@ class Agent(ModelRunner):
         if not name or not ids:
             return False
         started = time.perf_counter()
-        blocks = []
-        for chunk in self.index.read(ids).chunks:
-            run.tracker.mark_read(chunk.chunk_id)
-            cut = chunk.text if len(chunk.text) <= BRIDGE_CHARS else \
-                chunk.text[:chunk.text.rfind(". ", 0, BRIDGE_CHARS) + 1 or BRIDGE_CHARS]
-            blocks.append(f"=== chunk {chunk.chunk_id} (document {chunk.doc_id}) ===\n{cut}")
+        blocks = [lead_block(ctx, chunk, chars=BRIDGE_CHARS)
+                  for chunk in self.index.read(ids).chunks]
         bridge, cues = relation_cues(question)
         words = re.findall(r"[A-Za-z]+", question)
         said = {"name": name, "question": question, "result": "\n\n".join(blocks),

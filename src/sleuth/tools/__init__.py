@@ -11,6 +11,7 @@ from sleuth.tools.corpus import (
     chunk_read,
     hybrid_search,
     keyword_search,
+    lead_block,
     naive_embedding_search,
     semantic_search,
 )
@@ -40,7 +41,7 @@ register_tool = register  # the earlier name
 __all__ = [
     "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
     "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_search",
-    "keyword_search",
+    "keyword_search", "lead_block",
     "naive_embedding_search", "open_document", "register", "register_tool", "search",
     "semantic_search", "summarize", "tool",
 ]

@@ -206,7 +206,7 @@ def hybrid_search(
             blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "
                           "repeated ===")
             continue
-        blocks.append(_lead_block(ctx, chunk, score))
+        blocks.append(lead_block(ctx, chunk, score))
     text = f"Top {len(hits)} chunks ({method} ranking) for {query!r}:\n\n" + "\n\n".join(blocks)
     return ToolResult(text, {"hits": hits, "method": method})
 
@@ -214,14 +214,15 @@ def hybrid_search(
 LEAD_CHARS = 800  # about 200 tokens of each chunk in hybrid_search's results
 
 
-def _lead_block(ctx: ToolContext, chunk: Chunk, score: float) -> str:
-    """The chunk's text, or its first sentences up to :data:`LEAD_CHARS` with a pointer to
-    the rest (a small model's prompt stays short; the rest is one chunk_read away). Only a
-    chunk shown whole counts as read."""
-    if len(chunk.text) <= LEAD_CHARS:
+def lead_block(ctx: ToolContext, chunk: Chunk, score: float | None = None,
+               chars: int = LEAD_CHARS) -> str:
+    """The chunk's text, or its first sentences up to ``chars`` with a pointer to the rest
+    (a small model's prompt stays short; the rest is one chunk_read away). Only a chunk
+    shown whole counts as read."""
+    if len(chunk.text) <= chars:
         ctx.tracker.mark_read(chunk.chunk_id)
         return _chunk_block(chunk, score=score)
-    cut = chunk.text.rfind(". ", 0, LEAD_CHARS) + 1 or LEAD_CHARS
+    cut = chunk.text.rfind(". ", 0, chars) + 1 or chars
     rest = count_tokens(chunk.text[cut:])
     lead = replace(chunk, text=chunk.text[:cut].rstrip())
     return (f"{_chunk_block(lead, score=score)}\n[... {rest} more tokens: "
