@@ -142,6 +142,9 @@ def _calls() -> list[tuple[str, dict[str, Any]]]:
         ("graph_neighbors", {"entity": "Maria Okafor"}),
         ("graph_path", {"source": "Maria Okafor", "target": "Hank Scorpio"}),
         ("graph_ppr", {"entities": ["Zephyrine", "Maria Okafor"], "top_k": 10}),
+        ("compare_dates", {"entities": ["Maria Okafor", "Hank Scorpio", "Zephyrine"],
+                           "event": "born"}),
+        ("person_fact", {"entity": "Zephyrine", "fact": "birth_date", "relation": "founder"}),
     ]
 
 

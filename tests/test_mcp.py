@@ -30,6 +30,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "chunk_read": {"chunk_ids": [PEPYS], "adjacent": 1},
     "naive_embedding_search": {"query": "who explained levers?"},
     "hybrid_search": {"query": "Who explained levers to Pepys?", "top_k": 2},
+    "compare_dates": {"entities": ["Pepys", "Greatorex"], "event": "born"},
+    "person_fact": {"entity": "Pepys", "fact": "birth_place"},
     "search": {"queries": ["Greatorex levers"]},
     "find": {"ref": PEPYS_DOC, "patterns": ["Greatorex"]},
     "open": {"ref": PEPYS_DOC, "line": 3},

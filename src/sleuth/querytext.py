@@ -210,7 +210,7 @@ def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
     return bridge, frozenset().union(*distance)
 
 
-def bridge_names(question: str, sentences: Sequence[str]) -> list[str]:
+def bridge_names(question: str, sentences: Sequence[str], *, cued: bool = False) -> list[str]:
     """The names in a passage's ``sentences`` that most likely stand for the entity a
     multi-hop question goes through ("the director of film X": the name after "directed
     by" in X's page), best first. Tiers: a name right after "<cue> by" (a passive: directed
@@ -218,8 +218,10 @@ def bridge_names(question: str, sentences: Sequence[str]) -> list[str]:
     then the names of sentences with a cue, nearest first (the bridge relation before the
     others); then the rest in order. Names the question states are left out; a name of one
     word counts only in the first two tiers and when no lowercase word follows it ("son of
-    Yesugei" is a name, "by American rapper Tyga" is not)."""
-    return list(dict.fromkeys(name for _, name in _bridge_tiers(question, sentences)))
+    Yesugei" is a name, "by American rapper Tyga" is not). ``cued``: the first two tiers
+    only."""
+    return list(dict.fromkeys(name for tier, name in _bridge_tiers(question, sentences)
+                              if tier <= 1 or not cued))
 
 
 def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, str]]:

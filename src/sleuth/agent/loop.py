@@ -22,7 +22,7 @@ from sleuth.prompts import prompt
 from sleuth.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
 from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
-from sleuth.tools import TOOLS, ToolContext, lead_block
+from sleuth.tools import TOOLS, Tool, ToolContext, lead_block
 from sleuth.tracker import Tracker
 from sleuth.types import Answer, Step
 
@@ -44,6 +44,11 @@ class Agent(ModelRunner):
     # (False: naive RAG). As a call, the model must search further when the passages do not
     # cover the question (the offline sufficiency test) and may answer at once when they do.
     first_as_call: bool = False
+    # tools called after the first, as calls of the model's too, where they apply to the
+    # question (their ``from_question``: ``compare_dates`` on "who was born first, A or
+    # B?"); one that settles the question (its data's "answer") lets the model answer at
+    # once
+    also_first: tuple[str, ...] = ()
     # an answer that names only the entity a multi-hop question goes through ("Henry Ford"
     # for "where did Edsel Ford's father die?") gets that entity's passages and one more
     # turn (:func:`sleuth.querytext.stops_at_bridge`)
@@ -69,24 +74,27 @@ class Agent(ModelRunner):
             if not messages or messages[0].get("role") != "system":
                 messages.insert(0, {"role": "system", "content": self.system_prompt})
             first_choice = None
+            tools = list(self.tools)  # with the also_first tools that were called
             if self.first_as_call and self.retrieve_first:
                 messages.append({"role": "user", "content": question})
-                first_choice = self._first_call(run, ctx, question, messages)
+                first_choice = self._first_call(run, ctx, question, messages, tools)
             else:
                 messages.append({"role": "user", "content": self._preload(run, ctx, question)})
             run.answer.messages = messages
             watch = ContextWatch(run, ctx, self.tools, self.settings, budget)
-            final = self._steps(run, ctx, messages, watch, first_choice)
+            final = self._steps(run, ctx, messages, watch, tools, first_choice)
             messages.append({"role": "assistant", "content": final})
             run.finish(final, self.index)
         return run.answer
 
     def _steps(self, run: Run, ctx: ToolContext, messages: list[dict[str, Any]],
-               watch: ContextWatch, first_choice: str | None = None) -> str:
-        """Tool calls until the model answers; when a budget runs out, a forced answer.
-        ``first_choice`` is the first call's tool choice ("required": search further)."""
+               watch: ContextWatch, tools: Sequence[Tool],
+               first_choice: str | None = None) -> str:
+        """Tool calls of ``tools`` until the model answers; when a budget runs out, a forced
+        answer. ``first_choice`` is the first call's tool choice ("required": search
+        further)."""
         answer = run.answer
-        schemas = [t.schema() for t in self.tools]
+        schemas = [t.schema() for t in tools]
         made: dict[str, int] = {}  # each distinct call, with the step that made it
         repeats = 0  # consecutive turns that only repeated earlier calls
         checked = not self.check_bridge
@@ -110,7 +118,7 @@ class Agent(ModelRunner):
                 if key in made:  # a small model stuck in a loop: do not run it again
                     step = run.record(repeated(call, response, run.next_step, made[key]))
                 else:
-                    step = run.record(execute(self.tools, ctx, call, response, run.next_step))
+                    step = run.record(execute(tools, ctx, call, response, run.next_step))
                     made[key], fresh = step.step, True
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": step.tool_output})
@@ -185,10 +193,12 @@ class Agent(ModelRunner):
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _first_call(self, run: Run, ctx: ToolContext, question: str,
-                    messages: list[dict[str, Any]]) -> str | None:
+                    messages: list[dict[str, Any]], tools: list[Tool]) -> str | None:
         """The retrieval before the model's first call, written into the dialogue as that
-        call and its result and recorded as the first step; "required" (a tool choice) when
-        its chunks do not cover the question, so the model searches on before answering."""
+        call and its result and recorded as the first step, then the :attr:`also_first`
+        tools that apply (each added to ``tools``: the model is offered a tool where it
+        applies and its prompt stays short elsewhere); "required" (a tool choice) when
+        nothing covers the question, so the model searches on before answering."""
         started = time.perf_counter()
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
@@ -202,7 +212,33 @@ class Agent(ModelRunner):
             "retrieved before the first call; " + ("it covers the question" if covered else
                                                    "it does not cover the question: search on"),
             result.retrieved_tokens, None, time.perf_counter() - started))
+        for name in self.also_first:
+            settled = self._also_call(run, ctx, name, question, messages)
+            if settled is not None and TOOLS[name] not in tools:
+                tools.append(TOOLS[name])
+            covered = covered or bool(settled)
         return None if covered or not self.tools else "required"
+
+    def _also_call(self, run: Run, ctx: ToolContext, name: str, question: str,
+                   messages: list[dict[str, Any]]) -> bool | None:
+        """Call ``name`` for the whole question when it applies, written into the dialogue as
+        the model's call and recorded as a step; whether its result settles the question
+        (None: it does not apply)."""
+        arguments = TOOLS[name].question_arguments(question, self.retrieve_first)
+        if arguments is None:
+            return None
+        started = time.perf_counter()
+        step = run.next_step
+        result = TOOLS[name].run(ctx, arguments)
+        call = ToolCall(f"call_first_{step}", name, json.dumps(arguments))
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
+                     {"role": "tool", "tool_call_id": call.id, "content": result.text}]
+        settled = result.data.get("answer") is not None
+        run.record(Step(step, name, arguments, result.text,
+                        "called before the first call: it applies to the question" +
+                        ("" if settled else ", without settling it"),
+                        result.retrieved_tokens, None, time.perf_counter() - started))
+        return settled
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
               tool_choice: str | None = None) -> ChatResponse:

@@ -76,15 +76,16 @@ def register_variant(variant: Variant) -> Variant:
 
 def tool_loop(*, full_chunks: bool = False, retrieve_first: int = 0,
               first_tool: str = "naive_embedding_search", first_as_call: bool = False,
-              check_bridge: bool = False) -> Factory:
+              also_first: tuple[str, ...] = (), check_bridge: bool = False) -> Factory:
     """The ReAct loop over the variant's tools; ``retrieve_first`` chunks are retrieved by
     ``first_tool`` before the first call (naive RAG; the hybrid agent, as its first call),
+    then the ``also_first`` tools that apply to the question are called;
     ``full_chunks`` makes searches return them whole, ``check_bridge`` gives an answer
     that stops at a multi-hop question's bridge entity one more turn."""
     def build(setup: Setup) -> Runner:
         return Agent(**setup.fields(), full_chunks=full_chunks, retrieve_first=retrieve_first,
                      first_tool=first_tool, first_as_call=first_as_call,
-                     check_bridge=check_bridge)
+                     also_first=also_first, check_bridge=check_bridge)
 
     return build
 
@@ -105,9 +106,11 @@ def _a2rag(setup: Setup) -> Runner:
 
 for _variant in (
     Variant("hybrid", "the default: the best LLM-free ranking first (hybrid, fused with the "
-            "knowledge graph where one is built), then A-RAG's tools to search further",
+            "knowledge graph where one is built), then, without the model, dates compared or "
+            "a birth or death read from the pages where the question asks for one, then "
+            "A-RAG's tools to search further",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
-                      check_bridge=True),
+                      also_first=("compare_dates", "person_fact"), check_bridge=True),
             ("hybrid_search", "keyword_search", "semantic_search", "chunk_read"), "hybrid"),
     Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
             ("keyword_search", "semantic_search", "chunk_read")),

@@ -18,8 +18,10 @@ from sleuth.tools.corpus import (
 from sleuth.tools.documents import DOCUMENT_TOOLS, find, search, summarize
 from sleuth.tools.documents import open as open_document
 from sleuth.tools.graph import GRAPH_TOOLS, graph_entity, graph_neighbors, graph_path, graph_ppr
+from sleuth.tools.pagefacts import compare_dates, person_fact
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, *DOCUMENT_TOOLS, *GRAPH_TOOLS)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, compare_dates, person_fact,
+                                              *DOCUMENT_TOOLS, *GRAPH_TOOLS)}
 # Names the faces give their own options and parameters (``--index``, ``?session=``, ...).
 RESERVED_ARGUMENTS = frozenset({"index", "json", "config", "session", "help"})
 
@@ -40,6 +42,7 @@ register_tool = register  # the earlier name
 
 __all__ = [
     "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
+    "compare_dates", "person_fact",
     "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_search",
     "keyword_search", "lead_block",
     "naive_embedding_search", "open_document", "register", "register_tool", "search",

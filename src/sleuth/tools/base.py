@@ -69,6 +69,8 @@ class ToolResult:
 
 
 ToolFunction = Callable[..., ToolResult]
+# How a tool applies to a whole question: its arguments, or None when it does not apply.
+FromQuestion = Callable[[str, int], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,10 @@ class Tool:
     args: type[BaseModel]
     function: ToolFunction
     cli: Cli = Cli()
+    # the arguments that answer a whole question with this tool, or None where it does not
+    # apply (``compare_dates`` on "who was born first, A or B?"); default: the question as
+    # its query (:meth:`question_arguments`)
+    from_question: FromQuestion | None = None
 
     def arg(self, name: str) -> Arg:
         """The Sleuth metadata of argument ``name`` (an empty :class:`Arg` when none)."""
@@ -134,10 +140,14 @@ class Tool:
         found = [m for m in info.metadata if isinstance(m, Arg)] if info else []
         return found[0] if found else Arg()
 
-    def question_arguments(self, question: str, top_k: int) -> dict[str, Any]:
+    def question_arguments(self, question: str, top_k: int) -> dict[str, Any] | None:
         """The arguments that search for ``question`` itself with ``top_k`` results (its
         query argument, a list of one where it takes several), for a retrieval made before
-        the model's first call. A ValueError when the tool takes no query."""
+        the model's first call; the tool's own :attr:`from_question` where it has one (None:
+        the tool does not apply to this question). A ValueError when the tool takes no
+        query."""
+        if self.from_question is not None:
+            return self.from_question(question, top_k)
         arguments: dict[str, Any] = {}
         for name, info in self.args.model_fields.items():
             meta = self.arg(name)
@@ -277,20 +287,23 @@ def tool(function: ToolFunction, /) -> Tool: ...
 
 
 @overload
-def tool(*, command: str | None = None,
-         session: str | None = None) -> Callable[[ToolFunction], Tool]: ...
+def tool(*, command: str | None = None, session: str | None = None,
+         from_question: FromQuestion | None = None) -> Callable[[ToolFunction], Tool]: ...
 
 
 def tool(function: ToolFunction | None = None, /, *, command: str | None = None,
-         session: str | None = None) -> Tool | Callable[[ToolFunction], Tool]:
+         session: str | None = None,
+         from_question: FromQuestion | None = None) -> Tool | Callable[[ToolFunction], Tool]:
     """Build a :class:`Tool` from a typed function (first parameter: the ToolContext);
-    ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`)."""
+    ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`),
+    ``from_question`` how it applies to a whole question (:attr:`Tool.from_question`)."""
     if function is None:
-        return lambda f: _build(f, Cli(command, session))
+        return lambda f: _build(f, Cli(command, session), from_question)
     return _build(function, Cli())
 
 
-def _build(function: ToolFunction, cli: Cli) -> Tool:
+def _build(function: ToolFunction, cli: Cli,
+           from_question: FromQuestion | None = None) -> Tool:
     description, docs = _split_docstring(function.__doc__ or "")
     hints = get_type_hints(function, include_extras=True)
     fields: dict[str, Any] = {}
@@ -302,7 +315,7 @@ def _build(function: ToolFunction, cli: Cli) -> Tool:
     model = create_model(
         f"{function.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(function.__name__, description, model, function, cli)
+    return Tool(function.__name__, description, model, function, cli, from_question)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
