@@ -90,6 +90,16 @@ class MemoEmbedder:
             np.zeros((0, self.dim), dtype=np.float32)
 
 
+def records_index(factory: pytest.TempPathFactory, name: str,
+                  records: list[dict[str, str]]) -> Path:
+    """An index over ``records`` (id, title, text) written as a corpus.json."""
+    folder = factory.mktemp(name)
+    (folder / "corpus.json").write_text(json.dumps(records))
+    with Index.open(folder / "idx", create=True) as index:
+        index.add([folder / "corpus.json"])
+    return folder / "idx"
+
+
 @pytest.fixture(scope="session")
 def wiki_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first 300 passages of the 2Wiki corpus, as a corpus.json file."""

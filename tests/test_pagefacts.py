@@ -3,10 +3,10 @@ model, on the command line and as the default agent's calls for the questions th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import records_index
 
 import sleuth
 from sleuth.dates import Comparison, Date, comparison, event_date, lifespan
@@ -30,11 +30,7 @@ BORN_FIRST = "Which film has the director who was born first, The Quiet Harbour 
 
 @pytest.fixture(scope="module")
 def films_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("films")
-    (folder / "corpus.json").write_text(json.dumps(FILMS))
-    with sleuth.Index.open(folder / "idx", create=True) as index:
-        index.add([folder / "corpus.json"])
-    return folder / "idx"
+    return records_index(tmp_path_factory, "films", FILMS)
 
 
 @pytest.mark.parametrize(("text", "event", "expected"), [

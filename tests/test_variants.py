@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import records_index
 
 import sleuth
 from sleuth.llm import FakeLLMServer, OpenAIClient, call, reply
@@ -203,13 +204,7 @@ MOTHER = "Who is the mother of the director of film The Quiet Harbour?"
 
 @pytest.fixture(scope="module")
 def harbour_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import json
-
-    folder = tmp_path_factory.mktemp("harbour")
-    (folder / "corpus.json").write_text(json.dumps(HARBOUR))
-    with sleuth.Index.open(folder / "idx", create=True) as index:
-        index.add([folder / "corpus.json"])
-    return folder / "idx"
+    return records_index(tmp_path_factory, "harbour", HARBOUR)
 
 
 @pytest.mark.parametrize(("agent", "script", "expected", "requests_made"), [

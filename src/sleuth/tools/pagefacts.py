@@ -144,23 +144,22 @@ def _full_name(name: str, text: str) -> str:
 
 
 def _page(ctx: ToolContext, retriever: HybridRetriever, name: str) -> Chunk | None:
-    """The chunk of ``name``'s own page: the first found whose document title is the name,
-    else the one whose title carries the name's words, when no other title does (a
+    """The chunk of ``name``'s own page: the first chunk of the document titled so (a title
+    search), else the one whose title carries the name's words, when no other title does (a
     "William" among several princes is no one in particular); None when no page is titled
     so (a page that only mentions a name gives the dates of someone else)."""
-    chunks = ctx.index.read(retriever.pages(name)).chunks
-    if not chunks:
-        return None
-    titles = {d.doc_id: d.title for d in ctx.index.document_list([c.doc_id for c in chunks])}
-    exact = [c for c in chunks if _plain(titles.get(c.doc_id, "")) == _plain(name)]
+    named = ctx.index.document_list(ctx.index.titles().match(content_words(name)))
+    exact = [d.doc_id for d in named if _plain(d.title) == _plain(name)]
     if exact:
-        return exact[0]
+        first = ctx.index.chunk_spans(exact[0])[:1]
+        return ctx.index.read([first[0][0]]).chunks[0] if first else None
+    chunks = ctx.index.read(retriever.pages(name)).chunks
+    titles = {d.doc_id: d.title for d in ctx.index.document_list([c.doc_id for c in chunks])}
     words = set(content_words(name))
     carrying = [c for c in chunks if words <= set(content_words(titles.get(c.doc_id, "")))]
     if not carrying:
         return None
-    named = ctx.index.titles().match(content_words(name))
-    others = [d for d in ctx.index.document_list(named) if d.doc_id != carrying[0].doc_id and
+    others = [d for d in named if d.doc_id != carrying[0].doc_id and
               words <= set(content_words(d.title))]
     return None if others else carrying[0]
 
