@@ -10,6 +10,7 @@ error message would break that equality.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -166,8 +167,27 @@ def _same_answers(api: Api, reference: Path, key: str) -> list[Any]:
     finally:
         other.close()
     for a, b in zip(got, expected, strict=True):
-        assert a == b
+        assert _alike(a, b), (a, b)
     return got
+
+
+_NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def _alike(a: Any, b: Any) -> bool:
+    """Equal, but for scores a last digit apart: two indexes embed their chunks in other
+    batches, and float sums in another order differ by about 1e-6."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_alike(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-5
+    if isinstance(a, str) and isinstance(b, str):
+        numbers = [_NUMBER.findall(t) for t in (a, b)]
+        return _NUMBER.split(a) == _NUMBER.split(b) and all(
+            abs(float(x) - float(y)) <= 1e-5 for x, y in zip(*numbers, strict=True))
+    return bool(a == b)
 
 
 def _without_ids(value: Any) -> Any:

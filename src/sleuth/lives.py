@@ -16,7 +16,12 @@ from typing import Literal
 from sleuth.dates import DATE, Date, event_date, life_parenthesis
 from sleuth.querytext import wordset
 
-Fact = Literal["birth_date", "birth_place", "death_date", "death_place"]
+LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
+# what a question may ask of a person: a fact of their life, a relative (read by
+# :mod:`sleuth.kin`) or their nationality
+Fact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place",
+               "father", "mother", "spouse", "nationality"]
+KIN_FACTS = ("father", "mother", "spouse")
 
 # Lowercase words a place name may hold ("Stratford-upon-Avon", "Frankfurt am Main").
 PLACE_LINKS = wordset("of de la le du del der den am an upon on the y da di in")
@@ -47,9 +52,11 @@ def place_at(text: str) -> str | None:
             not following[0].isdigit():
         parts.pop()  # "..., Sinatra began": the last part is a clause's subject
     names = [" ".join(_trim(p)) for p in parts]
-    return ", ".join(n for n in names if n).rstrip(".") or None
+    place = ", ".join(n for n in names if n).rstrip(".")
+    return place if place and place not in ERAS else None
 
 
+ERAS = {"BC", "BCE", "AD", "CE"}  # "died in 1330 BC": no place
 PLACE_ENDS = {",", ".", ")", ";", "–", "—", "-", "and", "on", "in", "at", "where", "to", "("}
 
 
@@ -67,10 +74,12 @@ class Life:
     born_at: str | None = None
     died: Date | None = None
     died_at: str | None = None
+    buried_at: str | None = None
 
-    def fact(self, fact: Fact) -> Date | str | None:
+    def fact(self, fact: LifeFact) -> Date | str | None:
         return {"birth_date": self.born, "birth_place": self.born_at,
-                "death_date": self.died, "death_place": self.died_at}[fact]
+                "death_date": self.died, "death_place": self.died_at,
+                "burial_place": self.buried_at}[fact]
 
 
 def life(text: str) -> Life:
@@ -86,7 +95,8 @@ def life(text: str) -> Life:
         died_at = _place_in(parts[1]) if len(parts) == 2 else None
     born_at = born_at or _after_cue(text, r"\bborn\b")
     died_at = died_at or _after_cue(text, r"\bdied\b")
-    return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at)
+    return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at,
+                _after_cue(text, r"\b(?:buried|interred|entombed)\b"))
 
 
 def _place_in(part: str) -> str | None:
@@ -125,9 +135,17 @@ class FactQuestion:
 
 
 ROLES = wordset("director composer performer producer writer screenwriter author founder "
-                "husband wife spouse father creator lyricist editor cinematographer")
+                "husband wife spouse father mother creator lyricist editor cinematographer")
 WORKS = r"(?:(?:the\s+)?(?:film|movie|song|album|single|magazine|band|book|novel|play|show|" \
         r"series|opera|game|newspaper|company)\s+)?"
+# a relative a question asks for: (the relation to go through, the relative read there)
+KIN: dict[str, tuple[str | None, Fact]] = {
+    "paternal grandfather": ("father", "father"), "paternal grandmother": ("father", "mother"),
+    "maternal grandfather": ("mother", "father"), "maternal grandmother": ("mother", "mother"),
+    "father-in-law": ("spouse", "father"), "mother-in-law": ("spouse", "mother"),
+    "father": (None, "father"), "mother": (None, "mother"), "spouse": (None, "spouse"),
+    "husband": (None, "spouse"), "wife": (None, "spouse")}
+_KIN = "|".join(sorted(KIN, key=len, reverse=True))
 _ASKS = [
     (re.compile(r"^(?:what|where) (?:is|was) the (?P<what>place|date) of (?P<ev>birth|death) "
                 r"of (?P<s>.+?)\s*\??$", re.IGNORECASE), None),
@@ -135,17 +153,33 @@ _ASKS = [
     (re.compile(r"^where did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_place"),
     (re.compile(r"^when (?:was|is) (?P<s>.+?) born\s*\??$", re.IGNORECASE), "birth_date"),
     (re.compile(r"^when did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_date"),
+    (re.compile(r"^where (?:was|is) the place of burial of (?P<s>.+?)\s*\??$", re.IGNORECASE),
+     "burial_place"),
+    (re.compile(r"^where (?:was|is) (?P<s>.+?) buried\s*\??$", re.IGNORECASE), "burial_place"),
+    (re.compile(r"^what (?:is the )?nationality (?:is|was|of) (?P<s>.+?)\s*\??$",
+                re.IGNORECASE), "nationality"),
+    (re.compile(r"^which country (?:is |was |does |did )?(?P<s>.+?) (?:is |was )?(?:comes? |"
+                r"came )?from\s*\??$", re.IGNORECASE), "nationality"),
+    (re.compile(rf"^who (?:is|was) the (?P<kin>{_KIN}) of (?P<s>.+?)\s*\??$", re.IGNORECASE),
+     "kin"),
+    (re.compile(rf"^who (?:is|was) (?P<s>.+?)['’]s? (?P<kin>{_KIN})\s*\??$", re.IGNORECASE),
+     "kin"),
 ]
 
 
 def fact_question(question: str) -> FactQuestion | None:
-    """The birth or death fact a question asks for, and of whom, or None ("What is the place
-    of birth of the director of film X?" → X, birth_place, director)."""
+    """What a question asks of a person, and of whom, or None: a birth, death or burial
+    ("What is the place of birth of the director of film X?" → X, birth_place,
+    director), a nationality ("Which country X's father is from?"), a relative ("Who is
+    the paternal grandfather of X?" → X, father, father)."""
     asked = next(((m, f) for p, f in _ASKS if (m := p.match(question.strip()))), None)
     if asked is None:
         return None
     found, fact = asked
-    if fact is None:
+    through = None
+    if fact == "kin":
+        through, fact = KIN[found["kin"].lower()]
+    elif fact is None:
         fact = f"{'birth' if found['ev'].lower() == 'birth' else 'death'}_" \
                f"{'place' if found['what'].lower() == 'place' else 'date'}"
     subject = found["s"].strip()
@@ -157,9 +191,11 @@ def fact_question(question: str) -> FactQuestion | None:
     elif owned and owned["role"].lower() in ROLES:
         relation, subject = owned["role"].lower(), owned["x"]
     elif re.match(r"^the \w+ of ", subject, re.IGNORECASE):
-        return None  # a relation no page names unambiguously ("the mother of X")
+        return None  # a relation no page names ("the uncle of X")
     elif owned and owned["role"].islower():
         return None
+    if through and relation:
+        return None  # three pages away ("the paternal grandfather of the director of X")
     if not subject[:1].isupper() and not subject[:1].isdigit():
         return None
-    return FactQuestion(subject, fact, relation)  # type: ignore[arg-type]
+    return FactQuestion(subject, fact, relation or through)  # type: ignore[arg-type]
