@@ -167,3 +167,17 @@ def test_a_repeated_call_is_not_run_again_and_a_loop_is_ended(sample_index: Path
     assert steps[1].retrieved_tokens == 0 and steps[4].error == "repeated call (same as step 1)"
     assert answer.forced == "repeated_calls" and answer.loops == 5
     assert requests[-1]["tool_choice"] == "none" and answer.answer == f"Levers [{PEPYS}]."
+
+
+def test_an_answer_of_ids_alone_says_there_is_no_answer(sample_index: Path) -> None:
+    """A forced answer that is nothing but a citation is no answer: the user is told so,
+    with why, and the ids the model gave are kept."""
+    same = call("keyword_search", keywords=["Greatorex"], top_k=1)
+    with FakeLLMServer([same, same, same, reply(f"[{PEPYS}]")]) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index, agent="full",
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.forced == "repeated_calls"
+    assert answer.answer == ("I cannot answer this reliably from the indexed documents: the "
+                             "model's answer had no words after 3 steps (the search ended: "
+                             f"repeated calls). [{PEPYS}]")
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]

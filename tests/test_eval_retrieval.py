@@ -50,6 +50,12 @@ def test_passage_names_and_the_bridge_a_question_goes_through() -> None:
     assert bridge_names("Where was the father of Belgutei born?",
                         ["Belgutei was the son of Yesugei and half-brother to Genghis Khan.",
                          "He was a general of American rapper Tyga."])[:1] == ["Yesugei"]
+    crew = ("His collaborators include producers Daniel Lupi and JoAnne Sellar, editor Leslie "
+            "Jones, and composer Jonny Greenwood.")  # a cue after "and" is the next name's
+    assert bridge_names("Who is the composer of film X?", [crew], cued=True) == \
+        ["Jonny Greenwood"]
+    assert bridge_names("Who is the editor of film X?", [crew], cued=True)[:1] == \
+        ["Leslie Jones"]
 
 
 def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:

@@ -97,6 +97,8 @@ def test_every_variant_runs_a_dataset(sleuth, dataset: Path, tmp_path: Path, mon
     with FakeLLMServer(script) as server:
         monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
         monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        # every answer from the model: person_fact settles q1 by itself otherwise
+        monkeypatch.setenv("SLEUTH_AGENT__SETTLED_ANSWERS", "model")
         result = sleuth("eval", "run", "--dataset", str(dataset), "--agent", agent, "--limit",
                         "2", "--workers", "1", "--output", str(out), "--json")
     assert result.code == 0, result.err

@@ -13,6 +13,7 @@ from sleuth.dates import Comparison, Date, comparison, event_date, lifespan
 from sleuth.kin import Family, Relative, family, nationality
 from sleuth.lives import FactQuestion, Life, fact_question, life
 from sleuth.llm import FakeLLMServer, OpenAIClient, reply
+from sleuth.settings import Settings
 
 FILMS = [
     {"id": "harbour", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
@@ -158,9 +159,25 @@ def test_compare_says_what_it_could_not_settle(films_index: Path, sleuth) -> Non
     assert out.rstrip().endswith("So Fog Over Lund is dated earliest.\nAnswer: Fog Over Lund")
 
 
+def test_a_settled_question_is_answered_with_the_verdict_without_a_model_call(
+        films_index: Path) -> None:
+    with FakeLLMServer([]) as server:
+        answer = sleuth.ask(BORN_FIRST, index=films_index, agent="hybrid",
+                            llm=OpenAIClient("fake-model", server.base_url))
+        assert server.requests == []
+    assert [s.tool_name for s in answer.trajectory] == ["hybrid_search", "compare_dates"]
+    # the verdict, citing the pages its dates were read from
+    assert answer.answer == "Salt And Iron [harbour#0] [orozco#0] [salt#0] [holm#0]"
+    assert [c.chunk_id for c in answer.citations] == ["harbour#0", "orozco#0", "salt#0",
+                                                      "holm#0"]
+    assert answer.llm_calls == 0 and answer.loops == 0
+
+
 def test_the_default_agent_compares_dates_before_its_first_call(films_index: Path) -> None:
+    model = {"settled_answers": "model"}  # the model writes the answer from the verdict
     with FakeLLMServer([reply("Salt And Iron [salt#0] [holm#0]."), reply("Unknown.")]) as server:
         answer = sleuth.ask(BORN_FIRST, index=films_index, agent="hybrid",
+                            settings=Settings.load(agent=model),
                             llm=OpenAIClient("fake-model", server.base_url))
         other = sleuth.ask("Who directed The Quiet Harbour?", index=films_index,
                            agent="hybrid", llm=OpenAIClient("fake-model", server.base_url))
@@ -286,6 +303,7 @@ def test_the_default_agent_reads_a_birthplace_before_its_first_call(films_index:
     asked = "Where was the director of film The Quiet Harbour born?"
     with FakeLLMServer([reply("Guadalajara [orozco#0].")]) as server:
         answer = sleuth.ask(asked, index=films_index, agent="hybrid",
+                            settings=Settings.load(agent={"settled_answers": "model"}),
                             llm=OpenAIClient("fake-model", server.base_url))
         (request,) = server.requests
     assert [s.tool_name for s in answer.trajectory] == ["hybrid_search", "person_fact"]
@@ -417,15 +435,14 @@ def test_person_fact_follows_relatives_from_page_to_page(family_index: Path,
 def test_the_default_agent_reads_a_grandfather_before_its_first_call(
         family_index: Path) -> None:
     asked = "Who is the paternal grandfather of Margaret Of Bavaria?"
-    with FakeLLMServer([reply("Ernest, Duke of Bavaria [albert#0].")]) as server:
+    with FakeLLMServer([]) as server:
         answer = sleuth.ask(asked, index=family_index, agent="hybrid",
                             llm=OpenAIClient("fake-model", server.base_url))
-        (request,) = server.requests
+        assert server.requests == []  # settled: the verdict is the answer
     assert [s.tool_name for s in answer.trajectory] == ["hybrid_search", "person_fact"]
     assert answer.trajectory[1].tool_input == {"entity": "Margaret Of Bavaria",
                                                "fact": "father", "relation": "father"}
-    assert request["messages"][-1]["content"].endswith("Answer: Ernest, Duke of Bavaria")
-    assert answer.answer.startswith("Ernest, Duke of Bavaria")
+    assert answer.answer == "Ernest, Duke of Bavaria [margaret#0] [albert#0]"
 
 
 def test_a_fact_the_pages_do_not_state_lets_the_model_answer_at_once(

@@ -195,11 +195,12 @@ HARBOUR = [
     {"id": "film", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "
      "film written by Tomas Brandt Lindqvist and directed by Marta Velasquez Orozco."},
     {"id": "director", "title": "Marta Velasquez Orozco", "text": "Marta Velasquez Orozco was "
-     "a film director. Her mother was the painter Lucia Orozco."},
+     "a film director. She studied under the painter Lucia Orozco."},
     {"id": "writer", "title": "Tomas Brandt Lindqvist", "text": "Tomas Brandt Lindqvist was a "
      "Swedish novelist."},
 ]
-MOTHER = "Who is the mother of the director of film The Quiet Harbour?"
+# a relation no page-fact tool reads, so the model answers
+TEACHER = "Who was the teacher of the director of film The Quiet Harbour?"
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +223,7 @@ def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
         harbour_index: Path, agent: str, script: list[str], expected: str,
         requests_made: int) -> None:
     with FakeLLMServer([reply(text) for text in script]) as server:
-        answer = sleuth.ask(MOTHER, index=harbour_index, agent=agent,
+        answer = sleuth.ask(TEACHER, index=harbour_index, agent=agent,
                             llm=OpenAIClient("fake-model", server.base_url))
         requests = server.requests
     assert len(requests) == requests_made and answer.answer.startswith(expected)
@@ -231,7 +232,7 @@ def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
         assert said == {"role": "assistant", "content": script[0]}
         assert note["content"].startswith("Your answer names Marta Velasquez Orozco, the "
                                           "director this question goes through")
-        assert "=== chunk director#0" in note["content"] and MOTHER in note["content"]
+        assert "=== chunk director#0" in note["content"] and TEACHER in note["content"]
         step = answer.trajectory[-1]
         assert step.tool_name == "chunk_read" and step.tool_input["chunk_ids"][0] == \
             "director#0"

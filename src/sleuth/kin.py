@@ -3,11 +3,13 @@ his wife B", "was born in Rabat to A and B"), spouses ("He married C", "the wife
 whether a person is a man or a woman, and a nationality ("was an Austrian-born American
 composer").
 
-A 1.5B model given "daughter of actors Amrita Singh and Saif Ali Khan" answers a question
-about her father with her mother as often as not; questions such as "Who is the paternal
-grandfather of X?" go through two pages and two such readings (2Wiki's inference
-questions, BENCHMARKS §16). Pure functions over strings, like :mod:`sleuth.lives`: the
-``person_fact`` tool finds the pages and follows the names read here from one to the next.
+"The son of Clara Jane Bryant Ford and the only child of Henry Ford" names a mother first;
+"the daughter of actors Amrita Singh and Saif Ali Khan" does not say which is which; the
+first name beside "son of", which finds a director beside "directed by", is not a father.
+Questions such as "Who is the paternal grandfather of X?" go through two pages and two
+such readings (2Wiki's inference questions, BENCHMARKS §16). Pure functions over strings,
+like :mod:`sleuth.lives`: the ``person_fact`` tool finds the pages and follows the names
+read here from one to the next.
 """
 
 from __future__ import annotations

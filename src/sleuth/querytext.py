@@ -241,7 +241,7 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
             passive = len(before) >= 2 and before[-1][2] == "by"
             if passive and any(w[2] in cues for w in before[:-1]):
                 tier = 0 if any(w[2] in bridge for w in before[:-1]) else 1
-            elif any(w[2] in bridge for w in before[-3:] + after):
+            elif _cue_near(sentence, before[-3:], after, bridge):
                 tier = 1
             else:
                 cue_at = [w[0] for w in words if w[2] in cues]
@@ -257,6 +257,25 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
             ranked.append((tier, gap, len(ranked), name))
     ranked.sort()
     return [(tier, name) for tier, *_, name in ranked]
+
+
+LIST_WORDS = {"and", "or"}  # a cue after one of these belongs to the next name in a list
+
+
+def _cue_near(sentence: str, before: Sequence[tuple[int, int, str]],
+              after: Sequence[tuple[int, int, str]], bridge: frozenset[str]) -> bool:
+    """Whether a bridge cue is within three words of a name and is the name's: one before it,
+    or one after it ("Leslie Jones, the editor") unless a name follows that cue or "and" or
+    "or" comes first: then the cue is the next name's ("producer JoAnne Sellar, editor
+    Leslie Jones, and composer Jonny Greenwood": the editor is Leslie Jones)."""
+    if any(w[2] in bridge for w in before):
+        return True
+    for _, end, word in after:
+        if word in LIST_WORDS:
+            return False
+        if word in bridge:
+            return not re.match(r"\W*[A-Z]", sentence[end:])
+    return False
 
 
 def asks_beyond_bridge(question: str) -> bool:

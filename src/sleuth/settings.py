@@ -135,6 +135,10 @@ class AgentSettings(BaseModel):
         "summarize (agents with the summarize tool)")
     open_window: int = Field(1800, ge=10, description="Lines one `open` call shows")
     find_token_cap: int = Field(11_000, ge=500, description="Token cap of one `find` result")
+    settled_answers: Literal["tool", "model"] = Field(
+        "tool", description="A question a page-fact tool settles before the model's first "
+        "call (compare_dates, person_fact) is answered with the tool's verdict and the "
+        "chunks it read ('tool', no model call), or by the model from that verdict ('model')")
 
 
 class MemorySettings(BaseModel):

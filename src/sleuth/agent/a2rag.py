@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sleuth.agent.run import ModelRunner, Run, Runner, StepCallback
-from sleuth.agent.verify import Candidate, abstention, checked, complete, evidence_text
+from sleuth.agent.run import ModelRunner, Run, Runner, StepCallback, abstention
+from sleuth.agent.verify import Candidate, checked, complete, evidence_text
 from sleuth.llm import LLM
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever, fuse

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.context import ContextWatch
-from sleuth.agent.run import ModelRunner, Run, StepCallback
+from sleuth.agent.run import ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
+from sleuth.ids import cite, strip_citations
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
 from sleuth.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
 from sleuth.retrieval import HybridRetriever
 from sleuth.tokens import count_tokens
-from sleuth.tools import TOOLS, Tool, ToolContext, lead_block
+from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, lead_block
 from sleuth.tracker import Tracker
 from sleuth.types import Answer, Step
 
@@ -30,6 +31,14 @@ __all__ = ["Agent", "StepCallback", "prompt"]
 
 MAX_REPEATS = 2  # turns in a row that only repeat earlier calls before the answer is forced
 BRIDGE_CHARS = 1500  # of each passage about the entity an answer stopped at
+
+
+def settled_answer(result: ToolResult) -> str:
+    """The answer a page-fact tool's verdict gives, citing the chunks it was read from: what
+    the model wrote from it 60 times in 61 on 2Wiki (BENCHMARKS §16), without its ~27 s
+    call on two cores (``agent.settled_answers``)."""
+    cited = " ".join(cite(c) for c in result.data.get("cited", []))
+    return f"{result.data['answer']} {cited}".strip()
 
 
 @dataclass
@@ -73,16 +82,21 @@ class Agent(ModelRunner):
             messages: list[dict[str, Any]] = list(history)
             if not messages or messages[0].get("role") != "system":
                 messages.insert(0, {"role": "system", "content": self.system_prompt})
-            first_choice = None
+            first_choice = settled = None
             tools = list(self.tools)  # with the also_first tools that were called
             if self.first_as_call and self.retrieve_first:
                 messages.append({"role": "user", "content": question})
-                first_choice = self._first_call(run, ctx, question, messages, tools)
+                first_choice, settled = self._first_call(run, ctx, question, messages, tools)
             else:
                 messages.append({"role": "user", "content": self._preload(run, ctx, question)})
             run.answer.messages = messages
             watch = ContextWatch(run, ctx, self.tools, self.settings, budget)
-            final = self._steps(run, ctx, messages, watch, tools, first_choice)
+            if settled is not None and self.settings.settled_answers == "tool":
+                final = settled_answer(settled)
+            else:
+                final = self._steps(run, ctx, messages, watch, tools, first_choice)
+            if not strip_citations(final).strip():  # nothing but ids, or nothing at all
+                final = f"{abstention(self._silence(run))} {final}".strip()
             messages.append({"role": "assistant", "content": final})
             run.finish(final, self.index)
         return run.answer
@@ -135,6 +149,14 @@ class Agent(ModelRunner):
             answer.forced = "max_steps"
         messages.append({"role": "user", "content": prompt("force_answer")})
         return self._chat(run, messages, schemas, tool_choice="none").content or ""
+
+    @staticmethod
+    def _silence(run: Run) -> str:
+        """Why an answer with no words is one (a 1.5B model stuck in a loop of repeated calls
+        answered "[2wiki-00317#0]", once in 100 questions)."""
+        forced = run.answer.forced
+        return f"the model's answer had no words after {run.answer.loops} steps" + \
+            (f" (the search ended: {forced.replace('_', ' ')})" if forced else "")
 
     def _past_bridge(self, run: Run, ctx: ToolContext, messages: list[dict[str, Any]],
                      text: str) -> bool:
@@ -193,13 +215,15 @@ class Agent(ModelRunner):
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _first_call(self, run: Run, ctx: ToolContext, question: str,
-                    messages: list[dict[str, Any]], tools: list[Tool]) -> str | None:
+                    messages: list[dict[str, Any]],
+                    tools: list[Tool]) -> tuple[str | None, ToolResult | None]:
         """The retrieval before the model's first call, written into the dialogue as that
         call and its result and recorded as the first step, then the :attr:`also_first`
         tools that apply (each added to ``tools``: the model is offered a tool where it
-        applies and its prompt stays short elsewhere); "required" (a tool choice) when the
-        passages do not cover the question and no such tool applied, so the model searches
-        on before answering."""
+        applies and its prompt stays short elsewhere). Returns the first call's tool choice,
+        "required" when the passages do not cover the question and no such tool applied
+        (the model searches on before answering), and the result of a tool that settled the
+        question (its data's "answer"), if one did."""
         started = time.perf_counter()
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
@@ -213,21 +237,23 @@ class Agent(ModelRunner):
             "retrieved before the first call; " + ("it covers the question" if covered else
                                                    "it does not cover the question: search on"),
             result.retrieved_tokens, None, time.perf_counter() - started))
+        settled = None
         for name in self.also_first:
-            settled = self._also_call(run, ctx, name, question, messages)
-            if settled is not None and TOOLS[name] not in tools:
+            applied = self._also_call(run, ctx, name, question, messages)
+            if applied is not None and TOOLS[name] not in tools:
                 tools.append(TOOLS[name])
+            if applied is not None and applied.data.get("answer") is not None:
+                settled = settled or applied
             # a tool that applied has looked the question's entities up, settled or not: the
             # model may answer at once (forced to search on, a 1.5B model made 4.4 calls for
             # 1 right answer in 22 such questions, BENCHMARKS §16)
-            covered = covered or settled is not None
-        return None if covered or not self.tools else "required"
+            covered = covered or applied is not None
+        return (None if covered or not self.tools else "required"), settled
 
     def _also_call(self, run: Run, ctx: ToolContext, name: str, question: str,
-                   messages: list[dict[str, Any]]) -> bool | None:
+                   messages: list[dict[str, Any]]) -> ToolResult | None:
         """Call ``name`` for the whole question when it applies, written into the dialogue as
-        the model's call and recorded as a step; whether its result settles the question
-        (None: it does not apply)."""
+        the model's call and recorded as a step; its result (None: it does not apply)."""
         arguments = TOOLS[name].question_arguments(question, self.retrieve_first)
         if arguments is None:
             return None
@@ -242,7 +268,7 @@ class Agent(ModelRunner):
                         "called before the first call: it applies to the question" +
                         ("" if settled else ", without settling it"),
                         result.retrieved_tokens, None, time.perf_counter() - started))
-        return settled
+        return result
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
               tool_choice: str | None = None) -> ChatResponse:

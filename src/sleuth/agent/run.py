@@ -55,6 +55,11 @@ class Runner(Protocol):
             history: Sequence[dict[str, Any]] = ()) -> Answer: ...
 
 
+def abstention(reason: str) -> str:
+    """What an agent answers when it has no answer to give, and why."""
+    return f"I cannot answer this reliably from the indexed documents: {reason}."
+
+
 @dataclass
 class Listener:
     """Watches a run live; pass it as ``on_step``. ``step`` gets each step as it is

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sleuth.agent.run import Prices, Run, Runner, StepCallback
+from sleuth.agent.run import Prices, Run, Runner, StepCallback, abstention
 from sleuth.ids import cite
 from sleuth.llm import LLM
 from sleuth.llm.jsontools import JsonToolCalls, json_objects
@@ -152,10 +152,6 @@ def evidence_text(chunks: Sequence[Chunk], titles: dict[str, str],
         parts.append(block)
         used += tokens
     return "\n\n".join(parts)
-
-
-def abstention(reason: str) -> str:
-    return f"I cannot answer this reliably from the indexed documents: {reason}."
 
 
 @dataclass

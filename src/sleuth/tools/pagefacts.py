@@ -101,14 +101,20 @@ def compare_dates(
     found = [_read(ctx, retriever, name, event, relation) for name in entities]
     lines = [_line(f, event, relation) for f in found]
     verdict, winner = _verdict(found, event, order, relation)
-    for f in found:
-        for chunk in (f.page, f.source):
-            if chunk is not None:
-                ctx.tracker.saw(chunk.chunk_id, 1.0)
+    cited = _read_chunks(ctx, [c for f in found for c in (f.page, f.source)])
     text = f"Dates read from the entities' pages ({_asked(event, order, relation)}):\n" + \
         "\n".join(lines) + "\n" + verdict
     return ToolResult(text, {"entities": [f.to_dict() for f in found], "answer": winner,
-                             "event": event, "order": order, "relation": relation})
+                             "event": event, "order": order, "relation": relation,
+                             "cited": cited})
+
+
+def _read_chunks(ctx: ToolContext, chunks: list[Chunk | None]) -> list[str]:
+    """The ids of the chunks a verdict was read from, in order, each marked as seen."""
+    ids = list(dict.fromkeys(c.chunk_id for c in chunks if c is not None))
+    for chunk_id in ids:
+        ctx.tracker.saw(chunk_id, 1.0)
+    return ids
 
 
 def _read(ctx: ToolContext, retriever: HybridRetriever, name: str, event: Event,
@@ -353,9 +359,7 @@ def person_fact(
     retriever = HybridRetriever(ctx.index)
     found = _hop(ctx, retriever, entity, relation)
     value = _fact(ctx, retriever, found.source, fact) if found.source else None
-    for chunk in (found.page, found.source):
-        if chunk is not None:
-            ctx.tracker.saw(chunk.chunk_id, 1.0)
+    cited = _read_chunks(ctx, [found.page, found.source])
     what = fact.replace("_", " ")
     asked = f"{what} of {f'the {relation} of ' if relation else ''}{entity}"
     lines = []
@@ -382,7 +386,8 @@ def person_fact(
     return ToolResult(text, {"entity": entity, "fact": fact, "relation": relation,
                              "person": found.person,
                              "chunk_id": found.source.chunk_id if found.source else None,
-                             "answer": str(value) if value is not None else None})
+                             "answer": str(value) if value is not None else None,
+                             "cited": cited})
 
 
 def _fact(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
