@@ -261,11 +261,16 @@ def _paired(parents: list[Relative]) -> list[Relative]:
     if len(parents) == 2 and " " not in parents[0].name and " " in parents[1].name:
         surname = parents[1].name.rsplit(" ", 1)[1]
         parents = [Relative(f"{parents[0].name} {surname}", parents[0].sex), parents[1]]
-    if len(parents) != 2 or (parents[0].sex is None) == (parents[1].sex is None):
-        return parents
-    known = parents[0].sex or parents[1].sex
-    other: Sex = "female" if known == "male" else "male"
-    return [p if p.sex else Relative(p.name, other) for p in parents]
+    sexes = opposite_sexes([p.sex for p in parents])
+    return [Relative(p.name, sex) for p, sex in zip(parents, sexes, strict=True)]
+
+
+def opposite_sexes(sexes: list[Sex | None]) -> list[Sex | None]:
+    """The sexes of two parents of whom one's is known: the other's is the other."""
+    if len(sexes) != 2 or (sexes[0] is None) == (sexes[1] is None):
+        return sexes
+    other: Sex = "female" if (sexes[0] or sexes[1]) == "male" else "male"
+    return [sex or other for sex in sexes]
 
 
 def pronoun_sex(text: str) -> Sex | None:

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sleuth.dates import Date, Event, comparison, event_date, lifespan
-from sleuth.kin import Sex, family, nationality, plain_name, pronoun_sex
+from sleuth.kin import Sex, family, nationality, opposite_sexes, plain_name, pronoun_sex
 from sleuth.lives import KIN_FACTS, fact_question, life
 from sleuth.querytext import bridge_names, content_words, passage_names
 from sleuth.retrieval import HybridRetriever
@@ -183,16 +183,7 @@ def _kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
 def _parent_sexes(sexes: list[Sex | None]) -> list[Sex | None]:
     """Two parents of whom one's sex is known: the other's is the other; of whom none is
     known: father first (as encyclopedias write them)."""
-    if len(sexes) != 2:
-        return sexes
-    first, second = sexes
-    if first is None and second is None:
-        return ["male", "female"]
-    if first is None or second is None:
-        known = first or second
-        other: Sex = "female" if known == "male" else "male"
-        return [first or other, second or other]
-    return sexes
+    return ["male", "female"] if sexes == [None, None] else opposite_sexes(sexes)
 
 
 def _person_page(ctx: ToolContext, retriever: HybridRetriever, name: str) -> Chunk | None:
