@@ -34,11 +34,13 @@ class LiveServer:
 
         import uvicorn
 
+        from sleuth.server.serving import protocol  # the HTTP protocol `sleuth serve` uses
+
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                                    log_level="warning"))
+                                                    log_level="warning", http=protocol(10.0)))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10

@@ -69,6 +69,16 @@ def browser(chromium_binary: str) -> Iterator[Any]:
         launched.close()
 
 
+def wait_until(page: Any, expression: str, arg: Any = None, seconds: float = 20) -> None:
+    """Poll ``expression`` (evaluated as ``page.evaluate`` does, with ``arg``) until it is
+    true. Playwright's ``wait_for_function`` evaluates its predicate with ``eval``, which the
+    app's Content-Security-Policy forbids, as it should."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(expression, arg):
+        assert time.monotonic() < deadline, f"timed out waiting for {expression}"
+        time.sleep(0.05)
+
+
 class Page:
     """A browser tab on the app that records console errors and uncaught exceptions."""
 
@@ -83,7 +93,7 @@ class Page:
         self.page.goto(url if "#" in url else url + "/")
         if key is not None:
             self.enter_key(key)
-            self.page.wait_for_function("document.querySelector('#who').textContent !== ''")
+            wait_until(self.page, "document.querySelector('#who').textContent !== ''")
 
     def _console(self, message: Any) -> None:
         if message.type == "error":
@@ -166,7 +176,7 @@ def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any) -> Non
             titles = {s["id"]: s.get("title") for s in api.get("/v1/sessions").json()}
         assert titles[session_id] == "Levers"
         page.click("#new-session")
-        page.wait_for_function("!document.querySelector('article.turn')")
+        wait_until(page, "!document.querySelector('article.turn')")
         page.locator("#sessions li a", has_text="Levers").click()
         page.locator("article.turn").nth(1).wait_for()
         assert page.locator("article.turn .question").first.inner_text() == \
@@ -196,8 +206,8 @@ def test_upload_then_search_then_delete(index: Path, browser: Any, tmp_path: Pat
         for name, expected in (("quokka.md", "indexed"), ("notes.xyz", ""),
                                ("big.txt", "upload limit")):
             state = page.locator(f'#uploads li[data-name="{name}"] .state')
-            page.wait_for_function(
-                "el => !el.textContent.includes('uploading')", arg=state.element_handle())
+            wait_until(page, "el => !el.textContent.includes('uploading')",
+                       state.element_handle())
             text = state.inner_text()
             assert expected in text, (name, text)
         assert "error" in page.locator('#uploads li[data-name="notes.xyz"] .state'
@@ -269,7 +279,7 @@ def test_bad_input_gets_one_clear_message(index: Path, browser: Any) -> None:
         tab.enter_key("wrong-key")
         page.wait_for_selector("#key-reason:has-text('refused')")
         tab.enter_key("k-root")
-        page.wait_for_function("document.querySelector('#who').textContent.includes('3')")
+        wait_until(page, "document.querySelector('#who').textContent.includes('3')")
         page.click("#ask-button")
         assert page.inner_text("#notice-text") == "Type a question first."
         assert page.locator("article.turn").count() == 0
@@ -287,7 +297,7 @@ def test_the_page_loads_fast_and_small(index: Path, browser: Any) -> None:
     started = time.perf_counter()
     tab = Page(browser, app.url, "k-root")
     try:
-        tab.page.wait_for_function("document.querySelector('#who').textContent.length > 0")
+        wait_until(tab.page, "document.querySelector('#who').textContent.length > 0")
         loaded = time.perf_counter() - started
         sizes = sum(len(httpx.get(f"{app.url}{path}").content)
                     for path in ("/", "/app/app.js", "/app/app.css"))
@@ -343,8 +353,8 @@ def test_a_pdf_opens_page_by_page_with_its_image(index: Path, browser: Any,
         view = page.locator("#passage-full")
         view.get_by_text("High water at six.").wait_for()
         view.locator("details.page-image summary").click()
-        page.wait_for_function("(() => { const i = document.querySelector('#passage-full "
-                               "img.page'); return i && i.complete && i.naturalWidth > 0; })()")
+        wait_until(page, "(() => { const i = document.querySelector('#passage-full "
+                   "img.page'); return i && i.complete && i.naturalWidth > 0; })()")
         view.get_by_role("button", name="Next page").click()
         view.get_by_text("Low water at noon.").wait_for()
         assert "page 2 of 2" in view.locator(".facts").inner_text()

@@ -180,7 +180,7 @@ def test_a_package_registers_through_its_entry_point(
 def test_reads_return_what_was_added(index: Index) -> None:
     store = index.store
     owners = store.document_access()
-    assert owners["acme:salaries.md"] == ("acme", ("hr",))
+    assert owners["acme~hr:salaries.md"] == ("acme", ("hr",))
     assert owners["acme:handbook.md"] == ("acme", ())
     assert store.stats().documents == len(owners) == 3 + 4
     chunks = list(store.iter_chunks())
@@ -245,11 +245,11 @@ def test_the_document_list_counts_pdf_pages(index: Index, tmp_path: Path) -> Non
     try:
         [info] = index.store.document_list(Access.of("pdfs", ["zoo"]))
         assert (info.doc_id, info.type, info.pages, info.groups) == \
-            ("pdfs:quagga.pdf", "pdf", 2, ("zoo",))
+            ("pdfs~zoo:quagga.pdf", "pdf", 2, ("zoo",))
         assert info.chunks == len(index.store.chunk_spans(info.doc_id)) >= 1
         assert index.store.document_list(Access.of("pdfs", [])) == []  # not in its group
     finally:
-        index.store.delete(["pdfs:quagga.pdf"])
+        index.store.delete(["pdfs~zoo:quagga.pdf"])
 
 
 # -- searches --------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_a_registered_tool_is_a_cli_command(registered: None, sleuth: Any,
 
 def test_a_registered_tool_is_an_http_route(registered: None, service: Service, sleuth: Any,
                                             sample_copy: Path) -> None:
-    client = TestClient(create_app(service, auth=False))
+    client = TestClient(create_app(service, auth=False), base_url="http://localhost")
     got = client.post("/v1/tools/word_titles", json=ARGUMENTS)
     assert got.status_code == 200, got.text
     cli = sleuth("tool", "word_titles", "Greatorex", "--top-k", "1", "--index",

@@ -147,7 +147,7 @@ def test_tenant_sessions_are_shared_by_servers_and_kept_apart(servers: Servers,
             assert client.get("/v1/sessions/s1").status_code == 404
             assert client.delete("/v1/sessions/s1").status_code == 404
         reuse = bob.post("/v1/tools/open?session=s1", json={"ref": ref})  # bob's own s1
-        assert reuse.status_code == 400 and "unknown reference id" in reuse.json()["detail"]
+        assert reuse.status_code == 404 and "unknown reference id" in reuse.json()["detail"]
         assert bob.post("/v1/tools/keyword_search?session=s1",
                         json={"keywords": ["diary"]}).status_code == 200
         assert sorted(sql(location, "SELECT owner, id FROM sessions")) == [

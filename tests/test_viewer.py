@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
 from sleuth.eval.report import score_runs  # noqa: E402
 from sleuth.llm import FakeLLMServer, call, reply  # noqa: E402
-from sleuth.server.runs import runs_router  # noqa: E402
+from sleuth.server.runs import runs_router, viewer_router  # noqa: E402
 
 KEY = "s3cret"
 CHECK_OK = '{"relevance": true, "grounding": true, "adequacy": true, "reason": "ok"}'
@@ -58,6 +58,7 @@ def _opener(folder: Path) -> Any:
 def _app(root: Path, index: Path | None, auth: Any = None) -> FastAPI:
     app = FastAPI()
     app.include_router(runs_router(root, _opener(index) if index else None, auth))
+    app.include_router(viewer_router())
     return app
 
 
@@ -128,12 +129,19 @@ def test_run_ids_cannot_leave_the_root(runs: Path, tmp_path: Path) -> None:
 def test_auth_dependency_guards_every_route(runs: Path, tmp_path: Path) -> None:
     client = TestClient(_app(runs, tmp_path / "idx", _require_key))
     paths = ["/v1/runs", "/v1/runs/bench/full", "/v1/runs/bench/full/questions/q1",
-             "/v1/chunks/p1%230", "/viewer"]
+             "/v1/chunks/p1%230"]
     for path in paths:
         assert client.get(path).status_code == 401, path
         assert client.get(path, headers={"X-API-Key": "wrong"}).status_code == 401, path
         assert client.get(path, params={"api_key": KEY}).status_code == 200, path
         assert client.get(path, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    # the page and its files hold no data, like the app's: served without a key, which
+    # the page then sends from the tab's session storage, never in a URL
+    for path in ("/viewer", "/viewer/viewer.js", "/viewer/viewer.css"):
+        page = client.get(path)
+        assert page.status_code == 200 and "bench/full" not in page.text, path
+    assert "api_key" not in client.get("/viewer/viewer.js").text
+    assert client.get("/viewer/secret.txt").status_code == 404
 
 
 @pytest.fixture()
@@ -143,25 +151,45 @@ def chromium(chromium_binary: str) -> str:
 
 def test_page_renders_a_question_in_headless_chromium(runs: Path, tmp_path: Path,
                                                       chromium: str) -> None:
-    app = _app(runs, tmp_path / "idx", _require_key)  # the page passes ?api_key= on
-    with _serve(app) as base:
-        url = f"{base}/viewer?api_key={KEY}#run=bench/full&q=q1&chunk=p1%230"
-        dom = _chromium(chromium, tmp_path, "--dump-dom", url).stdout
-        shot = tmp_path / "question.png"
-        _chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", url)
-        run_dom = _chromium(chromium, tmp_path, "--dump-dom",
-                            f"{base}/viewer?api_key={KEY}#run=bench/a2rag").stdout
-        list_dom = _chromium(chromium, tmp_path, "--dump-dom", f"{base}/viewer?api_key={KEY}"
-                             ).stdout
-    assert 'data-ready="1"' in dom, dom[-2000:]
-    assert "Where was Ada Lovelace born?" in dom
-    assert 'id="answer">London [p1#0]<' in dom and 'id="gold">London / London, England<' in dom
-    assert dom.index('class="tool">keyword_search<') < dom.index('class="tool">chunk_read<')
-    assert "Looking for the passage." in dom  # the step's reasoning
-    assert "&quot;Lovelace&quot;" in dom or '"Lovelace"' in dom  # its arguments
-    assert 'data-chunk="p1#0"' in dom  # snippets, chunks read and citations link to chunks
-    assert 'id="citations"' in dom and "Ada Lovelace" in dom
-    opened = dom[dom.index('id="chunks-read"'):]  # the chunk's text, fetched by the page
+    playwright = pytest.importorskip("playwright.sync_api")
+    app = _app(runs, tmp_path / "idx", _require_key)  # the page sends the tab's key on
+    shot = tmp_path / "question.png"
+    with _serve(app) as base, playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 2000})
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{base}/viewer")  # no key yet: the page asks for one
+            page.wait_for_selector("#key-form:not([hidden])")
+            page.fill("#key-input", KEY)
+            page.press("#key-input", "Enter")
+            page.wait_for_selector("body[data-ready='1']")
+            list_dom = page.content()
+
+            def dom(hash_: str) -> str:
+                page.evaluate("document.body.removeAttribute('data-ready')")
+                page.goto(f"{base}/viewer#{hash_}")
+                page.wait_for_selector("body[data-ready='1']")
+                return str(page.content())
+
+            run_dom = dom("run=bench/a2rag")
+            question_dom = dom("run=bench/full&q=q1&chunk=p1%230")
+            page.wait_for_selector('.chunk-text[data-for="p1#0"] .title')
+            question_dom = page.content()
+            page.screenshot(path=str(shot), full_page=False)
+        finally:
+            browser.close()
+    dom_ = question_dom
+    assert 'data-ready="1"' in dom_, dom_[-2000:]
+    assert "Where was Ada Lovelace born?" in dom_
+    assert 'id="answer">London [p1#0]<' in dom_ and 'id="gold">London / London, England<' in dom_
+    assert dom_.index('class="tool">keyword_search<') < dom_.index('class="tool">chunk_read<')
+    assert "Looking for the passage." in dom_  # the step's reasoning
+    assert "&quot;Lovelace&quot;" in dom_ or '"Lovelace"' in dom_  # its arguments
+    assert 'data-chunk="p1#0"' in dom_  # snippets, chunks read and citations link to chunks
+    assert 'id="citations"' in dom_ and "Ada Lovelace" in dom_
+    opened = dom_[dom_.index('id="chunks-read"'):]  # the chunk's text, fetched by the page
     assert 'class="chunk-text" data-for="p1#0"' in opened and "born in London in 1815" in opened
 
     assert 'data-ready="1"' in run_dom and 'data-question="q3"' in run_dom
@@ -226,9 +254,12 @@ def _raw_get(base: str, path: str) -> int:
     return int(head.split()[1])
 
 
-def test_the_page_assets_are_inlined() -> None:
-    from sleuth.server.runs import viewer_page
-
-    page = viewer_page()
-    assert "<script src=" not in page and 'rel="stylesheet"' not in page
-    assert "function renderQuestion" in page and "--accent" in page
+def test_the_page_loads_its_own_script_and_style(runs: Path, tmp_path: Path) -> None:
+    """No inline script or style: the app's Content-Security-Policy allows only files the
+    server sends."""
+    client = TestClient(_app(runs, tmp_path / "idx"))
+    page = client.get("/viewer").text
+    assert '<script src="/viewer/viewer.js">' in page and "<script>" not in page
+    assert '<link rel="stylesheet" href="/viewer/viewer.css">' in page and "<style" not in page
+    assert "function renderQuestion" in client.get("/viewer/viewer.js").text
+    assert "--accent" in client.get("/viewer/viewer.css").text

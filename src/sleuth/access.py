@@ -11,8 +11,13 @@ collections it may read and the groups it holds:
 Stores apply an :class:`Access` inside their queries, before anything is ranked or counted,
 so a caller never sees a title, a score, a count or the existence of a chunk id outside it.
 
-Document ids of a collection other than ``default`` are prefixed with ``<collection>:`` at
-ingestion, so two tenants indexing a file of the same name never overwrite each other.
+Document ids carry their *scope*, the collection and groups they were written with: an open
+document of ``acme`` is ``acme:<id>``, one with groups ``acme~hr:<id>`` (groups sorted, joined by
+``~``), and an open document of ``default`` keeps its bare id (``default~hr:<id>`` with groups).
+Two tenants, or two group scopes of one tenant, indexing a file of the same name never write
+the same document: a write can only reach an id whose groups the writer gives, hence holds.
+Writing is also checked directly (:func:`may_write`): a caller may add, change or delete a
+document only when it holds every group of the stored one.
 """
 
 from __future__ import annotations
@@ -53,9 +58,29 @@ def decode_groups(stored: str | None) -> tuple[str, ...]:
     return tuple(json.loads(stored)) if stored else ()
 
 
-def scoped_doc_id(collection: str, doc_id: str) -> str:
-    """The stored id of ``doc_id`` ingested into ``collection``."""
-    return doc_id if collection == DEFAULT_COLLECTION else f"{collection}:{doc_id}"
+def scope_name(collection: str, groups: Sequence[str] = ()) -> str:
+    """The scope of documents written to ``collection`` with ``groups``: ``acme``,
+    ``acme~hr``, ``acme~finance~hr``. Names hold no ``~`` or ``:``, so a scope is read back
+    unambiguously from the start of an id."""
+    return "~".join([collection, *sorted(groups)])
+
+
+def scoped_doc_id(collection: str, doc_id: str, groups: Sequence[str] = ()) -> str:
+    """The stored id of ``doc_id`` ingested into ``collection`` with ``groups`` (see the
+    module docstring)."""
+    if collection == DEFAULT_COLLECTION and not groups:
+        return doc_id
+    return f"{scope_name(collection, groups)}:{doc_id}"
+
+
+# An id that reads as a scoped one (``name:...`` or ``name~group:...``): a caller writing into
+# the default collection, whose ids are bare, may not give one (it would name another scope).
+_SCOPED = re.compile(r"^[A-Za-z0-9][\w.-]{0,63}(?:~[A-Za-z0-9][\w.-]{0,63})*:")
+
+
+def looks_scoped(doc_id: str) -> bool:
+    """Whether ``doc_id`` starts like a scoped id (``acme:``, ``acme~hr:``)."""
+    return _SCOPED.match(doc_id) is not None
 
 
 @dataclass(frozen=True)
@@ -73,6 +98,14 @@ class Access:
             check_name("collection", c) for c in parse_groups(collections))
         grps = None if groups is None else frozenset(parse_groups(groups))
         return cls(cols, grps)
+
+    def may_write(self, collection: str, groups: Sequence[str]) -> bool:
+        """Whether a document of ``collection`` with ``groups`` may be changed or deleted:
+        the caller reads the collection and holds *every* group of the document (reading
+        needs only one)."""
+        if self.collections is not None and collection not in self.collections:
+            return False
+        return self.groups is None or set(groups) <= self.groups
 
     @property
     def unrestricted(self) -> bool:

@@ -102,8 +102,12 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
     of a folder that was emptied (then it warns).
 
     Multi-tenant indexes: --collection puts the documents in a tenant's collection (their
-    ids get the prefix COLLECTION:), --groups gives them access groups; a server key of
-    that collection sees a document when it is open (no groups) or the key holds one.
+    ids get the prefix COLLECTION:), --groups gives them access groups (ids
+    COLLECTION~GROUP:); a server key of that collection sees a document when it is open
+    (no groups) or the key holds one.
+
+    Every file is held to limits (settings ingest.*: size, expanded text, HTML nesting,
+    parse time); a file over one, or a link out of the folder, is skipped and reported.
     """
     from sleuth.errors import IndexNotFound, IngestError
     from sleuth.index import Index

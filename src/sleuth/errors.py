@@ -70,3 +70,23 @@ class Busy(SleuthError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class TooMany(Busy):
+    """One caller already has as many requests of a kind going as a server lets a key have
+    (HTTP 429 with ``Retry-After``): nothing was done; send it again once one has ended."""
+
+
+class ToolNotFound(ToolError, NotFoundError):
+    """A tool call names something that does not exist: a reference id no search returned,
+    an entity not in the graph, a graph not built. The model reads it as an observation;
+    the servers answer 404."""
+
+
+class LLMUnreachable(LLMError):
+    """The LLM endpoint could not be reached (refused, timed out) after retries."""
+
+
+class LLMUnavailable(Busy):
+    """A server will not try an LLM endpoint it found unreachable moments ago (HTTP 503 with
+    ``Retry-After``): the question was not asked; send it again later."""

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
@@ -31,6 +31,7 @@ from sleuth.access import (
     DEFAULT_COLLECTION,
     Access,
     check_name,
+    looks_scoped,
     parse_groups,
     restricted,
     scoped_doc_id,
@@ -54,7 +55,7 @@ from sleuth.indexing import (
     serialised,
     with_title,
 )
-from sleuth.ingest import IngestReport, JsonFields, iter_chunks, iter_documents
+from sleuth.ingest import IngestReport, JsonFields, ReadLimits, Skipped, iter_chunks, iter_documents
 from sleuth.pipeline import pipelined
 from sleuth.querytext import content_words
 from sleuth.settings import Settings
@@ -385,66 +386,110 @@ class Index(ReadIndex):
             exclude: Sequence[str] = (), fields: JsonFields | None = None,
             delete_missing: bool = True, on_progress: ProgressCallback | None = None,
             batch_sentences: int = BATCH_SENTENCES, collection: str = DEFAULT_COLLECTION,
-            groups: Sequence[str] | str = ()) -> AddReport:
+            groups: Sequence[str] | str = (), writer: Access | None = None,
+            within: Sequence[Path] | None = None) -> AddReport:
         """Index ``paths`` incrementally into ``collection`` with access ``groups`` (none:
         open to the whole collection); see the module docstring.
 
-        Work is stored in batches of about ``batch_sentences`` sentences; each batch is
-        committed on its own, so an interrupted build keeps every finished batch. A worker
-        thread reads, chunks and embeds the next batches while the store writes this one;
-        ``on_progress`` is called from both threads, never from two at once. Documents
-        of another collection are never replaced or deleted: ids outside ``default`` are
-        prefixed with ``<collection>:``.
+        Files are read within ``settings.ingest``'s limits (:func:`iter_documents`; with
+        ``within``, only files inside those folders). Documents are stored by
+        :meth:`add_documents`; with ``delete_missing``, documents of ``collection`` whose
+        source lies under ``paths`` and was not seen are removed.
         """
-        if self._base is not None:
-            raise StoreError("a scoped index view is read-only; add documents through the "
-                             "index itself")
+        self._writable()
         check_name("collection", collection)
-        access = (collection, parse_groups(groups))
+        grant = parse_groups(groups)
         paths = [Path(p).expanduser().resolve() for p in paths]
         command = resume_command(self.location, paths, include, exclude, fields, collection,
-                                 access[1], delete_missing)
-        report = AddReport(resumed=any(b.get("command") == command for b in
-                                       self.store.build_status().get("interrupted", [])))
+                                 grant, delete_missing)
         ingest = IngestReport(skipped=[], duplicates=[])
         docs = iter_documents(paths, include=include, exclude=exclude,
-                              fields=fields or JsonFields(), report=ingest)
+                              fields=fields or JsonFields(), report=ingest,
+                              limits=ReadLimits.of(self.settings.ingest), within=within)
+        seen: set[str] = set()
+        report = self.add_documents(docs, collection=collection, groups=grant, writer=writer,
+                                    on_progress=on_progress, batch_sentences=batch_sentences,
+                                    command=command, seen=seen, ingest=ingest)
+        if delete_missing:
+            report.deleted = self._delete_missing(paths, seen, collection)
+        return report
+
+    def add_documents(self, docs: Iterable[Document], *, collection: str = DEFAULT_COLLECTION,
+                      groups: Sequence[str] | str = (), writer: Access | None = None,
+                      on_progress: ProgressCallback | None = None,
+                      batch_sentences: int = BATCH_SENTENCES, command: str | None = None,
+                      seen: set[str] | None = None,
+                      ingest: IngestReport | None = None) -> AddReport:
+        """Store ``docs`` (new ones added, changed ones replaced, by content hash) into
+        ``collection`` with access ``groups``, their ids scoped by both
+        (:func:`~sleuth.access.scoped_doc_id`).
+
+        ``writer`` is the access of whoever writes (None: the local user, who may write
+        anything): a document it could not change (:meth:`Access.may_write`) is skipped
+        and reported, and so is an id that reads as another scope's when it writes into the
+        default collection. ``seen`` collects the ids met; ``ingest`` is where reading
+        reported what it left out (the report's ``skipped`` and ``duplicates``).
+
+        Work is stored in batches of about ``batch_sentences`` sentences; each batch is
+        committed on its own, so an interrupted build keeps every finished batch
+        (``command`` is how it is resumed). A worker thread chunks and embeds the next
+        batches while the store writes this one; ``on_progress`` is called from both
+        threads, never from two at once. A document that cannot be chunked is reported
+        and skipped.
+        """
+        self._writable()
+        check_name("collection", collection)
+        grant = (collection, parse_groups(groups))
+        report = AddReport(resumed=command is not None and any(
+            b.get("command") == command for b in self.store.build_status().get("interrupted",
+                                                                              [])))
+        ingest = ingest if ingest is not None else IngestReport(skipped=[], duplicates=[])
+        seen = seen if seen is not None else set()
         known = self.store.document_hashes()
+        stored_access = self.store.document_access() if restricted(writer) else {}
         progress = IndexProgress()
         report_progress = serialised(on_progress)
-        seen: set[str] = set()
 
         def batches() -> Iterator[Batch]:
-            """Documents read, chunked and embedded, a batch at a time (in a worker thread);
-            a document longer than a batch goes in parts (see PreparedDocument)."""
+            """Documents chunked and embedded, a batch at a time (in a worker thread); a
+            document longer than a batch goes in parts (see PreparedDocument)."""
             pending: list[Part] = []
             for doc in docs:
-                if collection != DEFAULT_COLLECTION:
-                    doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id))
+                doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id, grant[1]))
+                refused = self._refused(doc.doc_id, collection, writer, stored_access)
+                if refused:
+                    ingest.skipped.append(Skipped(doc.path or doc.doc_id, refused))
+                    continue
                 seen.add(doc.doc_id)
                 progress.documents_seen += 1
-                hashed = digest(doc, access, self.settings.chunk.tokens,
+                hashed = digest(doc, grant, self.settings.chunk.tokens,
                                 self.store.manifest.get("embedder", {}).get("name"))
                 stored = known.get(doc.doc_id)
                 if stored == hashed:
                     report.unchanged += 1
                     progress.documents_unchanged += 1
                     continue
-                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-                chunks = iter_chunks(doc, self.settings.chunk.tokens)
                 done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + hashed \
                     else 0  # a long document interrupted after its first parts: resumed
-                for part, last in parts(islice(chunks, done, None), batch_sentences):
+                try:
+                    split = list(parts(islice(iter_chunks(doc, self.settings.chunk.tokens),
+                                              done, None), batch_sentences))
+                except Exception as err:  # noqa: BLE001 - one bad document, not the run
+                    ingest.skipped.append(Skipped(doc.path or doc.doc_id,
+                                                  f"could not be chunked ({err})"))
+                    continue
+                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
+                for part, last in split:
                     pending.append(Part(doc, hashed, part, opens=not done, closes=last))
                     done += len(part)
                     if sum(len(c.sentences) for p in pending for c in p.chunks) \
                             >= batch_sentences:
-                        yield prepare(self.embedder, pending, progress, report_progress, access)
+                        yield prepare(self.embedder, pending, progress, report_progress, grant)
                         pending = []
             if pending:
-                yield prepare(self.embedder, pending, progress, report_progress, access)
+                yield prepare(self.embedder, pending, progress, report_progress, grant)
 
-        self.store.begin_build(command)
+        self.store.begin_build(command or f"{self.location}: documents added by a program")
         try:
             self.embedder  # noqa: B018 - loaded here, not in the worker thread
             for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
@@ -458,15 +503,37 @@ class Index(ReadIndex):
         except BaseException:
             self.store.stop_build()
             raise
-        if delete_missing:
-            report.deleted = self._delete_missing(paths, seen, collection)
-        report.skipped, report.duplicates, report.unsupported = (ingest.skipped, ingest.duplicates,
-                                                                  ingest.unsupported)
+        report.skipped, report.duplicates, report.unsupported = (ingest.skipped,
+                                                                 ingest.duplicates,
+                                                                 ingest.unsupported)
         with batch_work():  # the approximate index is (re)built here
             self.store.finish_build()
         progress.done = True
         report_progress(progress)
         return report
+
+    def _writable(self) -> None:
+        if self._base is not None:
+            raise StoreError("a scoped index view is read-only; add documents through the "
+                             "index itself")
+
+    @staticmethod
+    def _refused(doc_id: str, collection: str, writer: Access | None,
+                 stored: dict[str, tuple[str, tuple[str, ...]]]) -> str | None:
+        """Why ``writer`` may not write document ``doc_id`` (None: it may). The answer does
+        not depend on whether a document it cannot read exists unless the id was made to
+        reach outside the writer's scope."""
+        if restricted(writer) is None:
+            return None
+        assert writer is not None
+        if collection == DEFAULT_COLLECTION and looks_scoped(doc_id):
+            return ("not written: ids of the form NAME:... or NAME~GROUP:... name a "
+                    "collection's documents; give this document another id")
+        held = stored.get(doc_id)
+        if held is not None and not writer.may_write(*held):
+            return ("not written: a document with this id is held by groups this key does "
+                    "not hold")
+        return None
 
     def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
                         collection: str) -> list[str]:

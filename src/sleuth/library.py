@@ -140,17 +140,17 @@ def _document(index: ReadIndex, doc_id: str) -> Document:
 
 
 def _line_span(view: DocumentView, lines: str) -> tuple[int, int]:
-    """``"a-b"`` (or ``"a"``) as 0-based inclusive lines of ``view``, the end clamped."""
+    """``"a-b"`` (or ``"a"``) as 0-based inclusive lines of ``view``, in order, the end
+    clamped; lines the document does not have are not found (404)."""
     match = _LINES.fullmatch(lines.strip())
     if match is None:
         raise RequestError(f"invalid lines {lines!r}: give a line or a range, such as 120 or "
                            "120-131 (0-based)")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) else first
-    if last < first:
-        raise RequestError(f"invalid lines {lines!r}: the range ends before it starts")
+    first, last = min(first, last), max(first, last)
     if first >= view.line_count:
-        raise RequestError(f"line {first} is past the end of {view.document.doc_id!r} "
+        raise NotFoundError(f"line {first} is past the end of {view.document.doc_id!r} "
                            f"({view.line_count} lines, numbered 0–{view.line_count - 1})")
     return first, min(last, view.line_count - 1)
 
@@ -160,8 +160,8 @@ def _window(view: DocumentView, span: tuple[int, int] | None, page: int | None) 
     :data:`WINDOW_MAX` lines); else the first :data:`FIRST_LINES`."""
     if page is not None:
         if not view.page_count:
-            raise RequestError(f"{view.document.doc_id!r} has no pages (it is not a PDF); "
-                               "leave page out")
+            raise NotFoundError(f"no page {page} in {view.document.doc_id!r}: it has no "
+                                "pages (it is not a PDF); leave page out")
         if page > view.page_count:
             raise NotFoundError(f"no page {page} in {view.document.doc_id!r} (it has "
                                 f"{view.page_count})")

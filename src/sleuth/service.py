@@ -21,24 +21,34 @@ updates are serialized with locks.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
+import math
 import re
 import threading
+import time
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, TypeVar
 
 from sleuth._version import __version__
-from sleuth.access import DEFAULT_COLLECTION, Access, check_name, parse_groups
+from sleuth.access import DEFAULT_COLLECTION, check_name, parse_groups, scope_name
 from sleuth.agent.loop import StepCallback
-from sleuth.errors import ConfigError, ForbiddenError, NotFoundError, RequestError, StoreError
+from sleuth.callers import LOCAL, Caller
+from sleuth.errors import (
+    ForbiddenError,
+    LLMUnavailable,
+    LLMUnreachable,
+    NotFoundError,
+    RequestError,
+    SleuthError,
+    StoreError,
+)
 from sleuth.index import AddReport, Index, ReadIndex
+from sleuth.ingest import IngestReport, ReadLimits, iter_documents
+from sleuth.ingest.sandbox import stop_all as stop_parsers
 from sleuth.library import (
     LIST_LIMIT,
     check_title,
@@ -49,15 +59,18 @@ from sleuth.library import (
     unsupported,
 )
 from sleuth.llm import LLM
-from sleuth.server.pool import WorkPool
+from sleuth.server.pool import Quota, WorkPool
 from sleuth.session import Session
-from sleuth.settings import DEFAULT_AGENT, ApiKey, ServeSettings, Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.threads import server_running, thread_policy
 from sleuth.tools import TOOLS, ToolContext, ToolResult
 from sleuth.tools.base import Limits, check_text
 from sleuth.tracker import Tracker
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# Seconds a server leaves an LLM endpoint it found unreachable before trying it again
+LLM_PAUSE = 15
 
 _SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
@@ -79,81 +92,6 @@ def _upload_name(filename: str) -> str:
     budget = UPLOAD_NAME_BYTES - len(tag) - len(suffix.encode())
     stem = name[: len(name) - len(suffix)].encode()[:budget].decode("utf-8", "ignore")
     return stem + tag + suffix
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who makes a request: the API key's name (``local`` without auth), and for a tenant's
-    key its collection and groups (``collection`` None: an admin, who sees everything)."""
-
-    name: str = "local"
-    collection: str | None = None
-    groups: tuple[str, ...] = ()
-
-    @property
-    def admin(self) -> bool:
-        return self.collection is None
-
-    @property
-    def access(self) -> Access | None:
-        if self.collection is None:
-            return None
-        return Access(frozenset({self.collection}), frozenset(self.groups))
-
-
-LOCAL = Caller()
-KeyRing = dict[str, Caller]  # secret → the caller it authenticates
-
-
-def load_api_keys(serve: ServeSettings) -> KeyRing:
-    """The callers of ``serve.api_keys`` by secret (a mapping, or a YAML/JSON file of one):
-    a plain string is an admin key, ``{key, collection, groups}`` a tenant's key."""
-    keys = serve.api_keys
-    if keys is None:
-        return {}
-    if isinstance(keys, Path):
-        try:
-            loaded = yaml.safe_load(keys.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read API key file {serve.api_keys}: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"API key file {serve.api_keys} must map names to keys")
-        try:
-            keys = ServeSettings(api_keys=loaded).api_keys
-        except ValueError as exc:
-            raise ConfigError(f"API key file {serve.api_keys}: {exc}") from None
-        assert isinstance(keys, dict)
-    ring: KeyRing = {}
-    for name, spec in keys.items():
-        if isinstance(spec, ApiKey):  # its name also names its sessions folder
-            caller = Caller(check_name("API key", str(name)),
-                            check_name("collection", spec.collection),
-                            parse_groups(spec.groups))
-            secret = spec.key
-        else:
-            caller, secret = Caller(str(name)), spec
-        if not secret or secret in ring:
-            raise ConfigError(f"API key {name!r} is empty or the same as another key's")
-        ring[secret] = caller
-    return ring
-
-
-def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The API key a request carries: ``Authorization: Bearer KEY`` or ``X-API-Key``."""
-    header = headers.get("authorization", "")
-    bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
-    return bearer or headers.get("x-api-key")
-
-
-def caller_for_key(keys: KeyRing, presented: str | None) -> Caller | None:
-    """The caller whose key is ``presented`` (compared in constant time), else None."""
-    if not presented:
-        return None
-    found = None
-    for secret, caller in keys.items():
-        if hmac.compare_digest(secret.encode(), presented.encode()):
-            found = caller
-    return found
 
 
 def run_tool(index: ReadIndex, name: str, arguments: Mapping[str, Any] | str | None = None, *,
@@ -204,8 +142,19 @@ class Service:
         self.index = Index.open(index_path, settings=self.settings)
         server_running(True)
         self.limits = self.settings.serve
-        self.pool = WorkPool(self.limits.workers, self.limits.queue)  # CPU-bound calls
+        # three pools, so that none waits behind another: tool calls (CPU-bound: the cores),
+        # indexing requests (two: parsing runs in a child, the store writes one at a time)
+        # and agent runs (many: they mostly wait on the LLM), each key held to a few of the
+        # last two at once
+        self.pool = WorkPool(self.limits.workers, self.limits.queue)
+        self.writes = WorkPool(2, self.limits.queue, name="writer")
+        self.asks = WorkPool(self.limits.ask_workers, 0, name="ask")
+        self.ask_quota = Quota(self.limits.asks_per_key, "questions", "serve.asks_per_key",
+                               lambda: self.asks.seconds)
+        self.write_quota = Quota(self.limits.uploads_per_key, "indexing requests",
+                                 "serve.uploads_per_key", lambda: self.writes.seconds)
         self._llm = llm
+        self._llm_down: tuple[float, str] | None = None  # (until, why): see _check_llm
         self._write_lock = threading.Lock()
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
@@ -213,16 +162,77 @@ class Service:
 
     def _warm(self) -> None:
         """Load what the first search would (PostgreSQL: its approximate index), so the
-        first request does not wait for it; a failure is logged, and that search loads."""
+        first request does not wait for it; a failure is logged, and that search loads.
+        Then see whether a configured LLM endpoint answers at all (see :meth:`_check_llm`)."""
         try:
             self.index.store.warm()
         except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
             log.warning("could not load the index ahead of the first search", exc_info=True)
+        self._probe_llm()
+
+    def _probe_llm(self) -> None:
+        """Mark the configured endpoint unreachable when it refuses connections now (one
+        request, a few seconds at most); the offline model is never started for this."""
+        cfg = self.settings.llm
+        if self._llm is not None or not cfg.configured or not cfg.base_url:
+            return
+        import httpx
+
+        try:
+            httpx.get(cfg.base_url.rstrip("/") + "/models", timeout=3.0)
+        except httpx.TransportError as exc:
+            self._llm_unreachable(f"cannot reach the LLM endpoint at {cfg.base_url} "
+                                  f"({type(exc).__name__}); check SLEUTH_BASE_URL and that "
+                                  "the server is running")
+
+    def _llm_unreachable(self, why: str) -> None:
+        self._llm_down = (time.monotonic() + LLM_PAUSE, why)
+
+    def _check_llm(self) -> None:
+        """LLMUnavailable (503, Retry-After) while the endpoint was found unreachable less
+        than :data:`LLM_PAUSE` seconds ago: questions fail at once instead of each waiting
+        through the client's retries."""
+        down = self._llm_down
+        if down is None:
+            return
+        left = down[0] - time.monotonic()
+        if left <= 0:
+            self._llm_down = None
+            return
+        raise LLMUnavailable(f"{down[1]}; not tried again for {math.ceil(left)} s",
+                             math.ceil(left))
 
     def close(self) -> None:
+        """Stop at once: running calls are abandoned (their threads are not waited for),
+        parsing children killed, the index closed. Nothing committed is lost, and an
+        indexing request cut short resumes when it is sent again."""
         server_running(False)
-        self.pool.close()
+        for pool in (self.pool, self.writes, self.asks):
+            pool.close()
+        stop_parsers()
         self.index.close()
+
+    def start_ask(self, work: Callable[[], T], caller: Caller) -> Future[T]:
+        """Run ``work`` (an agent run of ``caller``) on the agents' pool: TooMany (429) when
+        the key already has ``serve.asks_per_key`` going, Busy (503) when the pool is
+        full."""
+        give_back = self.ask_quota.take(caller.name)
+        try:
+            future = self.asks.start(work)
+        except BaseException:
+            give_back()
+            raise
+        future.add_done_callback(lambda _: give_back())
+        return future
+
+    async def write(self, work: Callable[[], T], caller: Caller) -> T:
+        """Run ``work`` (an indexing request of ``caller``) on the writers' pool, held to
+        ``serve.uploads_per_key`` per key."""
+        give_back = self.write_quota.take(caller.name)
+        try:
+            return await self.writes.run(work)
+        finally:
+            give_back()
 
     def view(self, caller: Caller) -> ReadIndex:
         """The index as ``caller`` may see it (views are kept per access and refresh their
@@ -276,19 +286,22 @@ class Service:
                 if not any(real == root or root in real.parents for root in allowed):
                     raise ForbiddenError(f"{path} is outside the folders this server may "
                                          "index (serve.document_roots)")
-        return self._add(list(paths), caller, collection, groups)
+        within = None if roots is None else [Path(r).expanduser() for r in roots]
+        return self._add_report(list(paths), caller, collection, groups, within)[0]
 
-    def _add(self, paths: list[Path] | list[str | Path], caller: Caller,
-             collection: str | None, groups: Sequence[str] | str | None) -> dict[str, Any]:
-        return self._add_report(paths, caller, collection, groups)[0]
-
-    def _add_report(self, paths: list[Path] | list[str | Path], caller: Caller,
-                    collection: str | None, groups: Sequence[str] | str | None
-                    ) -> tuple[dict[str, Any], AddReport]:
+    def _add_report(self, paths: Sequence[str | Path], caller: Caller,
+                    collection: str | None, groups: Sequence[str] | str | None,
+                    within: Sequence[Path] | None = None) -> tuple[dict[str, Any], AddReport]:
+        """Read ``paths`` (bounded, in the parsing child, before the write lock is taken:
+        a hostile file costs its own request, not every writer's), then store what was
+        read as ``caller``, who may write only what it could read."""
         target, wanted = self._write_target(caller, collection, groups)
+        ingest = IngestReport(skipped=[], duplicates=[])
+        docs = list(iter_documents(paths, report=ingest, within=within,
+                                   limits=ReadLimits.of(self.settings.ingest)))
         with self._write_lock:
-            report = self.index.add(paths, delete_missing=False, collection=target,
-                                    groups=wanted)
+            report = self.index.add_documents(docs, collection=target, groups=wanted,
+                                              writer=caller.access, ingest=ingest)
         return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated,
                 "collection": target, "groups": list(wanted)}, report
 
@@ -316,40 +329,62 @@ class Service:
         (names made safe and short by :func:`_upload_name`) and index them; a file uploaded
         again under the same name updates that document. A file that cannot be saved raises
         :class:`StoreError` (HTTP 500). ``files`` in the answer says what became of each
-        (:func:`sleuth.library.file_statuses`); one of a type the indexer does not read is
-        not saved."""
+        (:func:`sleuth.library.file_statuses`); one of a type the indexer does not read, a
+        second one of the same name or one without a usable name is not saved."""
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
         target, wanted = self._write_target(caller, collection, groups)
-        folder = self.index.folder / "uploads" / target
-        names: dict[str, tuple[str, bytes]] = {}
+        folder = self.index.folder / "uploads" / scope_name(target, wanted)
+        outcome: list[tuple[str, Path | str]] = []
+        taken: set[str] = set()
         for filename, content in files:
             name = _upload_name(filename)
             if not name:
-                raise RequestError(f"invalid upload file name {filename!r}")
-            if name in names:
-                raise RequestError(f"two uploads are named {name!r}; give each file its own "
-                                   "name")
-            names[name] = (filename, content)
-        outcome: list[tuple[str, Path | str]] = []
-        for name, (filename, content) in names.items():
-            path = folder / name
-            refused = unsupported(name)
-            if refused is None:
-                try:
-                    folder.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(content)
-                except OSError as err:
-                    raise StoreError(f"cannot save upload {name!r} on the server: "
-                                     f"{err.strerror or type(err).__name__}") from None
-            outcome.append((filename, refused or path))
-        saved: list[str | Path] = [p for _, p in outcome if isinstance(p, Path)]
+                outcome.append((filename, f"invalid file name {filename!r}: give the file a "
+                                          "name with letters or digits"))
+            elif name in taken:
+                outcome.append((filename, f"another file of this upload is also named "
+                                          f"{name!r}: give each file its own name"))
+            else:
+                taken.add(name)
+                outcome.append((filename, unsupported(name) or
+                                self._save(folder / name, content)))
+        saved = [p for _, p in outcome if isinstance(p, Path)]
         if not saved:  # nothing the indexer reads: nothing to index
             return {**AddReport().to_dict(), "added_ids": [], "updated_ids": [],
                     "collection": target, "groups": list(wanted),
                     "files": file_statuses(self.view(caller), outcome, AddReport())}
-        answer, report = self._add_report(saved, caller, target, groups)
-        return {**answer, "files": file_statuses(self.view(caller), outcome, report)}
+        try:
+            answer, report = self._add_report(saved, caller, target, groups)
+        except SleuthError as err:  # a file named directly that is not a corpus: say which
+            _remove(saved)
+            raise type(err)(_without_folder(str(err), folder)) from None
+        except BaseException:
+            _remove(saved)
+            raise
+        statuses = file_statuses(self.view(caller), outcome, report)
+        _remove([path for (_, path), status in zip(outcome, statuses, strict=True)
+                 if isinstance(path, Path) and status["status"] == "error"])
+        for status in statuses:
+            if "error" in status:
+                status["error"] = _without_folder(status["error"], folder)
+        answer["skipped"] = [{"path": _without_folder(s["path"], folder),
+                              "reason": _without_folder(s["reason"], folder)}
+                             for s in answer["skipped"]]
+        answer["duplicates"] = [{"path": _without_folder(s["path"], folder),
+                                 "reason": _without_folder(s["reason"], folder)}
+                                for s in answer["duplicates"]]
+        return {**answer, "files": statuses}
+
+    @staticmethod
+    def _save(path: Path, content: bytes) -> Path:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        except OSError as err:
+            raise StoreError(f"cannot save upload {path.name!r} on the server: "
+                             f"{err.strerror or type(err).__name__}") from None
+        return path
 
     def delete_documents(self, doc_ids: Sequence[str], caller: Caller = LOCAL) -> dict[str, Any]:
         """Delete documents ``caller`` can see (any other id is "no document")."""
@@ -357,6 +392,13 @@ class Service:
         missing = [d for d in doc_ids if view.document(d) is None]
         if missing:
             raise NotFoundError(f"no document {missing[0]!r} in the index")
+        access = caller.access
+        if access is not None:
+            held = self.index.store.document_access()
+            denied = [d for d in doc_ids if not access.may_write(*held[d])]
+            if denied:
+                raise ForbiddenError(f"this key may not delete {denied[0]!r}: the document "
+                                     "has groups the key does not hold")
         with self._write_lock:
             self.index.delete(list(doc_ids))
         return {"deleted": list(doc_ids)}
@@ -430,9 +472,20 @@ class Service:
         answer's tokens and the context events. ``history``: earlier turns a client keeps
         itself (user and assistant messages, as a chat client resends them), for a question
         asked outside a saved session."""
-        from sleuth.agent.variants import build_agent
 
         self.check_ask(question, agent)
+        self._check_llm()
+        try:
+            return self._ask(question, agent, session, on_step, caller, history)
+        except LLMUnreachable as exc:
+            self._llm_unreachable(str(exc))
+            raise
+
+    def _ask(self, question: str, agent: str, session: str | None,
+             on_step: StepCallback | None, caller: Caller,
+             history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        from sleuth.agent.variants import build_agent
+
         if session is None:
             answer = build_agent(agent, self.view(caller), self.llm, self.settings).run(
                 question, on_step=on_step, history=[dict(m) for m in history])
@@ -504,6 +557,20 @@ class SessionLocks:
             if isinstance(session, str):
                 return self._saved.setdefault((owner, session), threading.RLock())
             return self._live.setdefault(session, threading.RLock())
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    """Delete saved uploads that no document came from: a refused file leaves nothing."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def _without_folder(text: str, folder: Path) -> str:
+    """``text`` without the server folder uploads are saved in (a tenant learns only the
+    names it uploaded)."""
+    for form in {str(folder.resolve()), str(folder)}:
+        text = text.replace(form + "/", "").replace(form, "uploads")
+    return text
 
 
 def _owner(caller: Caller) -> str | None:

@@ -80,6 +80,26 @@ class ChunkSettings(BaseModel):
     tokens: int = Field(1000, ge=16, description="Target chunk size in tokens")
 
 
+class IngestSettings(BaseModel):
+    """Bounds on reading one source file (every file is a possible attacker): a file over
+    one is reported and skipped, naming the limit; the rest of the run goes on."""
+
+    max_file_mb: float = Field(
+        200, gt=0, description="Largest file read as one document (HTML, Markdown, text, PDF, "
+        ".docx), in MB; JSON and JSONL corpora are held to max_chars per record instead")
+    max_chars: int = Field(
+        10_000_000, ge=1000, description="Most characters of text one document may expand to "
+        "(a PDF's or .docx's text, an HTML page's visible text, a file, a record)")
+    max_depth: int = Field(
+        256, ge=16, description="Deepest element nesting of an HTML page (parsing time grows "
+        "with the square of the depth)")
+    parse_seconds: float = Field(
+        60, gt=0, description="Wall-clock seconds to parse one HTML, PDF or .docx file; the "
+        "parser runs in a child process that is stopped past it")
+    parse_memory_mb: int = Field(
+        2048, ge=256, description="Address space of that parsing process, in MB")
+
+
 class VectorSettings(BaseModel):
     """Sentence-vector search: exact, or candidates from an inverted file (faiss IVF with
     8-bit codes, the ``ann`` extra) re-scored exactly, for large indexes. Both stores use
@@ -225,6 +245,14 @@ class ServeSettings(BaseModel):
         "collection (admin), {name: {key, collection, groups}} for a tenant's key; or a "
         "YAML/JSON file holding that mapping. None: the servers refuse to start unless "
         "--no-auth is given")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Host names clients may reach the servers by, "
+        "besides the address they listen on (on a loopback address: any loopback name; on "
+        "0.0.0.0: this machine's names). A request naming another host gets 421, which stops "
+        "DNS-rebinding pages; '*' accepts any")
+    public_url: str | None = Field(
+        None, description="The address users reach the app at (https://rag.example.com), "
+        "for the source links of chat answers; default http://HOST:PORT as served")
     document_roots: list[Path] | None = Field(
         None, description="Server folders POST /v1/documents may index by path; none: only "
         "admin keys may index server paths (tenants upload files)")
@@ -240,6 +268,18 @@ class ServeSettings(BaseModel):
     queue: int = Field(
         256, ge=0, description="Requests that may wait for a worker; beyond that a request is "
         "refused at once: HTTP 503 with Retry-After (MCP: a tool error saying when to retry)")
+    ask_workers: int = Field(
+        32, ge=1, description="Agent runs (ask, chat) served at once, each on a thread of "
+        "their own pool that mostly waits on the LLM; beyond them 503 with Retry-After")
+    asks_per_key: int = Field(
+        4, ge=1, description="Agent runs one API key may have going at once; more get 429 "
+        "with Retry-After")
+    uploads_per_key: int = Field(
+        2, ge=1, description="Indexing requests (uploads, paths) one API key may have going "
+        "at once; more get 429 with Retry-After")
+    header_timeout: float = Field(
+        10.0, gt=0, description="Seconds a client has to send a request's headers; a "
+        "connection that sends them slower is closed")
 
 
 class Settings(BaseSettings):
@@ -258,6 +298,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
     vectors: VectorSettings = Field(default_factory=VectorSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)

@@ -9,6 +9,9 @@ from functools import lru_cache
 from typing import Any
 
 ENCODING = "o200k_base"
+# bpe-openai refuses to encode more than 200,000 tokens at once; a character is at most four
+# tokens (one per UTF-8 byte), so text is encoded in windows of this many characters
+WINDOW = 40_000
 
 
 @lru_cache(maxsize=1)
@@ -22,11 +25,27 @@ def count_tokens(text: str) -> int:
     """Number of tokens in ``text`` (0 for the empty string)."""
     if not text:
         return 0
-    return len(encoding().encode_ordinary(text))
+    if len(text) <= WINDOW:
+        return len(encoding().encode_ordinary(text))
+    return len(encode(text))
 
 
 def encode(text: str) -> list[int]:
-    return list(encoding().encode_ordinary(text))
+    """The tokens of ``text``; a text over :data:`WINDOW` characters is encoded a window at a
+    time, each cut after a space where there is one (tokens rarely span a space's end), so
+    any length can be encoded and the tokens' bytes still spell ``text`` exactly."""
+    if len(text) <= WINDOW:
+        return list(encoding().encode_ordinary(text))
+    tokens: list[int] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + WINDOW)
+        if end < len(text):
+            space = text.rfind(" ", start + WINDOW // 2, end)
+            end = space + 1 if space != -1 else end
+        tokens += encoding().encode_ordinary(text[start:end])
+        start = end
+    return tokens
 
 
 def decode(tokens: list[int]) -> str:

@@ -5,27 +5,43 @@ Formats are chosen by extension: markdown (``.md``, ``.markdown``), plain text (
 ``[{"id", "title", "text"}]`` or A-RAG ``chunks.json``, told apart by content), JSONL
 (``.jsonl``, ``.ndjson``), and with the ``pdf`` extra PDF (``.pdf``, one paged document) and
 Word (``.docx``). Every document's text starts with its title on the first line.
+
+Every file is held to :class:`~sleuth.ingest.limits.ReadLimits` (size, expanded text, nesting);
+HTML, PDF and ``.docx`` are parsed in a child process bounded in time and memory
+(:mod:`sleuth.ingest.sandbox`). A file in a folder that is a link to a file outside that
+folder is skipped and reported, and with ``within`` no file outside those folders is read.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from sleuth.errors import IngestError
-from sleuth.ingest.html import parse_html
-from sleuth.ingest.pdf import DOCX_SUFFIXES, PDF_SUFFIXES, docx_document, pdf_document
-from sleuth.ingest.reading import BadStructure, SkipSource, check_regular, read_text
+from sleuth.ingest.limits import NO_LIMITS, ReadLimits
+from sleuth.ingest.pdf import (
+    DOCX_SUFFIXES,
+    PDF_SUFFIXES,
+    require_parser,
+)
+from sleuth.ingest.reading import (
+    BadStructure,
+    SkipSource,
+    check_regular,
+    read_text,
+)
 from sleuth.ingest.records import JsonFields, RecordItem, RecordSkip, json_records, jsonl_records
+from sleuth.ingest.sandbox import Sandbox
 from sleuth.ingest.textfiles import markdown_title, plain_title, with_title
 from sleuth.types import DocType, Document
 
 __all__ = [
     "IngestReport",
     "JsonFields",
+    "ReadLimits",
     "Skipped",
     "SUPPORTED_SUFFIXES",
     "has_sources",
@@ -69,11 +85,24 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class _Source:
-    """One file to read: where it is, its doc id, and whether it was named explicitly."""
+    """One file to read: where it is, its doc id, whether it was named explicitly, and the
+    file it is (a link resolved), the one that is opened."""
 
     path: Path
     doc_id: str
     explicit: bool
+    real: Path
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How one call reads its sources: the fields of JSON records, the limits, the folders
+    every file must lie in (None: the folder walked), and the child that parses."""
+
+    fields: JsonFields
+    limits: ReadLimits
+    within: tuple[Path, ...] | None
+    sandbox: Sandbox
 
 
 def iter_documents(
@@ -83,6 +112,8 @@ def iter_documents(
     exclude: Sequence[str] = (),
     fields: JsonFields = DEFAULT_FIELDS,
     report: IngestReport | None = None,
+    limits: ReadLimits = NO_LIMITS,
+    within: Sequence[Path] | None = None,
 ) -> Iterator[Document]:
     """Stream the documents found in ``paths`` (files and folders, walked recursively).
 
@@ -96,10 +127,17 @@ def iter_documents(
     recorded in ``report.skipped``; a later document with an already seen doc id is recorded
     in ``report.duplicates``. A JSON file of the wrong shape (or nested too deeply to parse)
     raises :class:`IngestError` when named directly, and is skipped in a folder walk.
+
+    Each file is held to ``limits``. A file found in a folder is read only when it resolves
+    (its links followed) to a file inside that folder, and with ``within`` (a server's
+    ``document_roots``) every file, named or found, must resolve inside one of those folders;
+    others are reported and skipped.
     """
     roots = _roots(paths)
     sink = report if report is not None else IngestReport()
-    return _documents(roots, tuple(include), tuple(exclude), fields, sink)
+    confine = None if within is None else tuple(Path(w).resolve() for w in within)
+    return _documents(roots, tuple(include), tuple(exclude), sink,
+                      _Reading(fields, limits, confine, Sandbox(limits)))
 
 
 def has_sources(
@@ -140,20 +178,21 @@ def _documents(
     roots: list[Path],
     include: tuple[str, ...],
     exclude: tuple[str, ...],
-    fields: JsonFields,
     report: IngestReport,
+    reading: _Reading,
 ) -> Iterator[Document]:
     seen: dict[str, str] = {}
-    for root in roots:
-        for source in _sources(root, include, exclude, report):
-            for doc in _load(source, fields, report):
-                first = seen.get(doc.doc_id)
-                if first is not None:
-                    reason = f"duplicate doc_id {doc.doc_id!r} (first seen in {first})"
-                    report.duplicates.append(Skipped(_where(doc), reason))
-                    continue
-                seen[doc.doc_id] = _where(doc)
-                yield doc
+    with reading.sandbox:
+        for root in roots:
+            for source in _sources(root, include, exclude, report):
+                for doc in _load(source, reading, report):
+                    first = seen.get(doc.doc_id)
+                    if first is not None:
+                        reason = f"duplicate doc_id {doc.doc_id!r} (first seen in {first})"
+                        report.duplicates.append(Skipped(_where(doc), reason))
+                        continue
+                    seen[doc.doc_id] = _where(doc)
+                    yield doc
 
 
 def _where(doc: Document) -> str:
@@ -172,8 +211,9 @@ def _sources(
 ) -> Iterator[_Source]:
     """The files under ``root`` to read (``root`` itself when it is a file)."""
     if not root.is_dir():
-        yield _Source(root, root.name, explicit=True)
+        yield _Source(root, root.name, explicit=True, real=root.resolve())
         return
+    top = root.resolve()
 
     def on_error(err: OSError) -> None:
         report.skipped.append(Skipped(str(err.filename), f"cannot read folder: {err.strerror}"))
@@ -193,7 +233,13 @@ def _sources(
                 key = suffix or "(none)"
                 report.unsupported[key] = report.unsupported.get(key, 0) + 1
                 continue
-            yield _Source(base / name, rel.as_posix().removeprefix("./"), explicit=False)
+            path = base / name
+            real = path.resolve()
+            if real != top and top not in real.parents:
+                report.skipped.append(Skipped(str(path), f"a link to a file outside {root} "
+                                              "(not followed)"))
+                continue
+            yield _Source(path, rel.as_posix().removeprefix("./"), explicit=False, real=real)
 
 
 def _wanted(rel: PurePosixPath, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
@@ -233,10 +279,11 @@ def _matches(rel: PurePosixPath, pattern: str) -> bool:
     return "/" not in pat and fnmatchcase(rel.name, pat)
 
 
-def _load(source: _Source, fields: JsonFields, report: IngestReport) -> Iterator[Document]:
+def _load(source: _Source, reading: _Reading, report: IngestReport) -> Iterator[Document]:
     """Documents of one file; unusable files and records go to ``report.skipped``."""
     try:
-        items = _parse(source, fields)
+        _confine(source, reading.within)
+        items = _parse(source, reading)
     except SkipSource as err:
         report.skipped.append(Skipped(str(source.path), str(err)))
         return
@@ -248,8 +295,22 @@ def _load(source: _Source, fields: JsonFields, report: IngestReport) -> Iterator
     for item in items:
         if isinstance(item, RecordSkip):
             report.skipped.append(Skipped(item.where, item.reason))
-        else:
-            yield item
+            continue
+        try:
+            reading.limits.check_chars(len(item.text), f"record {item.doc_id!r}"
+                                       if item.type in ("corpus", "chunks", "jsonl") else "text")
+        except SkipSource as err:
+            report.skipped.append(Skipped(_where(item), str(err)))
+            continue
+        yield item
+
+
+def _confine(source: _Source, within: tuple[Path, ...] | None) -> None:
+    """:class:`SkipSource` unless ``source`` resolves inside one of ``within``."""
+    if within is not None and not any(source.real == w or w in source.real.parents
+                                      for w in within):
+        raise SkipSource("resolves to a file outside the folders that may be indexed "
+                         "(serve.document_roots)")
 
 
 def _check_source(path: Path) -> None:
@@ -262,35 +323,44 @@ def _check_source(path: Path) -> None:
         raise SkipSource(f"unsupported file type {suffix or '(none)'!r} (supported: {supported})")
 
 
-def _parse(source: _Source, fields: JsonFields) -> Iterator[RecordItem]:
+# Formats whose parser runs in the sandbox, by suffix
+_SANDBOXED = {**dict.fromkeys(HTML_SUFFIXES, "html"), **dict.fromkeys(PDF_SUFFIXES, "pdf"),
+              **dict.fromkeys(DOCX_SUFFIXES, "docx")}
+
+
+def _parse(source: _Source, reading: _Reading) -> Iterator[RecordItem]:
     """Parse one file by its extension; raises :class:`SkipSource` or :class:`BadStructure`."""
     path = source.path
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         _check_source(path)  # raises: not a regular file, or an unsupported type
-    if suffix in PDF_SUFFIXES:
-        return iter([pdf_document(path, source.doc_id)])
-    if suffix in DOCX_SUFFIXES:
-        return iter([docx_document(path, source.doc_id)])
-    text = read_text(path)
-    if suffix in JSON_SUFFIXES:
-        return json_records(path, text, fields)
-    if suffix in JSONL_SUFFIXES:
-        return jsonl_records(path, text, fields)
-    return iter([_file_document(source, suffix, text)])
+    kind = _SANDBOXED.get(suffix)
+    if kind is not None:
+        require_parser(kind)  # the child has what this process has: say so before starting it
+        check_regular(source.real)
+        reading.limits.check_size(source.real.stat().st_size)
+        doc = reading.sandbox.parse(source.real, source.doc_id, kind)
+        return iter([replace(doc, path=str(path))])
+    if suffix in JSON_SUFFIXES | JSONL_SUFFIXES:
+        text = read_text(source.real)
+        records = json_records if suffix in JSON_SUFFIXES else jsonl_records
+        return records(path, text, reading.fields)
+    reading.limits.check_size(_size(source.real))
+    text = read_text(source.real)
+    return iter([_text_document(source, suffix, text)])
 
 
-def _file_document(source: _Source, suffix: str, text: str) -> Document:
-    """A markdown, plain-text or HTML file as one document, its title on the first line."""
+def _size(path: Path) -> int:
+    check_regular(path)
+    return path.stat().st_size
+
+
+def _text_document(source: _Source, suffix: str, text: str) -> Document:
+    """A markdown or plain-text file as one document, its title on the first line."""
     kind: DocType
-    if suffix in HTML_SUFFIXES:
-        page = parse_html(text)
-        if not page.text.strip():
-            raise SkipSource("HTML page has no visible text")
-        kind, title, body = "html", page.title, page.text
-    elif suffix in MARKDOWN_SUFFIXES:
-        kind, title, body = "markdown", markdown_title(text), text
+    if suffix in MARKDOWN_SUFFIXES:
+        kind, title = "markdown", markdown_title(text)
     else:
-        kind, title, body = "text", plain_title(text), text
+        kind, title = "text", plain_title(text)
     title = title or source.path.stem
-    return Document(source.doc_id, title, with_title(title, body), kind, str(source.path), {})
+    return Document(source.doc_id, title, with_title(title, text), kind, str(source.path), {})

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sleuth.errors import MissingDependency
+from sleuth.ingest.limits import NO_LIMITS, ReadLimits
 from sleuth.ingest.reading import SkipSource, normalise_newlines, read_bytes
 from sleuth.ingest.textfiles import one_line, with_title
 from sleuth.types import Document
 
-__all__ = ["DOCX_SUFFIXES", "PDF_SUFFIXES", "docx_document", "pdf_document"]
+__all__ = ["DOCX_SUFFIXES", "PDF_SUFFIXES", "docx_document", "pdf_document",
+           "require_parser"]
 
 PDF_SUFFIXES = frozenset({".pdf"})
 DOCX_SUFFIXES = frozenset({".docx"})
@@ -35,17 +38,19 @@ _NOT_A_TITLE = re.compile(
 ERROR_MAX = 120
 
 
-def pdf_document(path: Path, doc_id: str) -> Document:
-    """One PDF as a paged document; raises :class:`SkipSource` when it cannot be used."""
+def pdf_document(path: Path, doc_id: str, limits: ReadLimits = NO_LIMITS) -> Document:
+    """One PDF as a paged document; raises :class:`SkipSource` when it cannot be used or
+    its text runs past ``limits.max_chars``."""
     try:
         import pymupdf
     except ImportError:
         raise SkipSource(str(MissingDependency("pymupdf", EXTRA))) from None
     data = read_bytes(path)
+    limits.check_size(len(data))
     if not data:
         raise SkipSource("empty file (0 bytes)")
     with _quiet(pymupdf):
-        pages, raw_title = _pdf_pages(pymupdf, data)
+        pages, raw_title = _pdf_pages(pymupdf, data, limits)
     title = pdf_title(raw_title) or path.stem
     offset, spans = len(title) + 1, []
     for page in pages:
@@ -56,7 +61,7 @@ def pdf_document(path: Path, doc_id: str) -> Document:
     return Document(doc_id, title, text, "pdf", str(path), metadata)
 
 
-def _pdf_pages(pymupdf: Any, data: bytes) -> tuple[list[str], str]:
+def _pdf_pages(pymupdf: Any, data: bytes, limits: ReadLimits) -> tuple[list[str], str]:
     """Each page's text, newline-terminated, and the metadata title.
 
     A damaged file MuPDF can repair (as a viewer would) is read; one that yields no pages
@@ -75,12 +80,15 @@ def _pdf_pages(pymupdf: Any, data: bytes) -> tuple[list[str], str]:
                 raise SkipSource(damaged.format("no pages"))
             raise SkipSource("PDF has no pages")
         pages: list[str] = []
+        chars = 0
         for number in range(pdf.page_count):
             try:
                 page_text = pdf.load_page(number).get_text()
             except Exception as err:
                 raise SkipSource(f"not a readable PDF (page {number + 1}: {_brief(err)})") from None
             pages.append(_page_text(str(page_text)))
+            chars += len(pages[-1])
+            limits.check_chars(chars, "PDF text")
         if not any(page.strip() for page in pages):
             if pdf.is_repaired:
                 raise SkipSource(damaged.format("no text"))
@@ -121,15 +129,39 @@ def _quiet(pymupdf: Any) -> Iterator[None]:
         tools.reset_mupdf_warnings()
 
 
-def docx_document(path: Path, doc_id: str) -> Document:
-    """One Word ``.docx`` file; paragraphs and table rows (cells joined by `` | ``) in order."""
+_PARSERS = {"pdf": ("pymupdf", "pymupdf"), "docx": ("docx", "python-docx")}
+
+
+def require_parser(kind: str) -> None:
+    """:class:`SkipSource` with the install hint when the library reading ``kind`` (``pdf``,
+    ``docx``; others need none) is missing."""
+    if kind not in _PARSERS:
+        return
+    module, package = _PARSERS[kind]
+    try:
+        __import__(module)
+    except ImportError:
+        raise SkipSource(str(MissingDependency(package, EXTRA))) from None
+
+
+# A .docx's XML may be this many times the size of the file (zipped XML of real documents is
+# 5-20 times smaller than itself; a zip bomb is hundreds of times)
+DOCX_EXPANSION = 100
+
+
+def docx_document(path: Path, doc_id: str, limits: ReadLimits = NO_LIMITS) -> Document:
+    """One Word ``.docx`` file; paragraphs and table rows (cells joined by `` | ``) in order.
+    Its unzipped parts may be :data:`DOCX_EXPANSION` times the file and at most twice
+    ``limits.max_chars`` bytes (a zip bomb is skipped before anything is unzipped)."""
     try:
         import docx
     except ImportError:
         raise SkipSource(str(MissingDependency("python-docx", EXTRA))) from None
     data = read_bytes(path)
+    limits.check_size(len(data))
     if not data:
         raise SkipSource("empty file (0 bytes)")
+    _check_unzipped(data, limits)
     try:
         word = docx.Document(io.BytesIO(data))
         blocks, heading = _docx_blocks(word)
@@ -139,20 +171,39 @@ def docx_document(path: Path, doc_id: str) -> Document:
     body = "\n\n".join(blocks)
     if not body.strip():
         raise SkipSource(".docx has no text")
+    limits.check_chars(len(body), ".docx text")
     title = core_title or heading or path.stem
     return Document(doc_id, title, with_title(title, body), "docx", str(path), {})
 
 
+def _check_unzipped(data: bytes, limits: ReadLimits) -> None:
+    """:class:`SkipSource` for a ``.docx`` whose parts unzip to more than its limits allow
+    (read from the zip's directory: nothing is unzipped)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unzipped = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        raise SkipSource(f"not a readable .docx ({_brief(err)})") from None
+    allowed = min(DOCX_EXPANSION * len(data), 2 * limits.max_chars)
+    if unzipped > allowed:
+        raise SkipSource(f".docx unzips to {unzipped:,} bytes, more than the {allowed:,} "
+                         f"its size allows ({DOCX_EXPANSION}x the file, at most twice "
+                         "ingest.max_chars)")
+
+
 def _docx_blocks(word: Any) -> tuple[list[str], str | None]:
-    """Non-empty paragraphs and tables in document order, and the first heading or title."""
+    """Non-empty paragraphs and tables in document order, and the first heading or title.
+    Style names are looked up once per style (python-docx looks one up per paragraph, in
+    time growing with the styles: minutes for a file of 50,000 paragraphs)."""
     blocks: list[str] = []
     heading: str | None = None
+    names = {style.style_id: style.name or "" for style in word.styles}
     for item in word.iter_inner_content():
         if hasattr(item, "rows"):
             block = "\n".join(row for row in map(_table_row, item.rows) if row)
         else:
             block = normalise_newlines(item.text).strip()
-            style = item.style.name if item.style is not None else ""
+            style = names.get(item._p.style, "")
             if block and heading is None and style.startswith(("Heading", "Title")):
                 heading = one_line(block)
         if block:

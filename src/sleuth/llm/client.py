@@ -28,7 +28,7 @@ from typing import Any
 
 import openai
 
-from sleuth.errors import ConfigError, EmbedderError, LLMError
+from sleuth.errors import ConfigError, EmbedderError, LLMError, LLMUnreachable
 from sleuth.llm.adapt import (
     AzureTarget,
     azure_target,
@@ -421,6 +421,8 @@ class OpenAIClient:
                 if request.get("tools") and refuses_tools(err):
                     raise _ToolsRefused(_server_message(err)) from err
                 raise LLMError(self._error(err, "LLM", self.model)) from err
+            except openai.APIConnectionError as err:  # refused, timed out: after retries
+                raise LLMUnreachable(self._error(err, "LLM", self.model)) from err
             except openai.OpenAIError as err:
                 raise LLMError(self._error(err, "LLM", self.model)) from err
         return self._response(completion)

@@ -33,12 +33,14 @@ from urllib.parse import quote
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from sleuth.errors import MissingDependency, SleuthError
+from sleuth.callers import LOCAL, Caller
+from sleuth.errors import Busy, MissingDependency, SleuthError
 from sleuth.llm.adapt import split_thinking
 from sleuth.server.auth import Unauthorized
 from sleuth.server.events import ask_events
-from sleuth.server.openapi import responses, status_for
-from sleuth.service import LOCAL, Caller, Service
+from sleuth.server.openapi import NOT_BLANK, responses, status_for
+from sleuth.service import Service
+from sleuth.settings import ServeSettings
 
 try:
     from fastapi import APIRouter, Depends, Request, Response
@@ -90,9 +92,14 @@ class ChatError(Exception):
     """An error answered in OpenAI's shape."""
 
     def __init__(self, status: int, message: str, *, param: str | None = None,
-                 code: str | None = None) -> None:
+                 code: str | None = None, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status, self.param, self.code = status, param, code
+        self.retry_after = retry_after
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
 
     def body(self) -> dict[str, Any]:
         kind = "invalid_request_error" if self.status < 500 else "server_error"
@@ -104,8 +111,11 @@ class ChatError(Exception):
         """``exc`` (a library error or a bug) as the error these routes answer."""
         if isinstance(exc, ChatError):
             return exc
+        if isinstance(exc, RecursionError):
+            return cls(400, "the request body is nested too deeply to read")
         if isinstance(exc, SleuthError):
-            return cls(status_for(exc), str(exc))
+            return cls(status_for(exc), str(exc),
+                       retry_after=exc.retry_after if isinstance(exc, Busy) else None)
         return cls(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
@@ -139,7 +149,8 @@ Who = Annotated[Caller, Depends(_caller)]
 
 
 def _error(error: ChatError, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status, headers=dict(headers or {}))
+    return JSONResponse(error.body(), status_code=error.status,
+                        headers={**error.headers, **(headers or {})})
 
 
 _ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {
@@ -158,15 +169,22 @@ def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-def _request_schema(models: Sequence[str]) -> dict[str, Any]:
+def _request_schema(models: Sequence[str], max_chars: int) -> dict[str, Any]:
     """What ``POST /v1/chat/completions`` reads of OpenAI's request; other fields are
-    accepted and ignored, as OpenAI-compatible servers do."""
-    parts = {"type": "array", "items": {
-        "type": "object", "required": ["type"],
-        "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}}
+    accepted and ignored, as OpenAI-compatible servers do. A user message holds text (a
+    question of at most ``max_chars``): a string, or parts of which one is text."""
+    text = {"type": "string", "minLength": 1, "maxLength": max_chars, "pattern": NOT_BLANK}
+    part = {"type": "object", "required": ["type"],
+            "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
+    parts = {"type": "array", "items": part}
+    text_part = {"type": "object", "required": ["type", "text"],
+                 "properties": {"type": {"const": "text"}, "text": text}}
     message = {"type": "object", "required": ["role"], "properties": {
         "role": {"enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {"anyOf": [{"type": "string"}, parts, {"type": "null"}]}}}
+        "content": {"anyOf": [{"type": "string"}, parts, {"type": "null"}]}},
+        "if": {"properties": {"role": {"const": "user"}}},
+        "then": {"required": ["content"], "properties": {"content": {"anyOf": [
+            text, {**parts, "minItems": 1, "maxItems": 1, "contains": text_part}]}}}}
     return {"type": "object", "required": ["model", "messages"], "properties": {
         "model": {"type": "string", "enum": list(models),
                   "description": "The agent: `sleuth-auto` or `sleuth-<agent>` (GET /v1/models)"},
@@ -177,6 +195,12 @@ def _request_schema(models: Sequence[str]) -> dict[str, Any]:
         "stream_options": {"anyOf": [{"type": "null"}, {
             "type": "object", "properties": {"include_usage": {"type": ["boolean", "null"]}}}]},
     }}
+
+
+# One server-sent event of a streamed completion: `data` is a `chat.completion.chunk` as JSON,
+# or `[DONE]` last
+_CHUNK_EVENT = {"type": "object", "required": ["data"], "properties": {
+    "data": {"type": "string"}, "event": {"type": "string"}}}
 
 
 def _completion_schema() -> dict[str, Any]:
@@ -195,9 +219,10 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
     guards every ``/v1`` route."""
     denied = (401,) if auth else ()
     router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], route_class=ChatRoute,
-                       tags=["chat (OpenAI-compatible)"], responses=_responses(*denied, 500))
+                       tags=["chat (OpenAI-compatible)"],
+                       responses=_responses(*denied, 400, 500))
     models = model_names()
-    schema = _request_schema(models)
+    schema = _request_schema(models, service.limits.max_query_chars)
     check = Draft202012Validator(schema)
 
     @router.get("/models")
@@ -211,8 +236,8 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
         200: {"description": "A `chat.completion`, or with `stream: true` server-sent "
               "`chat.completion.chunk` events ending in `data: [DONE]`",
               "content": {"application/json": {"schema": _completion_schema()},
-                          "text/event-stream": {"schema": {"type": "string"}}}},
-        **_responses(400, 404, 413, 502)},
+                          "text/event-stream": {"schema": _CHUNK_EVENT}}},
+        **_responses(400, 404, 413, 415, 429, 502, 503)},
         openapi_extra={"requestBody": {"required": True, "content": {
             "application/json": {"schema": schema}}}})
     async def chat_completions(request: Request, who: Who) -> Response:
@@ -227,7 +252,9 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
         agent = str(body["model"])[len(PREFIX):]
         service.check_ask(question, agent)
         events = ask_events(service, question, agent, caller=who, history=history)
-        reply = _Reply(str(body["model"]), str(request.base_url).rstrip("/"))
+        local = request.scope.get("server")
+        reply = _Reply(str(body["model"]), public_url(
+            service.settings.serve, (str(local[0]), int(local[1])) if local else None))
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(reply.chunks(events, usage=usage),
@@ -256,6 +283,12 @@ def _conversation(body: dict[str, Any], check: Draft202012Validator
             isinstance(m, dict) and m.get("role") == "user" for m in messages):
         raise ChatError(400, "no user message: the last user message is the question",
                         param="messages")
+    if isinstance(messages, list):  # said plainly, before the schema says it its way
+        last = max(i for i, m in enumerate(messages)
+                   if isinstance(m, dict) and m.get("role") == "user")
+        if not _text(messages[last].get("content")).strip():
+            raise ChatError(400, "the question (the last user message) is empty",
+                            param=f"messages.{last}.content")
     error = best_match(check.iter_errors(body))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or None
@@ -264,9 +297,6 @@ def _conversation(body: dict[str, Any], check: Draft202012Validator
     assert isinstance(messages, list)
     last = max(i for i, m in enumerate(messages) if m["role"] == "user")
     question = _text(messages[last].get("content"))
-    if not question.strip():
-        raise ChatError(400, "the question (the last user message) is empty",
-                        param=f"messages.{last}.content")
     history = []
     for message in messages[:last]:
         text = _text(message.get("content"))
@@ -306,6 +336,29 @@ def _context_line(event: Mapping[str, Any]) -> str:
             f"{action}\n")
 
 
+_MARKDOWN = {"\\": "\\\\", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;",
+             "*": "\\*", "_": "\\_", "`": "\\`", "\n": " ", "\r": " "}
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` shown as itself in Markdown: no link, no emphasis, no HTML a chat app would
+    render (a title is the document's, and documents are anybody's)."""
+    return "".join(_MARKDOWN.get(ch, ch) for ch in text)
+
+
+def public_url(serve: ServeSettings, local: tuple[str, int] | None = None) -> str:
+    """Where users reach this server: ``serve.public_url``, else the address the connection
+    came in on (``local``, the listening socket's, which a client cannot make up), else
+    ``serve.host``:``serve.port``. Links are never built from a request's ``Host``, which
+    any client can set."""
+    if serve.public_url:
+        return serve.public_url.rstrip("/")
+    host, port = local or (serve.host, serve.port)
+    host = "localhost" if host in ("", "0.0.0.0", "::") else host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}"
+
+
 class _Reply:
     """One answer as OpenAI's objects: a completion, or its chunks."""
 
@@ -321,7 +374,7 @@ class _Reply:
             label = citation.get("title") or citation.get("doc_id") or "source"
             if citation.get("where"):
                 label += f", {citation['where']}"
-            label = label.replace("[", "\\[").replace("]", "\\]")
+            label = _markdown_text(label)
             lines.append(f"{n}. [{label}]({passage_link(citation, self.base)})")
         return SOURCES + "\n".join(lines) if lines else ""
 

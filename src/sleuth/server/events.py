@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from sleuth.agent.run import Listener
-from sleuth.service import Caller, Service
+from sleuth.callers import Caller
+from sleuth.service import Service
 from sleuth.types import Step
 
 Event = tuple[str, Any]
@@ -26,11 +27,12 @@ class _Abandoned(Exception):
     """Raised in the run's listener once the consumer of its events has gone."""
 
 
-async def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
-                     session: str | None = None,
-                     history: Sequence[Mapping[str, Any]] = ()) -> AsyncIterator[Event]:
-    """Ask ``question`` through :meth:`Service.ask` on a worker thread and yield its events
-    (see the module docstring); the last is ``answer`` or ``error``."""
+def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
+               session: str | None = None,
+               history: Sequence[Mapping[str, Any]] = ()) -> AsyncIterator[Event]:
+    """Start asking ``question`` through :meth:`Service.ask` on the agents' pool and return
+    its events (see the module docstring); the last is ``answer`` or ``error``. Called from
+    the event loop; a key over its quota or a full pool raises here, before any event."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Event] = asyncio.Queue()
     abandoned = threading.Event()
@@ -57,7 +59,12 @@ async def ask_events(service: Service, question: str, agent: str, *, caller: Cal
             return
         loop.call_soon_threadsafe(queue.put_nowait, ("answer", record))
 
-    threading.Thread(target=work, name="sleuth-ask", daemon=True).start()
+    service.start_ask(work, caller)
+    return _drain(queue, abandoned)
+
+
+async def _drain(queue: asyncio.Queue[Event], abandoned: threading.Event
+                 ) -> AsyncIterator[Event]:
     try:
         while True:
             event = await queue.get()

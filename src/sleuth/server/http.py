@@ -17,6 +17,7 @@ further edit. ``POST /v1/tools/{name}`` stays for clients that pick the tool at 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Annotated, Any
 
 from sleuth._version import __version__
 from sleuth.access import check_name, parse_groups
+from sleuth.callers import LOCAL, Caller, KeyRing, load_api_keys
 from sleuth.errors import (
     Busy,
     ConfigError,
@@ -35,6 +37,7 @@ from sleuth.errors import (
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.chat import chat_router
 from sleuth.server.events import ask_events
+from sleuth.server.guard import Guard, allowed_hosts
 from sleuth.server.library import library_router
 from sleuth.server.openapi import (
     BEARER,
@@ -52,16 +55,10 @@ from sleuth.server.openapi import (
     responses,
     status_for,
 )
-from sleuth.server.runs import runs_router
+from sleuth.server.runs import runs_router, viewer_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.server.webapp import app_router
-from sleuth.service import (
-    LOCAL,
-    Caller,
-    KeyRing,
-    Service,
-    load_api_keys,
-)
+from sleuth.service import Service
 from sleuth.settings import DEFAULT_AGENT
 from sleuth.tools import TOOLS, Tool
 
@@ -135,7 +132,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     caller = _authenticate(keys) if auth else _anonymous
     denied = (401,) if auth else ()
     router = APIRouter(prefix="/v1", dependencies=[Depends(caller)],
-                       responses=responses(*denied, 500))
+                       responses=responses(*denied, 400, 500))
     _index_routes(router, service)
     _tool_routes(router, service)
     _agent_routes(router, service)
@@ -147,9 +144,13 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     # eval runs and the run viewer: /v1/runs..., /v1/chunks/{id}, /viewer. Runs hold text
     # from the whole index, so a tenant's key gets 403 there.
     app.include_router(runs_router(Path(service.settings.serve.runs), lambda: service.index,
-                                   auth=[caller, _admin], responses=responses(*denied, 403,
-                                                                              500)))
+                                   auth=[caller, _admin], responses=responses(*denied, 400,
+                                                                              403, 500)))
+    app.include_router(viewer_router())  # the run viewer's page, at /viewer
     app.include_router(app_router())  # the page people ask from, at /
+    # outermost: other sites' pages and host names are refused before anything else runs
+    app.add_middleware(Guard, hosts=allowed_hosts(service.settings.serve),
+                       uploads=["/v1/documents"])
     return app
 
 
@@ -227,6 +228,12 @@ def _install_errors(app: FastAPI, limit: int) -> None:
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
         return JSONResponse({"detail": str(exc)}, status_code=status_for(exc), headers=headers)
 
+    @app.exception_handler(RecursionError)
+    async def too_deep(request: Request, exc: RecursionError) -> JSONResponse:
+        # a body nested deeper than Python parses (json.loads recurses): the client's error
+        return JSONResponse({"detail": "the request body is nested too deeply to read"},
+                            status_code=400)
+
     @app.exception_handler(OSError)
     async def os_error(request: Request, exc: OSError) -> JSONResponse:
         # handled here, an I/O failure answers JSON and the client's connection stays open
@@ -269,15 +276,15 @@ def _methods(app: FastAPI, scope: MutableMapping[str, Any]) -> list[str]:
 
 
 def _index_routes(router: APIRouter, service: Service) -> None:
-    pool = service.pool  # CPU-bound work: a bounded pool, 503 when its queue is full
 
-    @router.get("/status", tags=["index"], responses=responses(503))
-    async def status(who: Who) -> dict[str, Any]:
-        """Index size, embedder, tools, this server's limits, workers and threads."""
-        return await pool.run(lambda: service.status(who))
+    @router.get("/status", tags=["index"])
+    def status(who: Who) -> dict[str, Any]:
+        """Index size, embedder, tools, this server's limits, workers and threads (answered
+        outside the pools: it never waits behind tool calls, indexing or agent runs)."""
+        return service.status(who)
 
     @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY,
-                 responses=responses(400, 403, 413, 503))
+                 responses=responses(400, 403, 413, 415, 429, 503))
     async def add_documents(request: Request, who: Who) -> dict[str, Any]:
         """Index documents: a JSON ``{"paths": [...]}`` of server-side files or folders, or a
         multipart upload of ``files``. New and changed documents are (re)indexed."""
@@ -289,8 +296,8 @@ def _index_routes(router: APIRouter, service: Service) -> None:
             collection = collection if isinstance(collection, str) else None
             groups = groups if isinstance(groups, str) else None
             _check_names(collection, groups)
-            return await pool.run(lambda: service.add_uploads(
-                files, who, collection=collection, groups=groups))
+            return await service.write(lambda: service.add_uploads(
+                files, who, collection=collection, groups=groups), who)
         try:
             body = AddPaths.model_validate(await request.json())
         except ValidationError as exc:
@@ -300,15 +307,16 @@ def _index_routes(router: APIRouter, service: Service) -> None:
             raise RequestError(f"expected JSON {{\"paths\": [...]}} or a multipart upload of "
                                f"'files': {exc}") from None
         _check_names(body.collection, body.groups)
-        return await pool.run(
+        return await service.write(
             lambda: service.add_documents(body.paths, who, collection=body.collection,
-                                          groups=body.groups))
+                                          groups=body.groups), who)
 
     @router.delete("/documents/{doc_id:path}", tags=["index"],
-                   responses=responses(404, 422, 503))
+                   responses=responses(403, 404, 422, 429, 503))
     async def delete_document(doc_id: DocumentId, who: Who) -> dict[str, Any]:
-        """Remove a document and its chunks from the index."""
-        return await pool.run(lambda: service.delete_documents([doc_id], who))
+        """Remove a document and its chunks from the index (a tenant's key: one whose
+        every group it holds)."""
+        return await service.write(lambda: service.delete_documents([doc_id], who), who)
 
 
 def _check_names(collection: str | None, groups: str | list[str] | None) -> None:
@@ -336,12 +344,8 @@ def _tool_routes(router: APIRouter, service: Service) -> None:
     for tool in TOOLS.values():  # before /tools/{name}, so that these match first
         _tool_route(router, service, tool, schemas[tool.name])
 
-    # Any other name: a tool registered after the app was made, or 404. A concrete path
-    # matches before a template (OpenAPI 3.1, "Paths"), and the document says so.
-    other_tool = {"pattern": r"^[A-Za-z_]\w{0,63}$", "not": {"enum": list(schemas)}}
-    arguments = {"type": "object", "description": "The tool's arguments (its input_schema "
-                 "in GET /v1/tools)"}
-
+    # Any other name: a tool registered after the app was made, or 404 (a concrete path
+    # matches before a template).
     async def call_tool(name: str, request: Request, who: Who, session: SessionQuery = None
                         ) -> dict[str, Any]:
         """Call a tool by name, the body being its arguments; for a client that picks the
@@ -351,13 +355,10 @@ def _tool_routes(router: APIRouter, service: Service) -> None:
         check_session_id(session)
         return await _call(service, name, await _json_object(request), session, who)
 
-    # the schema of `name` depends on the registry, so it is set here, for FastAPI to read
-    call_tool.__annotations__["name"] = Annotated[str, PathParameter(
-        description="A tool's name", json_schema_extra=other_tool)]
+    # Not in the OpenAPI document: it cannot say which body a name takes (each tool there
+    # has its own route and schema); GET /v1/tools gives the schemas at run time.
     router.add_api_route("/tools/{name}", call_tool, methods=["POST"], tags=["tools"],
-                         response_model=ToolAnswer, responses=responses(400, 404, 413, 422,
-                                                                        503),
-                         openapi_extra=_body(arguments, required=False))
+                         response_model=ToolAnswer, include_in_schema=False)
 
 
 def _tool_route(router: APIRouter, service: Service, tool: Tool,
@@ -379,7 +380,7 @@ def _tool_route(router: APIRouter, service: Service, tool: Tool,
         operation_id=f"tool_{tool.name}", summary=f"Call {tool.name}",
         description=tool.description + "\n\nCalls run on a bounded pool of workers: when its "
         "queue is full the answer is 503 with Retry-After.",
-        response_model=ToolAnswer, responses=responses(400, 413, 422, 503),
+        response_model=ToolAnswer, responses=responses(400, 404, 413, 415, 422, 503),
         openapi_extra=_body(schema, required=bool(schema.get("required"))))
 
 
@@ -433,26 +434,31 @@ def _agent_routes(router: APIRouter, service: Service) -> None:
     ask_body = _body(ask_schema(service.limits), required=True)
 
     @router.post("/ask", tags=["agent"], openapi_extra=ask_body,
-                 responses=responses(400, 413, 422, 502))
-    def ask(body: AskRequest, who: Who) -> dict[str, Any]:
-        """Answer a question with the agent; returns the full record (trajectory, citations)."""
+                 responses=responses(400, 413, 415, 422, 429, 502, 503))
+    async def ask(body: AskRequest, who: Who) -> dict[str, Any]:
+        """Answer a question with the agent; returns the full record (trajectory, citations).
+        Runs on the agents' own pool: a key has at most ``serve.asks_per_key`` going (429
+        beyond), the server ``serve.ask_workers`` (503 beyond)."""
         check_session_id(body.session)
-        return service.ask(body.question, body.agent, body.session, caller=who)
+        service.check_ask(body.question, body.agent)
+        return await asyncio.wrap_future(service.start_ask(
+            lambda: service.ask(body.question, body.agent, body.session, caller=who), who))
 
     @router.post("/ask/stream", tags=["agent"], openapi_extra=ask_body,
                  response_class=_EventStream, responses={
                      200: {"description": "Server-sent events", "content": {
                          "text/event-stream": {"schema": _EVENT}}},
-                     **responses(400, 413, 422)})
-    def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
+                     **responses(400, 413, 415, 422, 429, 503)})
+    async def ask_stream(body: AskRequest, who: Who) -> StreamingResponse:
         """Server-sent events as the agent works: ``step`` per tool call, ``token`` per piece
         of the answer's text (``{"text"}``), ``context`` per context-budget event (``{"used",
         "budget", "percent", "action"}``), then ``answer`` (the record) or ``error`` with
         ``{"detail", "status"}``."""
         check_session_id(body.session)
         service.check_ask(body.question, body.agent)
-        return _EventStream(_ask_events(service, body, who), headers={"Cache-Control":
-                                                                       "no-cache"})
+        events = ask_events(service, body.question, body.agent, caller=who,
+                            session=body.session)
+        return _EventStream(_sse_events(events), headers={"Cache-Control": "no-cache"})
 
 
 def _session_routes(router: APIRouter, service: Service) -> None:
@@ -480,10 +486,9 @@ def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-async def _ask_events(service: Service, body: AskRequest, who: Caller) -> AsyncIterator[str]:
+async def _sse_events(events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[str]:
     """The agent's events as server-sent events (see :data:`_EVENT`)."""
-    async for event, data in ask_events(service, body.question, body.agent, caller=who,
-                                        session=body.session):
+    async for event, data in events:
         if event == "step":
             data = data.to_dict()
         elif event == "token":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
+from sleuth.callers import LOCAL, Caller
 from sleuth.errors import MissingDependency
 from sleuth.library import LIST_LIMIT, LIST_MAX, TITLE_MAX
 from sleuth.server.openapi import (
@@ -23,7 +24,7 @@ from sleuth.server.openapi import (
     check_session_id,
     responses,
 )
-from sleuth.service import LOCAL, Caller, Service
+from sleuth.service import Service
 
 try:
     from fastapi import APIRouter, Depends, Query, Request
@@ -40,16 +41,28 @@ TITLE_PATTERN = (r"^[^\x00-\x1f\x7f]*"
                  + r"[^\x00-\x1f\x7f]*$")
 LINES_PATTERN = r"^[0-9]{1,9}(-[0-9]{1,9})?$"
 
+# The passage's query parameters, published as one exploded object (OpenAPI's way to say that
+# a query needs doc or chunk); FastAPI still reads each (hidden from its own document)
+_PASSAGE_QUERY = {"type": "object", "additionalProperties": False, "properties": {
+    "doc": {"type": "string", "minLength": 1, "maxLength": PATH_ID_MAX,
+            "pattern": PATH_ID_PATTERN, "description": "Document id"},
+    "chunk": {"type": "string", "minLength": 1, "maxLength": PATH_ID_MAX,
+              "pattern": PATH_ID_PATTERN, "description": "Chunk id: the passage is that chunk, "
+              "highlighted, with lines around it"},
+    "lines": {"type": "string", "pattern": LINES_PATTERN, "description": "Lines to "
+              "highlight, `a-b` or `a` (0-based, inclusive), shown with lines around them"},
+    "page": {"type": "integer", "minimum": 1, "description": "A PDF's page (1-based): the "
+             "passage is that whole page"}},
+    "anyOf": [{"required": ["doc"]}, {"required": ["chunk"]}]}
+_PASSAGE_PARAMETERS = {"parameters": [{
+    "name": "passage", "in": "query", "style": "form", "explode": True, "required": True,
+    "description": "doc, chunk or both; lines or page", "schema": _PASSAGE_QUERY}]}
 DocQuery = Annotated[str | None, Query(min_length=1, max_length=PATH_ID_MAX,
-                                       pattern=PATH_ID_PATTERN, description="Document id")]
-ChunkQuery = Annotated[str | None, Query(
-    min_length=1, max_length=PATH_ID_MAX, pattern=PATH_ID_PATTERN,
-    description="Chunk id: the passage is that chunk, highlighted, with lines around it")]
-LinesQuery = Annotated[str | None, Query(
-    pattern=LINES_PATTERN, description="Lines to highlight, `a-b` or `a` (0-based, "
-    "inclusive), shown with lines around them")]
-PageQuery = Annotated[int | None, Query(ge=1, description="A PDF's page (1-based): the "
-                                        "passage is that whole page")]
+                                       pattern=PATH_ID_PATTERN, include_in_schema=False)]
+ChunkQuery = Annotated[str | None, Query(min_length=1, max_length=PATH_ID_MAX,
+                                         pattern=PATH_ID_PATTERN, include_in_schema=False)]
+LinesQuery = Annotated[str | None, Query(pattern=LINES_PATTERN, include_in_schema=False)]
+PageQuery = Annotated[int | None, Query(ge=1, include_in_schema=False)]
 SessionPath = Annotated[str, PathParameter(
     description="Session id", json_schema_extra={"pattern": SESSION_PATTERN,
                                                  "maxLength": 64})]
@@ -81,7 +94,7 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
     """The routes of this module behind ``auth`` (the dependency that names the caller and
     answers ``denied``, 401 where keys are required)."""
     router = APIRouter(prefix="/v1", dependencies=[Depends(auth)],
-                       responses=responses(*denied, 500))
+                       responses=responses(*denied, 400, 500))
     pool = service.pool
 
     async def documents(
@@ -102,9 +115,10 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
         """A window of a document's numbered lines (0-based): a chunk or lines highlighted
         with about 15 lines around them, a whole PDF page, or else the first 200 lines;
         ``image`` is the path of the page's image where one can be rendered. Name ``doc``,
-        ``chunk``, or both."""
+        ``chunk``, or both; a chunk, line or page the document does not have is 404."""
         return await pool.run(lambda: service.passage(caller, doc=doc, chunk=chunk,
                                                       lines=lines, page=page))
+
 
     async def page_image(caller: Who, doc: Annotated[str, Query(
             min_length=1, max_length=PATH_ID_MAX, pattern=PATH_ID_PATTERN,
@@ -125,7 +139,8 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
     router.add_api_route("/documents", documents, methods=["GET"], tags=["index"],
                          responses=responses(422, 503))
     router.add_api_route("/passage", passage, methods=["GET"], tags=["index"],
-                         responses=responses(400, 404, 422, 503))
+                         responses=responses(400, 404, 422, 503),
+                         openapi_extra=_PASSAGE_PARAMETERS)
     router.add_api_route("/page-image", page_image, methods=["GET"], tags=["index"],
                          response_class=Response,
                          responses={**_PNG, **responses(404, 422, 503)})

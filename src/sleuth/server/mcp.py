@@ -19,6 +19,7 @@ unless ``--no-auth``), and a tenant's key sees only its collection and groups.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import OrderedDict
@@ -26,10 +27,12 @@ from typing import Any, Literal
 
 import anyio
 
+from sleuth.callers import LOCAL, Caller, KeyRing, load_api_keys
 from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
 from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.guard import Guard, allowed_hosts
 from sleuth.server.schemas import ask_schema
-from sleuth.service import LOCAL, Caller, KeyRing, Service, load_api_keys
+from sleuth.service import Service
 from sleuth.session import Session
 from sleuth.settings import DEFAULT_AGENT, ServeSettings
 from sleuth.tools import TOOLS, ToolResult
@@ -135,8 +138,8 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
         try:
             caller = who(ctx)
             if params.name == "ask":
-                record = await anyio.to_thread.run_sync(
-                    lambda: _ask(service, arguments, caller))
+                record = await asyncio.wrap_future(service.start_ask(
+                    lambda: _ask(service, arguments, caller), caller))
                 text, data = str(record.get("answer", "")), record
             else:
                 session = live.get(ctx, caller)
@@ -172,8 +175,9 @@ def http_app(service: Service, *, host: str = "127.0.0.1", auth: bool = True) ->
         raise ConfigError("no API keys configured: set serve.api_keys (SLEUTH_SERVE__API_KEYS, "
                           "a {name: key} mapping or a key file) or pass --no-auth for local use")
     app = build_mcp(service, keys).streamable_http_app(host=host)
+    hosts = allowed_hosts(service.settings.serve.model_copy(update={"host": host}))
     if not auth:
-        return app
+        return Guard(app, hosts)
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -190,7 +194,7 @@ def http_app(service: Service, *, host: str = "127.0.0.1", auth: bool = True) ->
                 return
         await app(scope, receive, send)
 
-    return guarded
+    return Guard(guarded, hosts)
 
 
 def serve_mcp(service: Service, transport: Transport = "stdio", *, host: str = "127.0.0.1",
@@ -207,7 +211,7 @@ def serve_mcp(service: Service, transport: Transport = "stdio", *, host: str = "
 
         anyio.run(run)
         return
-    import uvicorn
+    from sleuth.server import serving
 
-    uvicorn.run(http_app(service, host=host, auth=auth), host=host, port=port,
-                log_level="warning")
+    serve = service.settings.serve.model_copy(update={"host": host, "port": port})
+    serving.run(http_app(service, host=host, auth=auth), serve, on_stop=service.close)

@@ -22,7 +22,9 @@ from sleuth.errors import (
     RequestError,
     SleuthError,
     ToolError,
+    TooMany,
 )
+from sleuth.tools.base import NOT_BLANK as NOT_BLANK  # the faces' schemas use it from here
 
 try:
     from fastapi.security import APIKeyHeader, APIKeyQuery, HTTPBearer
@@ -48,7 +50,7 @@ class ToolAnswer(BaseModel):
 _ERROR_SCHEMA = ErrorBody.model_json_schema()
 #: The HTTP status of each kind of library error (any other: 500).
 STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
-          IngestError: 400, LLMError: 502, Busy: 503}
+          IngestError: 400, LLMError: 502, TooMany: 429, Busy: 503}
 
 
 def status_for(exc: SleuthError) -> int:
@@ -64,8 +66,13 @@ _STATUS_TEXT = {
     403: "The key may not do this",
     404: "Not found: no such tool, document, session, run, question or chunk",
     413: "Request body over this server's limit (serve.max_body_bytes)",
+    415: "A body of a type this route does not read: send application/json (or a multipart "
+         "upload where files are taken)",
     422: "Malformed request: a body that is not JSON or not the declared shape, or a path "
          "or query parameter of the wrong form",
+    429: "This key already has as many such requests going as the server allows "
+         "(serve.asks_per_key, serve.uploads_per_key); send it again after Retry-After "
+         "seconds",
     500: "A server-side failure, such as a file that cannot be written",
     502: "The LLM endpoint failed or answered something unusable",
     503: "Busy: the workers and their queue are full and nothing was done; send it again "
@@ -78,6 +85,7 @@ _HEADERS: dict[int, dict[str, Any]] = {
                           "required": True, "schema": {"type": "string",
                                                        "pattern": "^[0-9]+$"}}},
 }
+_HEADERS[429] = _HEADERS[503]
 
 
 def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -113,8 +121,6 @@ PATH_ID_MAX = 1024
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 GROUPS_PATTERN = rf"^ *({_NAME})? *(, *({_NAME})? *)*$"
-# Text with a character str.strip() keeps: not empty, not only white space.
-NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _SESSION = re.compile(SESSION_PATTERN)
 
 

@@ -8,6 +8,11 @@ requests run on ``serve.workers`` threads (the usable cores), in arrival order; 
 request beyond that is refused at once with :class:`~sleuth.errors.Busy` (HTTP 503 and a
 ``Retry-After`` estimated from the queue and the recent time per call) instead of waiting
 towards a client's timeout.
+
+Agent runs and indexing requests get pools of their own (see :class:`~sleuth.service.Service`),
+so that neither waits behind the other nor behind tool calls, and a :class:`Quota` holds each
+API key to a few of them at once (:class:`~sleuth.errors.TooMany`, HTTP 429 with
+``Retry-After``): one tenant's flood of questions or uploads does not take every thread.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sleuth.errors import Busy
+from sleuth.errors import Busy, TooMany
 from sleuth.threads import cores
 
 T = TypeVar("T")
@@ -31,10 +36,11 @@ _SMOOTHING = 0.1  # weight of the newest call in the running mean of seconds per
 class WorkPool:
     """``workers`` threads and at most ``queue`` waiting calls; see the module docstring."""
 
-    def __init__(self, workers: int | None = None, queue: int = 256) -> None:
+    def __init__(self, workers: int | None = None, queue: int = 256, *,
+                 name: str = "worker") -> None:
         self.workers = workers or cores()
         self.queue = queue
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sleuth-worker")
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"sleuth-{name}")
         self._lock = threading.Lock()
         self._admitted = 0  # running plus waiting
         self._seconds = 0.01  # running mean of seconds per call
@@ -50,13 +56,28 @@ class WorkPool:
     async def run(self, fn: Callable[[], T]) -> T:
         """``fn()`` on a worker thread, once one is free; :class:`Busy` at once when
         ``queue`` calls are already waiting."""
+        return await asyncio.wrap_future(self.start(fn))
+
+    def start(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn()`` submitted to a worker thread (its future); :class:`Busy` at once when
+        ``queue`` calls are already waiting."""
         self._admit()
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._timed, fn)
-        finally:
-            with self._lock:
-                self._admitted -= 1
+            future = self._executor.submit(self._timed, fn)
+        except RuntimeError:  # the pool is shut down: the server is stopping
+            self._leave()
+            raise Busy("server stopping: send it again to another server", 5) from None
+        future.add_done_callback(lambda _: self._leave())
+        return future
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._admitted -= 1
+
+    @property
+    def seconds(self) -> float:
+        """The running mean of seconds per call."""
+        return self._seconds
 
     def _admit(self) -> None:
         with self._lock:
@@ -78,3 +99,39 @@ class WorkPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class Quota:
+    """At most ``limit`` requests of one kind per API key at once; see the module docstring.
+    ``seconds`` estimates how long one takes (for ``Retry-After``)."""
+
+    def __init__(self, limit: int, what: str, setting: str,
+                 seconds: Callable[[], float]) -> None:
+        self.limit, self.what, self.setting, self.seconds = limit, what, setting, seconds
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+
+    def take(self, key: str) -> Callable[[], None]:
+        """Count one more request of ``key`` (:class:`TooMany` when it has ``limit``);
+        returns the function that gives it back, to be called once."""
+        with self._lock:
+            held = self._held.get(key, 0)
+            if held >= self.limit:
+                retry = max(1, math.ceil(self.seconds()))
+                raise TooMany(f"this key already has {held} {self.what} going "
+                              f"({self.setting} {self.limit}); retry in {retry} s", retry)
+            self._held[key] = held + 1
+        given = threading.Event()
+
+        def give_back() -> None:
+            if given.is_set():
+                return
+            given.set()
+            with self._lock:
+                left = self._held.get(key, 1) - 1
+                if left:
+                    self._held[key] = left
+                else:
+                    self._held.pop(key, None)
+
+        return give_back

@@ -24,7 +24,7 @@ from sleuth.server.openapi import responses as _errors
 try:
     from fastapi import APIRouter, Depends, HTTPException
     from fastapi import Path as PathParameter
-    from fastapi.responses import HTMLResponse
+    from fastapi.responses import FileResponse
 except ImportError as exc:  # pragma: no cover - the minimal install
     raise MissingDependency("fastapi", "serve") from exc
 
@@ -191,21 +191,40 @@ def _chunk(index: ReadIndex, chunk_id: str) -> dict[str, Any]:
             "prev_id": chunk.prev_id, "next_id": chunk.next_id}
 
 
-def viewer_page() -> str:
-    """``viewer/index.html`` with its stylesheet and script inlined, so that the page is one
-    request (and one authorised one when the API wants a key)."""
-    html = (VIEWER / "index.html").read_text(encoding="utf-8")
-    css = (VIEWER / "viewer.css").read_text(encoding="utf-8")
-    js = (VIEWER / "viewer.js").read_text(encoding="utf-8")
-    html = html.replace('<link rel="stylesheet" href="viewer.css">', f"<style>\n{css}</style>")
-    return html.replace('<script src="viewer.js"></script>', f"<script>\n{js}</script>")
+VIEWER_FILES = {"index.html": "text/html; charset=utf-8",
+                "viewer.js": "text/javascript; charset=utf-8",
+                "viewer.css": "text/css; charset=utf-8"}
+
+
+def viewer_router() -> APIRouter:
+    """``GET /viewer`` (the page) and ``/viewer/viewer.js``, ``/viewer/viewer.css``. They
+    hold no data and are served without a key, like the app: the page reads the runs from
+    the API with the key of the browser tab (session storage), so the key is never in a URL,
+    and the page allows no inline script (Content-Security-Policy ``script-src 'self'``)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/viewer")
+    def page() -> FileResponse:
+        """The run viewer page (deep links: ``/viewer#run=ID&q=QUESTION_ID``)."""
+        return FileResponse(VIEWER / "index.html", media_type=VIEWER_FILES["index.html"],
+                            headers={"Cache-Control": "no-cache"})
+
+    @router.get("/viewer/{name}")
+    def asset(name: str) -> FileResponse:
+        if name not in VIEWER_FILES or name == "index.html":
+            raise HTTPException(404, f"no viewer file {name!r}")
+        return FileResponse(VIEWER / name, media_type=VIEWER_FILES[name],
+                            headers={"Cache-Control": "no-cache"})
+
+    return router
 
 
 def runs_router(runs_root: Path, index_opener: Callable[[], ReadIndex] | None = None,
                 auth: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None,
                 responses: dict[int | str, dict[str, Any]] | None = None) -> APIRouter:
-    """The viewer's routes: ``GET /v1/runs``, ``/v1/runs/{run_id}``,
-    ``/v1/runs/{run_id}/questions/{question_id}``, ``/v1/chunks/{chunk_id}`` and ``/viewer``.
+    """The viewer's data: ``GET /v1/runs``, ``/v1/runs/{run_id}``,
+    ``/v1/runs/{run_id}/questions/{question_id}`` and ``/v1/chunks/{chunk_id}`` (the page
+    itself: :func:`viewer_router`).
 
     ``index_opener`` is called once, on the first chunk request, and the index it returns
     stays open (the caller owns it); without one, chunk requests get 503. ``auth`` is a
@@ -257,10 +276,5 @@ def runs_router(runs_root: Path, index_opener: Callable[[], ReadIndex] | None = 
     def get_chunk(chunk_id: ChunkId) -> dict[str, Any]:
         """The text of one chunk, for the page's click-through."""
         return _chunk(index(), chunk_id)
-
-    @router.get("/viewer", response_class=HTMLResponse)
-    def viewer() -> HTMLResponse:
-        """The run viewer page (deep links: ``/viewer#run=ID&q=QUESTION_ID``)."""
-        return HTMLResponse(viewer_page())
 
     return router

@@ -171,6 +171,7 @@ class Tool:
         schema = _clean_schema(self.args.model_json_schema())
         for name, prop in schema.get("properties", {}).items():
             _tighten(prop, self.arg(name), limits or DEFAULT_LIMITS)
+        schema["additionalProperties"] = False  # an argument it does not take is an error
         return schema
 
     def schema(self, limits: Limits | None = None) -> dict[str, Any]:
@@ -265,8 +266,14 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# Text with a character str.strip() keeps: not empty, not only white space (as a JSON Schema
+# pattern, unanchored: ASCII escapes that ECMA 262, Python and Rust read alike).
+NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
 def _tighten(prop: dict[str, Any], meta: Arg, limits: Limits) -> None:
-    """Write the serving limits that apply to one argument into its schema node."""
+    """Write the serving limits that apply to one argument into its schema node, and what
+    query text must be (a list of at least one text with a character that is not blank)."""
     for node in prop.get("anyOf", [prop]):  # ``str | None`` is an anyOf
         kind = node.get("type")
         if meta.top_k and kind == "integer":
@@ -275,11 +282,14 @@ def _tighten(prop: dict[str, Any], meta: Arg, limits: Limits) -> None:
             continue
         if kind == "array":
             node["maxItems"] = min(node.get("maxItems", limits.max_queries), limits.max_queries)
+            node["minItems"] = max(node.get("minItems", 1), 1)
             node = node.get("items", {})
             kind = node.get("type")
         if kind == "string":
             node["maxLength"] = min(node.get("maxLength", limits.max_query_chars),
                                     limits.max_query_chars)
+            node["minLength"] = max(node.get("minLength", 1), 1)
+            node.setdefault("pattern", NOT_BLANK)
 
 
 @overload

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from sleuth.docview import DocumentView
-from sleuth.errors import ToolError
+from sleuth.errors import ToolError, ToolNotFound
 from sleuth.ids import is_ref
 from sleuth.retrieval import DocumentHit, search_documents
 from sleuth.tokens import count_tokens
@@ -42,7 +42,7 @@ def resolve(ctx: ToolContext, ref: str) -> tuple[Reference, Document]:
         known = list(ctx.tracker.refs)
         hint = (f"known ids: {', '.join(known[-8:])}" if known
                 else "run search first to get reference ids")
-        raise ToolError(f"unknown reference id {ref!r}; use a reference id from search "
+        raise ToolNotFound(f"unknown reference id {ref!r}; use a reference id from search "
                         f"results ({hint})")
     return found or Reference(key, doc.doc_id, doc.title), doc
 

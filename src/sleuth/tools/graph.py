@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from sleuth.errors import ToolError
+from sleuth.errors import ToolNotFound
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 
@@ -27,7 +27,7 @@ def _graph(ctx: ToolContext) -> Graph:
     """The index's graph, opened once and shared (its caches serve every call)."""
     graph: Graph | None = ctx.index.graph()
     if graph is None:
-        raise ToolError("this index has no knowledge graph yet; build it with "
+        raise ToolNotFound("this index has no knowledge graph yet; build it with "
                         "`sleuth graph build`")
     return graph
 
@@ -35,7 +35,7 @@ def _graph(ctx: ToolContext) -> Graph:
 def _resolve(graph: Graph, name: str) -> Entity:
     found = graph.lookup(name, limit=1)
     if not found:
-        raise ToolError(f"no entity named {name!r} in the graph; try graph_entity with "
+        raise ToolNotFound(f"no entity named {name!r} in the graph; try graph_entity with "
                         "another spelling, or keyword_search")
     return found[0]
 
@@ -158,7 +158,7 @@ def graph_ppr(
     graph = _graph(ctx)
     seeds = [e for name in entities for e in graph.lookup(name, limit=1)]
     if not seeds:
-        raise ToolError(f"none of {entities} is an entity in the graph; try graph_entity")
+        raise ToolNotFound(f"none of {entities} is an entity in the graph; try graph_entity")
     scores = graph.ppr(seeds)
     chunks = graph.map_back(scores, top_k=top_k)
     top = sorted(scores, key=lambda e: -scores[e])[:8]

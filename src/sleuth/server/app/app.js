@@ -656,7 +656,6 @@ async function start() {
   $("#who").textContent = `${status.documents} document${status.documents === 1 ? "" : "s"}` +
     (caller.name && caller.name !== "local" ? ` · ${caller.name}` : "") +
     (caller.collection ? ` · ${caller.collection}` : "");
-  $("#nav-viewer").href = state.key ? `/viewer?api_key=${encodeURIComponent(state.key)}` : "/viewer";
   await loadAgents();
   loadSessions();
   route();

@@ -3,10 +3,11 @@
 //   #run=ID[&type=T&correct=yes|no]   one run, its metrics and its questions
 //   #run=ID&q=QUESTION_ID[&chunk=CHUNK_ID]   one question: answer vs gold, steps, chunks
 //                              read (one opened), citations, A2RAG control, route
-// An ?api_key=... on the page's own URL is passed on to every API call.
+// The API key is the app's, from this tab's session storage (never the URL, which browsers
+// keep in history and servers in logs), sent as a bearer token; a 401 asks for one.
 "use strict";
 
-const API_KEY = new URLSearchParams(location.search).get("api_key");
+const KEY_STORE = "sleuth.apiKey";
 const RATIOS = new Set(["llm_acc", "contain", "em", "f1", "recall@2", "recall@5",
   "doc_recall@1", "read_recall", "abstained"]);
 const LABELS = { n: "n", llm_acc: "LLM-Acc", contain: "Contain", em: "EM", f1: "F1",
@@ -16,9 +17,11 @@ const LABELS = { n: "n", llm_acc: "LLM-Acc", contain: "Contain", em: "EM", f1: "
 const chunkCache = new Map();
 
 function api(path) {
-  let url = path;
-  if (API_KEY) url += (url.includes("?") ? "&" : "?") + "api_key=" + encodeURIComponent(API_KEY);
-  return fetch(url, { headers: { Accept: "application/json" } }).then(async (resp) => {
+  const headers = { Accept: "application/json" };
+  const key = sessionStorage.getItem(KEY_STORE);
+  if (key) headers.Authorization = "Bearer " + key;
+  return fetch(path, { headers }).then(async (resp) => {
+    if (resp.status === 401) askForKey();
     if (!resp.ok) {
       let detail = resp.statusText;
       try { detail = (await resp.json()).detail || detail; } catch (e) { /* not JSON */ }
@@ -395,5 +398,17 @@ async function route() {
   }
 }
 
+function askForKey() {
+  const form = document.getElementById("key-form");
+  form.hidden = false;
+  document.getElementById("key-input").focus();
+}
+document.getElementById("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const key = document.getElementById("key-input").value.trim();
+  if (key) sessionStorage.setItem(KEY_STORE, key);
+  document.getElementById("key-form").hidden = true;
+  route();
+});
 window.addEventListener("hashchange", route);
 route();
