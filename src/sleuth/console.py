@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Self, TypeVar
 
@@ -128,23 +129,45 @@ def table(heads: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 class Bar:
-    """A tqdm bar on stderr (hidden when stderr is no terminal); subclasses map progress."""
+    """Progress on stderr: a tqdm bar on a terminal; elsewhere (a log file, a pipe, CI) one
+    plain line every :data:`PLAIN_EVERY` seconds and one at the end, with the rate.
+    Subclasses map progress."""
+
+    PLAIN_EVERY = 10.0
 
     def __init__(self, enabled: bool, desc: str, unit: str) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(desc=desc, unit=unit, disable=not enabled or None, file=sys.stderr)
+        self.plain = enabled and not sys.stderr.isatty()
+        self.bar = tqdm(desc=desc, unit=unit, disable=not enabled or self.plain,
+                        file=sys.stderr)
+        self.desc, self.unit = desc, unit.strip()
         self.done = 0
+        self.postfix: dict[str, Any] = {}
+        self.started = self.said = time.monotonic()
 
     def advance(self, done: int, **postfix: Any) -> None:
         self.bar.update(done - self.done)
         self.done = done
         self.bar.set_postfix(refresh=False, **postfix)
+        self.postfix = postfix
+        if self.plain and time.monotonic() - self.said >= self.PLAIN_EVERY:
+            self._say()
+
+    def _say(self) -> None:
+        self.said = time.monotonic()
+        took = max(self.said - self.started, 1e-9)
+        total = f" of {self.bar.total:,}" if self.bar.total else ""
+        extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
+        status(f"{self.desc}: {self.done:,}{total} {self.unit} in {took:.0f} s "
+               f"({self.done / took:,.1f}/s){extra}")
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.plain and self.done:
+            self._say()
         self.bar.close()
 
 

@@ -489,6 +489,10 @@ class Index(ReadIndex):
             if pending:
                 yield prepare(self.embedder, pending, progress, report_progress, grant)
 
+        if isinstance(docs, Sequence) and not docs:  # nothing read: no build, no embedder
+            report.skipped, report.duplicates, report.unsupported = (
+                ingest.skipped, ingest.duplicates, ingest.unsupported)
+            return report
         self.store.begin_build(command or f"{self.location}: documents added by a program")
         try:
             self.embedder  # noqa: B018 - loaded here, not in the worker thread

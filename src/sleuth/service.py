@@ -48,6 +48,7 @@ from sleuth.errors import (
 )
 from sleuth.index import AddReport, Index, ReadIndex
 from sleuth.ingest import IngestReport, ReadLimits, iter_documents
+from sleuth.ingest.sandbox import Sandbox
 from sleuth.ingest.sandbox import stop_all as stop_parsers
 from sleuth.library import (
     LIST_LIMIT,
@@ -143,11 +144,12 @@ class Service:
         server_running(True)
         self.limits = self.settings.serve
         # three pools, so that none waits behind another: tool calls (CPU-bound: the cores),
-        # indexing requests (two: parsing runs in a child, the store writes one at a time)
+        # indexing requests (two, at a lower priority: parsing runs in a child, the store
+        # writes one at a time)
         # and agent runs (many: they mostly wait on the LLM), each key held to a few of the
         # last two at once
         self.pool = WorkPool(self.limits.workers, self.limits.queue)
-        self.writes = WorkPool(2, self.limits.queue, name="writer")
+        self.writes = WorkPool(2, self.limits.queue, name="writer", nice=10)
         self.asks = WorkPool(self.limits.ask_workers, 0, name="ask")
         self.ask_quota = Quota(self.limits.asks_per_key, "questions", "serve.asks_per_key",
                                lambda: self.asks.seconds)
@@ -156,8 +158,11 @@ class Service:
         self._llm = llm
         self._llm_down: tuple[float, str] | None = None  # (until, why): see _check_llm
         self._write_lock = threading.Lock()
+        # one parsing child for the server's uploads, started ahead (see _warm)
+        self.parser = Sandbox(ReadLimits.of(self.settings.ingest))
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
+        self.warm = threading.Event()  # set once _warm has loaded what requests will need
         threading.Thread(target=self._warm, name="sleuth-warm", daemon=True).start()
 
     def _warm(self) -> None:
@@ -166,9 +171,12 @@ class Service:
         Then see whether a configured LLM endpoint answers at all (see :meth:`_check_llm`)."""
         try:
             self.index.store.warm()
+            self.parser.start()
+            self.index.embedder  # noqa: B018 - the first semantic search or upload needs it
         except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
             log.warning("could not load the index ahead of the first search", exc_info=True)
         self._probe_llm()
+        self.warm.set()
 
     def _probe_llm(self) -> None:
         """Mark the configured endpoint unreachable when it refuses connections now (one
@@ -255,6 +263,7 @@ class Service:
                "tools": sorted(TOOLS),
                "limits": self.limits.model_dump(exclude={"api_keys", "document_roots"}),
                "workers": self.pool.status(), "threads": thread_policy().to_dict(),
+               "warm": self.warm.is_set(),
                "caller": {"name": caller.name, "collection": caller.collection,
                           "groups": list(caller.groups), "admin": caller.admin}}
         if caller.admin:
@@ -298,7 +307,7 @@ class Service:
         target, wanted = self._write_target(caller, collection, groups)
         ingest = IngestReport(skipped=[], duplicates=[])
         docs = list(iter_documents(paths, report=ingest, within=within,
-                                   limits=ReadLimits.of(self.settings.ingest)))
+                                   limits=self.parser.limits, sandbox=self.parser))
         with self._write_lock:
             report = self.index.add_documents(docs, collection=target, groups=wanted,
                                               writer=caller.access, ingest=ingest)

@@ -113,15 +113,29 @@ def configure_threads(settings: Any | None = None) -> Policy:
     return _policy
 
 
+# How often a thread holding the GIL hands it on while a server runs (Python's default is
+# 5 ms: a request waits that long behind an upload's chunking or embedding loop)
+SERVER_SWITCH_INTERVAL = 0.0005
+
+
 def server_running(started: bool) -> None:
     """A server in this process started (or stopped): while one runs, batch work defaults
-    to one thread, beside its query workers."""
-    global _servers
+    to one thread, beside its query workers, and the GIL changes hands every
+    :data:`SERVER_SWITCH_INTERVAL` seconds, so a quick request never waits long behind
+    long work in another thread."""
+    global _servers, _switch
     with _guard:
         _servers = max(0, _servers + (1 if started else -1))
+        if _servers and _switch is None:
+            _switch = sys.getswitchinterval()
+            sys.setswitchinterval(SERVER_SWITCH_INTERVAL)
+        elif not _servers and _switch is not None:
+            sys.setswitchinterval(_switch)
+            _switch = None
     configure_threads()
 
 
+_switch: float | None = None  # the interval before a server started
 _local = threading.local()
 
 

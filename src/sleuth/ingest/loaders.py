@@ -14,6 +14,7 @@ folder is skipped and reported, and with ``within`` no file outside those folder
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -103,6 +104,7 @@ class _Reading:
     limits: ReadLimits
     within: tuple[Path, ...] | None
     sandbox: Sandbox
+    owned: bool  # the sandbox is this call's own, stopped at its end
 
 
 def iter_documents(
@@ -114,6 +116,7 @@ def iter_documents(
     report: IngestReport | None = None,
     limits: ReadLimits = NO_LIMITS,
     within: Sequence[Path] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Iterator[Document]:
     """Stream the documents found in ``paths`` (files and folders, walked recursively).
 
@@ -131,13 +134,14 @@ def iter_documents(
     Each file is held to ``limits``. A file found in a folder is read only when it resolves
     (its links followed) to a file inside that folder, and with ``within`` (a server's
     ``document_roots``) every file, named or found, must resolve inside one of those folders;
-    others are reported and skipped.
+    others are reported and skipped. HTML, PDF and .docx are parsed by ``sandbox`` (one
+    started for this call, and stopped after it, when none is given).
     """
     roots = _roots(paths)
     sink = report if report is not None else IngestReport()
     confine = None if within is None else tuple(Path(w).resolve() for w in within)
-    return _documents(roots, tuple(include), tuple(exclude), sink,
-                      _Reading(fields, limits, confine, Sandbox(limits)))
+    reading = _Reading(fields, limits, confine, sandbox or Sandbox(limits), sandbox is None)
+    return _documents(roots, tuple(include), tuple(exclude), sink, reading)
 
 
 def has_sources(
@@ -182,7 +186,7 @@ def _documents(
     reading: _Reading,
 ) -> Iterator[Document]:
     seen: dict[str, str] = {}
-    with reading.sandbox:
+    with reading.sandbox if reading.owned else contextlib.nullcontext():
         for root in roots:
             for source in _sources(root, include, exclude, report):
                 for doc in _load(source, reading, report):

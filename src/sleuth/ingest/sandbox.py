@@ -40,18 +40,28 @@ _LIVE_LOCK = threading.Lock()
 
 
 class Sandbox:
-    """One parsing child, started on first use and restarted after a file killed it. Not
-    shared between threads: each reader of a folder holds its own."""
+    """One parsing child, started on first use (or by :meth:`start`) and restarted after a
+    file killed it. Threads may share one: files are parsed one at a time."""
 
     def __init__(self, limits: ReadLimits = NO_LIMITS) -> None:
         self.limits = limits
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
         with _LIVE_LOCK:
             _LIVE.add(self)
+
+    def start(self) -> None:
+        """Start the child now, so the first file does not wait for it."""
+        with self._lock:
+            self._child()
 
     def parse(self, path: Path, doc_id: str, kind: str) -> Document:
         """The document of file ``path`` read as ``kind`` (``html``, ``pdf``, ``docx``);
         :class:`SkipSource` when it is unusable or over a limit."""
+        with self._lock:
+            return self._parse(path, doc_id, kind)
+
+    def _parse(self, path: Path, doc_id: str, kind: str) -> Document:
         process = self._child()
         request = {"path": str(path), "doc_id": doc_id, "kind": kind,
                    "limits": asdict(self.limits)}
@@ -144,7 +154,7 @@ def _death(code: int, limits: ReadLimits) -> str:
 def _serve() -> None:
     """Answer requests on stdin until it closes (see the module docstring)."""
     with contextlib.suppress(OSError):  # not allowed: run at the parent's priority
-        os.nice(5)
+        os.nice(10)
     from sleuth.ingest.parsers import parse_file
 
     sys.stdout.buffer.write(READY)

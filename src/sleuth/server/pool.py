@@ -18,7 +18,9 @@ API key to a few of them at once (:class:`~sleuth.errors.TooMany`, HTTP 429 with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -37,10 +39,11 @@ class WorkPool:
     """``workers`` threads and at most ``queue`` waiting calls; see the module docstring."""
 
     def __init__(self, workers: int | None = None, queue: int = 256, *,
-                 name: str = "worker") -> None:
+                 name: str = "worker", nice: int = 0) -> None:
         self.workers = workers or cores()
         self.queue = queue
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"sleuth-{name}")
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"sleuth-{name}",
+                                            initializer=_lower_priority, initargs=(nice,))
         self._lock = threading.Lock()
         self._admitted = 0  # running plus waiting
         self._seconds = 0.01  # running mean of seconds per call
@@ -99,6 +102,15 @@ class WorkPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _lower_priority(nice: int) -> None:
+    """Give the calling thread ``nice`` more niceness (Linux schedules threads on their own,
+    so a pool of long jobs yields the cores to the pools that answer quickly)."""
+    if nice and hasattr(os, "setpriority"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                           os.getpriority(os.PRIO_PROCESS, 0) + nice)
 
 
 class Quota:
