@@ -98,6 +98,7 @@ class Api:
 
     def __init__(self, folder: Path, **serve: Any) -> None:
         self.service = Service(folder, _settings(**serve))
+        self.service.warm.wait(120)  # its status says so: compared servers are alike in it
         self.live = LiveServer(create_app(self.service))
 
     def client(self, key: str | None) -> httpx.Client:

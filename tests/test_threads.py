@@ -95,15 +95,17 @@ HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Health).serve_for
 def test_the_local_model_server_gets_the_policy_threads_no_polling_and_prompt_cache(
         tmp_path: Path) -> None:
     argv_file = _fake_llama_server(Path(os.environ["HOME"]))
+    (tmp_path / "model.gguf").write_bytes(b"")
     policy = threads.configure_threads(Settings.load().threads)
-    with local.LocalServer(tmp_path / "model.gguf", startup_timeout=30):
+    with local.LocalServer(tmp_path / "model.gguf", startup_timeout=30,
+                           runtime="llama-server"):
         argv = json.loads(argv_file.read_text())
     options = dict(zip(argv[::1], argv[1:], strict=False))
     assert options["--threads"] == str(policy.llm)
     assert options["--threads-batch"] == str(policy.llm_batch)
     assert options["--poll"] == "0" and "--cache-prompt" in argv
     with local.LocalServer(tmp_path / "model.gguf", threads=1, threads_batch=1,
-                           startup_timeout=30):
+                           startup_timeout=30, runtime="llama-server"):
         argv = json.loads(argv_file.read_text())
     assert argv[argv.index("--threads") + 1] == "1"
     assert argv[argv.index("--threads-batch") + 1] == "1"

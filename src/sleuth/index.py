@@ -19,9 +19,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from itertools import islice
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
@@ -31,10 +30,8 @@ from sleuth.access import (
     DEFAULT_COLLECTION,
     Access,
     check_name,
-    looks_scoped,
     parse_groups,
     restricted,
-    scoped_doc_id,
 )
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound, StoreError
@@ -42,25 +39,20 @@ from sleuth.indexing import (
     BATCH_SENTENCES,
     PIPELINE_DEPTH,
     AddReport,
-    Batch,
     IndexProgress,
-    Part,
+    Ingestion,
     ProgressCallback,
-    digest,
     identity,
     lead_summaries,
-    parts,
-    prepare,
     resume_command,
     serialised,
     with_title,
 )
-from sleuth.ingest import IngestReport, JsonFields, ReadLimits, Skipped, iter_chunks, iter_documents
+from sleuth.ingest import IngestReport, JsonFields, ReadLimits, iter_documents
 from sleuth.pipeline import pipelined
 from sleuth.querytext import content_words
 from sleuth.settings import Settings
 from sleuth.store.base import (
-    PARTIAL,
     DocumentInfo,
     Problem,
     RepairReport,
@@ -439,105 +431,34 @@ class Index(ReadIndex):
         """
         self._writable()
         check_name("collection", collection)
-        grant = (collection, parse_groups(groups))
-        report = AddReport(resumed=command is not None and any(
+        run = Ingestion(self.store, self.settings.chunk.tokens, lambda: self.embedder,
+                        (collection, parse_groups(groups)), writer, batch_sentences,
+                        ingest if ingest is not None else IngestReport(skipped=[],
+                                                                        duplicates=[]),
+                        seen if seen is not None else set(), serialised(on_progress))
+        run.report.resumed = command is not None and any(
             b.get("command") == command for b in self.store.build_status().get("interrupted",
-                                                                              [])))
-        ingest = ingest if ingest is not None else IngestReport(skipped=[], duplicates=[])
-        seen = seen if seen is not None else set()
-        known = self.store.document_hashes()
-        stored_access = self.store.document_access() if restricted(writer) else {}
-        progress = IndexProgress()
-        report_progress = serialised(on_progress)
-
-        def batches() -> Iterator[Batch]:
-            """Documents chunked and embedded, a batch at a time (in a worker thread); a
-            document longer than a batch goes in parts (see PreparedDocument)."""
-            pending: list[Part] = []
-            for doc in docs:
-                doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id, grant[1]))
-                refused = self._refused(doc.doc_id, collection, writer, stored_access)
-                if refused:
-                    ingest.skipped.append(Skipped(doc.path or doc.doc_id, refused))
-                    continue
-                seen.add(doc.doc_id)
-                progress.documents_seen += 1
-                hashed = digest(doc, grant, self.settings.chunk.tokens,
-                                self.store.manifest.get("embedder", {}).get("name"))
-                stored = known.get(doc.doc_id)
-                if stored == hashed:
-                    report.unchanged += 1
-                    progress.documents_unchanged += 1
-                    continue
-                done = len(self.store.chunk_spans(doc.doc_id)) if stored == PARTIAL + hashed \
-                    else 0  # a long document interrupted after its first parts: resumed
-                try:
-                    split = list(parts(islice(iter_chunks(doc, self.settings.chunk.tokens),
-                                              done, None), batch_sentences))
-                except Exception as err:  # noqa: BLE001 - one bad document, not the run
-                    ingest.skipped.append(Skipped(doc.path or doc.doc_id,
-                                                  f"could not be chunked ({err})"))
-                    continue
-                (report.updated if doc.doc_id in known else report.added).append(doc.doc_id)
-                for part, last in split:
-                    pending.append(Part(doc, hashed, part, opens=not done, closes=last))
-                    done += len(part)
-                    if sum(len(c.sentences) for p in pending for c in p.chunks) \
-                            >= batch_sentences:
-                        yield prepare(self.embedder, pending, progress, report_progress, grant)
-                        pending = []
-            if pending:
-                yield prepare(self.embedder, pending, progress, report_progress, grant)
-
+                                                                              []))
         if isinstance(docs, Sequence) and not docs:  # nothing read: no build, no embedder
-            report.skipped, report.duplicates, report.unsupported = (
-                ingest.skipped, ingest.duplicates, ingest.unsupported)
-            return report
+            return run.finished()
         self.store.begin_build(command or f"{self.location}: documents added by a program")
         try:
             self.embedder  # noqa: B018 - loaded here, not in the worker thread
-            for batch in pipelined(batches(), depth=PIPELINE_DEPTH):
+            for batch in pipelined(run.batches(docs), depth=PIPELINE_DEPTH, stop=run.stop):
                 self.store.write(batch.documents)
                 self._forget()
-                progress.documents_indexed += sum(d.closes for d in batch.documents)
-                progress.chunks += batch.chunks
-                report.chunks += batch.chunks
-                report.sentences += batch.sentences
-                report_progress(progress)
+                run.stored(batch)
         except BaseException:
             self.store.stop_build()
             raise
-        report.skipped, report.duplicates, report.unsupported = (ingest.skipped,
-                                                                 ingest.duplicates,
-                                                                 ingest.unsupported)
         with batch_work():  # the approximate index is (re)built here
             self.store.finish_build()
-        progress.done = True
-        report_progress(progress)
-        return report
+        return run.finished()
 
     def _writable(self) -> None:
         if self._base is not None:
             raise StoreError("a scoped index view is read-only; add documents through the "
                              "index itself")
-
-    @staticmethod
-    def _refused(doc_id: str, collection: str, writer: Access | None,
-                 stored: dict[str, tuple[str, tuple[str, ...]]]) -> str | None:
-        """Why ``writer`` may not write document ``doc_id`` (None: it may). The answer does
-        not depend on whether a document it cannot read exists unless the id was made to
-        reach outside the writer's scope."""
-        if restricted(writer) is None:
-            return None
-        assert writer is not None
-        if collection == DEFAULT_COLLECTION and looks_scoped(doc_id):
-            return ("not written: ids of the form NAME:... or NAME~GROUP:... name a "
-                    "collection's documents; give this document another id")
-        held = stored.get(doc_id)
-        if held is not None and not writer.may_write(*held):
-            return ("not written: a document with this id is held by groups this key does "
-                    "not hold")
-        return None
 
     def _delete_missing(self, paths: Sequence[str | Path], seen: set[str],
                         collection: str) -> list[str]:
@@ -592,3 +513,4 @@ class Index(ReadIndex):
             report = self.store.repair(embed, on_progress)
         self._forget()
         return report
+

@@ -14,17 +14,19 @@ import hashlib
 import json
 import shlex
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sleuth.access import DEFAULT_COLLECTION
+from sleuth.access import DEFAULT_COLLECTION, Access, looks_scoped, restricted, scoped_doc_id
 from sleuth.embed import Embedder
-from sleuth.ingest import JsonFields, Skipped
-from sleuth.store.base import PreparedDocument, Store
+from sleuth.ingest import IngestReport, JsonFields, Skipped, iter_chunks
+from sleuth.pipeline import Stopped
+from sleuth.store.base import PARTIAL, PreparedDocument, Store
 from sleuth.threads import batch_work
 from sleuth.types import Chunk, Document
 
@@ -259,3 +261,111 @@ def resume_command(location: str, paths: Sequence[str | Path], include: Sequence
 def identity(embedder: Embedder) -> dict[str, Any]:
     """The embedder as an index's manifest records it."""
     return {"name": embedder.name, "dim": embedder.dim, "title_context": True}
+
+
+def refusal(doc_id: str, collection: str, writer: Access | None,
+            stored: dict[str, tuple[str, tuple[str, ...]]]) -> str | None:
+    """Why ``writer`` may not write document ``doc_id`` (None: it may). The answer does
+    not depend on whether a document it cannot read exists unless the id was made to
+    reach outside the writer's scope."""
+    if restricted(writer) is None:
+        return None
+    assert writer is not None
+    if collection == DEFAULT_COLLECTION and looks_scoped(doc_id):
+        return ("not written: ids of the form NAME:... or NAME~GROUP:... name a "
+                "collection's documents; give this document another id")
+    held = stored.get(doc_id)
+    if held is not None and not writer.may_write(*held):
+        return ("not written: a document with this id is held by groups this key does "
+                "not hold")
+    return None
+
+
+class Ingestion:
+    """One :meth:`Index.add_documents` call: its report, its progress and the batches it
+    embeds (in the pipeline's worker thread) for the store to write."""
+
+    def __init__(self, store: Store, chunk_tokens: int, embedder: Callable[[], Embedder],
+                 grant: Grant, writer: Access | None, batch_sentences: int,
+                 ingest: IngestReport, seen: set[str], on_progress: ProgressCallback) -> None:
+        self.store, self.chunk_tokens, self.embedder = store, chunk_tokens, embedder
+        self.grant, self.writer = grant, writer
+        self.batch_sentences, self.ingest, self.seen = batch_sentences, ingest, seen
+        self.on_progress = on_progress
+        self.report = AddReport()
+        self.progress = IndexProgress()
+        self.known = store.document_hashes()
+        self.stored_access = store.document_access() if restricted(writer) else {}
+        self.stop = threading.Event()  # set when the writer stops (Ctrl-C): embedding too
+
+    def step_progress(self, done: IndexProgress) -> None:
+        if self.stop.is_set():
+            raise Stopped
+        self.on_progress(done)
+
+    def batches(self, docs: Iterable[Document]) -> Iterator[Batch]:
+        """Documents chunked and embedded, a batch at a time; a document longer than a
+        batch goes in parts (see PreparedDocument)."""
+        pending: list[Part] = []
+        for doc in docs:
+            for part in self.parts_of(doc):
+                pending.append(part)
+                if sum(len(c.sentences) for p in pending for c in p.chunks) \
+                        >= self.batch_sentences:
+                    yield self.prepared(pending)
+                    pending = []
+        if pending:
+            yield self.prepared(pending)
+
+    def prepared(self, pending: list[Part]) -> Batch:
+        return prepare(self.embedder(), pending, self.progress, self.step_progress,
+                       self.grant)
+
+    def parts_of(self, doc: Document) -> list[Part]:
+        """What of ``doc`` is to be stored (nothing when it is unchanged or refused)."""
+        collection, groups = self.grant
+        doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id, groups))
+        refused = refusal(doc.doc_id, collection, self.writer, self.stored_access)
+        if refused:
+            self.ingest.skipped.append(Skipped(doc.path or doc.doc_id, refused))
+            return []
+        self.seen.add(doc.doc_id)
+        self.progress.documents_seen += 1
+        store = self.store
+        hashed = digest(doc, self.grant, self.chunk_tokens,
+                        store.manifest.get("embedder", {}).get("name"))
+        stored = self.known.get(doc.doc_id)
+        if stored == hashed:
+            self.report.unchanged += 1
+            self.progress.documents_unchanged += 1
+            return []
+        done = len(store.chunk_spans(doc.doc_id)) if stored == PARTIAL + hashed \
+            else 0  # a long document interrupted after its first parts: resumed
+        try:
+            split = list(parts(islice(iter_chunks(doc, self.chunk_tokens), done, None),
+                               self.batch_sentences))
+        except Exception as err:  # noqa: BLE001 - one bad document, not the run
+            self.ingest.skipped.append(Skipped(doc.path or doc.doc_id,
+                                               f"could not be chunked ({err})"))
+            return []
+        (self.report.updated if doc.doc_id in self.known else self.report.added).append(
+            doc.doc_id)
+        out = []
+        for part, last in split:
+            out.append(Part(doc, hashed, part, opens=not done, closes=last))
+            done += len(part)
+        return out
+
+    def stored(self, batch: Batch) -> None:
+        self.progress.documents_indexed += sum(d.closes for d in batch.documents)
+        self.progress.chunks += batch.chunks
+        self.report.chunks += batch.chunks
+        self.report.sentences += batch.sentences
+        self.on_progress(self.progress)
+
+    def finished(self) -> AddReport:
+        self.report.skipped, self.report.duplicates, self.report.unsupported = (
+            self.ingest.skipped, self.ingest.duplicates, self.ingest.unsupported)
+        self.progress.done = True
+        self.on_progress(self.progress)
+        return self.report

@@ -18,14 +18,22 @@ T = TypeVar("T")
 _POLL_S = 0.1  # how often a blocked producer checks whether the consumer has gone
 
 
-def pipelined(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+class Stopped(Exception):
+    """Raised inside a producer that checks ``stop`` (see :func:`pipelined`) once its
+    consumer has gone: it ends the producer's work at once."""
+
+
+def pipelined(items: Iterable[T], depth: int = 2,
+              stop: threading.Event | None = None) -> Iterator[T]:
     """Yield ``items`` as a worker thread produces them, at most ``depth`` ahead of the
     consumer. An exception raised by the producer is raised here, at the item where it
-    happened; when the consumer stops early (an exception, ``break``, Ctrl-C) the producer
-    stops at its next item."""
+    happened; when the consumer stops early (an exception, ``break``, Ctrl-C) ``stop`` is
+    set and the producer stops at its next item, or sooner where it checks ``stop`` itself
+    (raising :class:`Stopped` in a long step: an embedding batch is seconds of C++ work, and
+    a thread still in it when the interpreter exits takes the process down with SIGABRT)."""
     buffer: queue.Queue[tuple[bool, T | None, BaseException | None]] = \
         queue.Queue(maxsize=max(1, depth))
-    stop = threading.Event()
+    stop = stop if stop is not None else threading.Event()
 
     def put(item: tuple[bool, T | None, BaseException | None]) -> bool:
         while not stop.is_set():

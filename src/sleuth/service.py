@@ -162,6 +162,7 @@ class Service:
         self.parser = Sandbox(ReadLimits.of(self.settings.ingest))
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
+        self._closed = False
         self.warm = threading.Event()  # set once _warm has loaded what requests will need
         threading.Thread(target=self._warm, name="sleuth-warm", daemon=True).start()
 
@@ -174,7 +175,9 @@ class Service:
             self.parser.start()
             self.index.embedder  # noqa: B018 - the first semantic search or upload needs it
         except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
-            log.warning("could not load the index ahead of the first search", exc_info=True)
+            if not self._closed:
+                log.warning("could not load the index ahead of the first search",
+                            exc_info=True)
         self._probe_llm()
         self.warm.set()
 
@@ -214,6 +217,7 @@ class Service:
         """Stop at once: running calls are abandoned (their threads are not waited for),
         parsing children killed, the index closed. Nothing committed is lost, and an
         indexing request cut short resumes when it is sent again."""
+        self._closed = True
         server_running(False)
         for pool in (self.pool, self.writes, self.asks):
             pool.close()

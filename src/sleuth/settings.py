@@ -53,6 +53,13 @@ class LLMSettings(BaseModel):
         "1.5b", description="The offline model used when no endpoint is configured"
     )
     local_context: int = Field(16384, ge=2048, description="Context size of the local model")
+    local_runtime: Literal["auto", "xllamacpp", "llama-server"] = Field(
+        "auto", description="What runs the local model: 'xllamacpp' (prebuilt, from PyPI), "
+        "'llama-server' (compiled by `sleuth llm install-local --runtime llama-server`), or "
+        "'auto': the faster one that can run here (sleuth llm status says which)")
+    local_idle_minutes: float = Field(
+        15.0, ge=0, description="Minutes without a request after which the machine's shared "
+        "local model server stops (0: it runs until `sleuth llm stop`)")
 
     @property
     def configured(self) -> bool:

@@ -13,6 +13,7 @@ and ``sleuth eval run`` all reach it. ``auto`` (the router over two other varian
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from sleuth.llm import LLM
 from sleuth.prompts import prompt
 from sleuth.settings import Settings
 from sleuth.tools import TOOLS
+
+log = logging.getLogger("sleuth")
 
 
 @dataclass(frozen=True)
@@ -195,8 +198,10 @@ def llm_from_settings(settings: Settings) -> LLM:
 
     cfg = settings.llm
     if not cfg.configured:
-        if local.installed(cfg.local_model):
-            server = local.shared_server(cfg.local_model, cfg.local_context)
+        if local.installed(cfg.local_model, cfg.local_runtime):
+            server = local.shared_server(cfg.local_model, cfg.local_context,
+                                         runtime=cfg.local_runtime,
+                                         idle_minutes=cfg.local_idle_minutes, say=log.info)
             return local.client(server, cfg.local_model, cfg)
         raise ConfigError(
             "no LLM endpoint configured: set SLEUTH_BASE_URL (e.g. https://api.openai.com/v1 or "

