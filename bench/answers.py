@@ -114,12 +114,13 @@ def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
 
 def run_dataset(name: str, agents: list[str], model: str, index: str | None,
                 judge: bool, arag: bool, cap_tokens: int | None = None,
-                limit: int | None = None) -> dict[str, Any]:
+                limit: int | None = None, out_root: Path = OUT,
+                cache: bool = True) -> dict[str, Any]:
     import sleuth.eval as sleuth_eval
     from sleuth.llm.cache import default_llm_cache
 
     spec = SPECS[name]
-    out = OUT / name
+    out = out_root / name
     folder, questions = subset(name, out)
     settings = settings_for(spec, model, index)
     location = prepare(folder, questions, spec, settings, index)
@@ -129,7 +130,8 @@ def run_dataset(name: str, agents: list[str], model: str, index: str | None,
         print(f"[{name}] {agent}: answering (resumable) ...", flush=True)
         result = sleuth_eval.run(folder, [agent], output=out / agent, settings=settings,
                                  questions=questions, limit=limit, workers=1,
-                                 resume=True, index=location, llm_cache=default_llm_cache())
+                                 resume=True, index=location,
+                                 llm_cache=default_llm_cache() if cache else None)
         timings[agent] = {"seconds_this_call": round(time.perf_counter() - started, 1),
                           **result["runs"][0]}
         print(f"[{name}] {agent}: {timings[agent]}", flush=True)
@@ -190,6 +192,10 @@ def main() -> None:
     parser.add_argument("--arag-cap-max-tokens", type=int, default=None,
                         help="lower A-RAG's max_tokens (16,384) to N on the wire (a deviation, "
                         "reported)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="where the runs and the summary go [bench/out/answers]")
+    parser.add_argument("--no-llm-cache", action="store_true",
+                        help="send every request to the model (comparing runtimes)")
     args = parser.parse_args()
     indexes = dict(item.split("=", 1) for item in args.index)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
@@ -202,14 +208,14 @@ def main() -> None:
         agents = args.agents.split(",") if args.agents else list(SPECS[name].agents)
         results.append(run_dataset(name, agents, args.model, indexes.get(name),
                                    args.judge_all, args.arag, args.arag_cap_max_tokens,
-                                   args.limit))
-    OUT.mkdir(parents=True, exist_ok=True)
+                                   args.limit, args.out, not args.no_llm_cache))
+    args.out.mkdir(parents=True, exist_ok=True)
     summary = {"machine": facts, "model": args.model,
                "command": "python bench/answers.py " + " ".join(sys.argv[1:]),
                "results": results}
-    (OUT / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     text = table(results)
-    (OUT / "summary.md").write_text(text + "\n")
+    (args.out / "summary.md").write_text(text + "\n")
     print(text)
 
 

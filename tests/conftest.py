@@ -1,4 +1,6 @@
-"""Shared fixtures: an isolated home/cache, the real sample corpus and a 2Wiki slice."""
+"""Shared fixtures: an isolated home/cache, the real sample corpus, a 2Wiki slice and
+generated PDF filings. Every file they read is in the repository (``tests/data``, see its
+README); nothing comes from outside it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,8 +23,9 @@ from sleuth.llm import FakeLLMServer
 from sleuth.quickstart import sample_path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-TWOWIKI = SHARED / "data" / "2wikimultihopqa"
+DATA = REPO / "tests" / "data"
+TWOWIKI_PASSAGES = DATA / "2wiki-passages.json"  # the first 300 passages of the 2Wiki corpus
+TWOWIKI_QUESTIONS = DATA / "2wiki-questions.json"  # the first 120 of its dev questions
 
 
 class LiveServer:
@@ -65,11 +69,23 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
             monkeypatch.delenv(key)
 
 
-def twowiki_records(limit: int) -> list[dict[str, str]]:
-    if not TWOWIKI.exists():
-        pytest.skip("../shared/data is not present")
-    records: list[dict[str, str]] = json.loads((TWOWIKI / "corpus.json").read_text())
+def _first(path: Path, limit: int) -> list[Any]:
+    """The first ``limit`` records of a checked-in JSON list; more than it holds is an error
+    (extend the file from the same source, see tests/data/README.md)."""
+    records: list[Any] = json.loads(path.read_text(encoding="utf-8"))
+    if limit > len(records):
+        raise ValueError(f"{path.relative_to(REPO)} holds {len(records)} records, not {limit}")
     return records[:limit]
+
+
+def twowiki_records(limit: int) -> list[dict[str, str]]:
+    """The first ``limit`` passages (id, title, text) of the 2Wiki corpus, in its order."""
+    return _first(TWOWIKI_PASSAGES, limit)
+
+
+def twowiki_questions(limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` 2Wiki dev questions (the benchmark's questions.json records)."""
+    return _first(TWOWIKI_QUESTIONS, limit)
 
 
 class MemoEmbedder:
@@ -216,7 +232,8 @@ TINY_QUESTIONS = [
 
 @pytest.fixture()
 def dataset(tmp_path: Path) -> Path:
-    """A three-passage dataset folder in the shared/data layout."""
+    """A three-passage dataset folder in the benchmark layout (corpus.json,
+    questions.json)."""
     folder = tmp_path / "tiny"
     folder.mkdir()
     (folder / "corpus.json").write_text(json.dumps(TINY_CORPUS))
@@ -224,19 +241,73 @@ def dataset(tmp_path: Path) -> Path:
     return folder
 
 
-FILINGS = SHARED / "data" / "financebench" / "pdfs"
-ULTA = "ULTABEAUTY_2023Q4_EARNINGS.pdf"
-FOOTLOCKER = "FOOTLOCKER_2022_8K_dated-2022-05-20.pdf"
+FILINGS_JSON = DATA / "filings.json"  # fictional filings: each PDF page as lines of text
+ACME = "ACME_2023Q4_EARNINGS.pdf"  # an earnings release, 6 pages
+GLOBEX = "GLOBEX_2022_8K_dated-2022-05-20.pdf"  # an 8-K with shareholder votes, 4 pages
+# (and INITECH_2019_10K.pdf, a 10-K excerpt of 5 pages whose metadata title is no title)
+PAGE, MARGIN, TOP, LEADING, FONT_SIZE, COLUMN = (612, 792), 54, 60, 11.5, 9, 78
+
+
+def filing_specs() -> list[dict[str, Any]]:
+    """Each filing as ``{"file", "title" (PDF metadata), "pages"}``; a page is a list of
+    lines, a line a string or a table row (a list of cells)."""
+    specs: list[dict[str, Any]] = json.loads(FILINGS_JSON.read_text(encoding="utf-8"))
+    return specs
+
+
+def filing_page_texts(spec: dict[str, Any]) -> list[str]:
+    """The text drawn on each page of a filing, a table row's cells joined by spaces."""
+    return ["\n".join(" ".join(line) if isinstance(line, list) else line for line in lines)
+            for lines in spec["pages"]]
+
+
+def write_filing(path: Path, spec: dict[str, Any]) -> Path:
+    """Draw a filing as a PDF: one text line per line, a table row's first cell on the left
+    and the others right-aligned in columns (PyMuPDF reads each cell as a line, as in real
+    filings), in MuPDF's built-in Helvetica (curly quotes, dashes and ☐ included)."""
+    pymupdf = pytest.importorskip(
+        "pymupdf", reason="PyMuPDF is not installed (pip install 'sleuth-rag[pdf]')")
+    font = pymupdf.Font("helv")
+    width, height = PAGE
+    pdf = pymupdf.open()
+    for lines in spec["pages"]:
+        page = pdf.new_page(width=width, height=height)
+        writer = pymupdf.TextWriter(page.rect)
+        assert TOP + LEADING * len(lines) < height - MARGIN, f"page too long: {lines[0]}"
+        for number, line in enumerate(lines):
+            cells = line if isinstance(line, list) else [line]
+            right = float(MARGIN)
+            for column, cell in enumerate(cells):
+                size = font.text_length(cell, fontsize=FONT_SIZE)
+                x = MARGIN if column == 0 else \
+                    width - MARGIN - COLUMN * (len(cells) - 1 - column) - size
+                assert (column == 0 or not cell or x >= right + 4) and \
+                    x + size <= width - MARGIN, f"cells overlap or overflow: {line}"
+                if cell:
+                    writer.append((x, TOP + LEADING * number), cell, font=font,
+                                  fontsize=FONT_SIZE)
+                    right = x + size
+        writer.write_text(page)
+    pdf.set_metadata({"title": spec["title"], "creator": "Sleuth tests"})
+    pdf.save(path, garbage=3, deflate=True)
+    return path
 
 
 @pytest.fixture(scope="session")
-def filings_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Two real filings (13 PDF pages) indexed once; tests copy it when they write."""
-    if not (FILINGS / ULTA).is_file():
-        pytest.skip("../shared/data/financebench/pdfs is not present")
+def filing_pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The fictional filings of tests/data/filings.json drawn as PDFs once, by file name."""
+    folder = tmp_path_factory.mktemp("filings")
+    return {spec["file"]: write_filing(folder / spec["file"], spec) for spec in filing_specs()}
+
+
+@pytest.fixture(scope="session")
+def filings_index(filing_pdfs: dict[str, Path],
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Two filings (10 PDF pages: an earnings release and an 8-K) indexed once; tests copy
+    it when they write."""
     folder = tmp_path_factory.mktemp("filings-index") / "idx"
     with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([FILINGS / ULTA, FILINGS / FOOTLOCKER])
+        index.add([filing_pdfs[ACME], filing_pdfs[GLOBEX]])
     yield folder
 
 

@@ -5,6 +5,7 @@ replies at a real server's pace."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 pytest.importorskip("fastapi")
 playwright = pytest.importorskip("playwright.sync_api")
 
-from conftest import REPO, LiveServer  # noqa: E402
+from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.llm.fake import FakeLLMServer, call, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
@@ -27,7 +28,12 @@ PEPYS = "pepys-diary-1660.md#0"
 KEYS = {"root": "k-root", "acme": {"key": "k-acme", "collection": "acme"},
         "globex": {"key": "k-globex", "collection": "globex"}}
 UPLOAD_LIMIT = 200_000
-SCREENSHOT = REPO / "docs" / "app.png"
+# The first test's screenshot goes to its tmp_path, or where SLEUTH_APP_SCREENSHOT says
+# (`SLEUTH_APP_SCREENSHOT=docs/app.png python -m pytest tests/test_app.py` refreshes the
+# documentation's picture). Read at import: the autouse fixture clears SLEUTH_* variables.
+SCREENSHOT_ENV = os.environ.get("SLEUTH_APP_SCREENSHOT", "")
+SCREENSHOT = Path(SCREENSHOT_ENV).expanduser().resolve() if SCREENSHOT_ENV else None
+PNG = b"\x89PNG\r\n\x1a\n"
 ANSWER = ("Greatorex showed Pepys how levers work and what happens to them over time "
           f"[{PEPYS}].")
 
@@ -118,7 +124,8 @@ class Page:
         self.context.close()
 
 
-def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any) -> None:
+def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any,
+                                               tmp_path: Path) -> None:
     script = [call("keyword_search", keywords=["Greatorex"]),
               {**reply(ANSWER), "pace": 0.05},
               {**reply(f"In 1660, the year of the diary [{PEPYS}]."), "pace": 0.05}]
@@ -151,8 +158,10 @@ def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any) -> Non
         assert page.locator("#notice").is_hidden()  # no error shown
         turn.locator(".steps > summary").click()  # what the agent did, for the screenshot
         turn.locator(".steps .step").first.wait_for()
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT))
+        screenshot = SCREENSHOT or tmp_path / "app.png"
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshot))
+        assert screenshot.read_bytes().startswith(PNG)
         page.keyboard.press("Escape")
         assert page.locator("#passage").is_hidden()
 

@@ -1,4 +1,5 @@
-"""The AgenticRAG document tools by hand: `sleuth search` / `find` / `open` on real filings."""
+"""The AgenticRAG document tools by hand: `sleuth search` / `find` / `open` on filings (PDFs
+generated from tests/data/filings.json: an earnings release and an 8-K)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import FOOTLOCKER, ULTA
+from tests.conftest import ACME, GLOBEX
 
 
 @pytest.fixture()
@@ -24,17 +25,17 @@ def test_search_merges_queries_and_hands_out_reference_ids(sleuth, filings: str)
     data = result.json()
     results = data["results"]
     assert [r["ref"] for r in results] == ["turn1search1", "turn1search2"]
-    assert {r["file"] for r in results} == {ULTA, FOOTLOCKER}  # one entry per document
-    ulta = next(r for r in results if r["file"] == ULTA)
-    assert ulta["type"] == "pdf" and ulta["page"] == 1
-    assert ulta["queries"] == [1, 2] and 0 < ulta["score"] <= 1
-    assert ulta["title"] == "Ulta Beauty Announces Fourth Quarter Fiscal 2022 Results"
-    assert ulta["where"].startswith("page 1, line")
+    assert {r["file"] for r in results} == {ACME, GLOBEX}  # one entry per document
+    acme = next(r for r in results if r["file"] == ACME)
+    assert acme["type"] == "pdf" and acme["page"] == 1
+    assert acme["queries"] == [1, 2] and 0 < acme["score"] <= 1
+    assert acme["title"] == "Acme Stores Announces Fourth Quarter Fiscal 2022 Results"
+    assert acme["where"].startswith("page 1, line")
     # text form: header per result with id, title, file, type, page, lines, score, snippet
     text = sleuth("search", "comparable sales", "--index", filings, "--top-k", "1").out
     assert text.startswith("Search results for 1 query (1 document):")
     first = text.splitlines()[3]
-    assert first.startswith("[turn1search3] Ulta Beauty") and f"file: {ULTA}" in first
+    assert first.startswith("[turn1search3] Acme Stores") and f"file: {ACME}" in first
     assert "type: pdf | page " in first and "score: " in first
     assert text.splitlines()[4].strip().split(":")[0].isdigit()  # a line-numbered snippet
 
@@ -48,13 +49,13 @@ def test_too_many_queries_and_unknown_refs_are_refused(sleuth, filings: str):
 
 
 def test_find_shows_two_passages_per_pattern_with_line_numbers(sleuth, filings: str):
-    sleuth("search", "Ulta Beauty fourth quarter results", "--index", filings)
+    sleuth("search", "Acme Stores fourth quarter results", "--index", filings)
     data = sleuth("find", "turn1search1", "net sales", "operating income", "no-such-phrase",
                   "--index", filings, "--json").json()
     matches = {m["pattern"]: m["lines"] for m in data["matches"]}
     assert len(matches["net sales"]) > 2 and matches["no-such-phrase"] == []
     text = sleuth("find", "turn1search1", "net sales", "--index", filings).out
-    assert text.startswith("[turn1search1] Ulta Beauty")
+    assert text.startswith("[turn1search1] Acme Stores")
     assert f'pattern "net sales": {len(matches["net sales"])} matches' in text
     assert "more matches at lines" in text
     first = matches["net sales"][0]
@@ -66,7 +67,7 @@ def test_find_shows_two_passages_per_pattern_with_line_numbers(sleuth, filings: 
 
 def test_find_output_is_capped_in_tokens(sleuth, filings: str, monkeypatch):
     monkeypatch.setenv("SLEUTH_AGENT__FIND_TOKEN_CAP", "500")
-    sleuth("search", "Ulta Beauty fourth quarter results", "--index", filings)
+    sleuth("search", "Acme Stores fourth quarter results", "--index", filings)
     data = sleuth("find", "turn1search1", "net sales", "fiscal", "stores", "--index", filings,
                   "--json").json()
     assert data["truncated"] is True
@@ -76,21 +77,21 @@ def test_find_output_is_capped_in_tokens(sleuth, filings: str, monkeypatch):
 
 
 def test_open_shows_a_numbered_window_with_its_header(sleuth, filings: str, monkeypatch):
-    sleuth("search", "Ulta Beauty fourth quarter results", "--index", filings)
+    sleuth("search", "Acme Stores fourth quarter results", "--index", filings)
     whole = sleuth("open", "turn1search1", "--index", filings, "--json").json()
     total = whole["lines"]
     assert whole["first"] == 0 and whole["last"] == total - 1  # shorter than 1,800 lines
-    assert whole["chunks"] and all(c.startswith(ULTA + "#") for c in whole["chunks"])
+    assert whole["chunks"] and all(c.startswith(ACME + "#") for c in whole["chunks"])
     monkeypatch.setenv("SLEUTH_AGENT__OPEN_WINDOW", "20")
     text = sleuth("open", "turn1search1", "--line", "40", "--index", filings).out
     assert text.splitlines()[1] == (f"Viewing lines [40–59] of {total} lines; open line 60 "
                                     "to continue")
     assert text.splitlines()[2].startswith("40: ")
     paged = sleuth("open", "turn1search1", "--line", "0", "--index", filings).out
-    assert "(ULTABEAUTY_2023Q4_EARNINGS.pdf, pdf, page 1)" in paged.splitlines()[0]
+    assert "(ACME_2023Q4_EARNINGS.pdf, pdf, page 1)" in paged.splitlines()[0]
     past = sleuth("open", "turn1search1", "--line", str(total + 5), "--index", filings)
     assert past.code == 1 and f"past the end of turn1search1 ({total} lines" in past.err
-    by_id = sleuth("open", FOOTLOCKER, "--index", filings)  # a document id works too
+    by_id = sleuth("open", GLOBEX, "--index", filings)  # a document id works too
     assert by_id.code == 0 and "Viewing lines [0–19]" in by_id.out
 
 

@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from tests.conftest import twowiki_records
 
 from sleuth.errors import IngestError
 from sleuth.ingest import (
@@ -23,8 +24,6 @@ from sleuth.ingest import (
 )
 from sleuth.tokens import count_tokens
 from sleuth.types import Chunk, Document, Sentence
-
-CORPUS_2WIKI = Path(__file__).parents[2] / "shared" / "data" / "2wikimultihopqa" / "corpus.json"
 
 
 def texts(text: str) -> list[str]:
@@ -136,9 +135,7 @@ def test_hard_wrapped_prose_is_not_split_at_newlines() -> None:
 
 
 def test_split_is_fast_on_real_corpus() -> None:
-    if not CORPUS_2WIKI.exists():
-        pytest.skip("benchmark data not available")
-    records = json.loads(CORPUS_2WIKI.read_text(encoding="utf-8"))[:300]
+    records = twowiki_records(300)
     text = "\n\n".join(f"{r['title']}\n{r['text']}" for r in records)
     sentences = split_sentences(text)
     assert len(sentences) > 300
@@ -300,9 +297,7 @@ def test_json_corpus_records(tmp_path: Path) -> None:
 
 
 def test_real_2wiki_records(tmp_path: Path) -> None:
-    if not CORPUS_2WIKI.exists():
-        pytest.skip("benchmark data not available")
-    records = json.loads(CORPUS_2WIKI.read_text(encoding="utf-8"))[:20]
+    records = twowiki_records(20)
     path = write(tmp_path / "corpus.json", json.dumps(records))
     docs, report = load([path])
     assert len(docs) == 20 and not report.skipped

@@ -1,6 +1,6 @@
-"""The document agents (`docs`; `agenticrag`, the published loop) on real filings, under the
-scripted endpoint: context management at 90 % / 100 % of the budget, reference-id citations
-with relevance, sessions and chat."""
+"""The document agents (`docs`; `agenticrag`, the published loop) on filings (PDFs generated
+from tests/data/filings.json), under the scripted endpoint: context management at 90 % / 100 %
+of the budget, reference-id citations with relevance, sessions and chat."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import FOOTLOCKER, ULTA
+from tests.conftest import ACME, GLOBEX
 
 import sleuth
 from sleuth.llm import call, reply
@@ -33,16 +33,16 @@ def test_context_manager_warns_at_90_and_summarizes_at_100_percent(
     monkeypatch.setenv("SLEUTH_AGENT__TOKEN_BUDGET", "20000")
     monkeypatch.setenv("SLEUTH_AGENT__OPEN_WINDOW", "20")
     server = endpoint([
-        {**call("search", queries=["Ulta Beauty net sales", "Foot Locker shareholder votes"]),
+        {**call("search", queries=["Acme Stores net sales", "Globex shareholder votes"]),
          "usage": usage(1000)},
         {**call("open", ref="turn1search1", line=0), "usage": usage(18_500)},  # -> over 90 %
         {**call("find", ref="turn1search2", patterns=["votes"]), "usage": usage(19_990)},
-        call("summarize", notes="Ulta net sales were $3.2 billion [turn1search1].",
+        call("summarize", notes="Acme net sales were $3.2 billion [turn1search1].",
              keep_refs=["turn1search1"]),  # forced at 100 %
         reply("Net sales were $3.2 billion [turn1search1].\nRelevance: turn1search1=0.9"),
     ])
     with server:
-        result = sleuth("ask", "What were Ulta Beauty's fourth quarter net sales?", "--agent",
+        result = sleuth("ask", "What were Acme Stores' fourth quarter net sales?", "--agent",
                         "agenticrag", "--index", filings, "--json")
     assert result.code == 0, result.err
     record = result.json()
@@ -71,7 +71,7 @@ def test_context_manager_warns_at_90_and_summarizes_at_100_percent(
     assert find_out == "[removed by summarize: turn1search2]"
     assert summary_out.startswith("Notes recorded. Keeping the output of: turn1search1")
     # the notes themselves stay in the conversation
-    assert any("Ulta net sales were $3.2 billion" in str(m.get("tool_calls"))
+    assert any("Acme net sales were $3.2 billion" in str(m.get("tool_calls"))
                for m in server.requests[4]["messages"] if m["role"] == "assistant")
     assert record["answer"].startswith("Net sales were $3.2 billion")
     assert record["chunks_read_ids"]  # the opened window counts as read
@@ -79,13 +79,13 @@ def test_context_manager_warns_at_90_and_summarizes_at_100_percent(
 
 def test_a_summary_written_as_text_still_frees_the_context(endpoint, filings: str):
     server = endpoint([
-        {**call("search", queries=["Ulta Beauty net sales"]), "usage": usage(1_000_000)},
+        {**call("search", queries=["Acme Stores net sales"]), "usage": usage(1_000_000)},
         reply("Notes: net sales $3.2 billion in turn1search1."),  # ignores the forced call
         reply("Net sales were $3.2 billion [turn1search1]."),
     ])
     settings = sleuth.Settings.load(agent={"token_budget": 1_000_000})
     with server:
-        answer = sleuth.ask("Ulta net sales?", index=filings, agent="agenticrag", settings=settings)
+        answer = sleuth.ask("Acme net sales?", index=filings, agent="agenticrag", settings=settings)
     events = answer.context_events
     assert events[-1]["event"] == "summarize" and "turn1search1" in events[-1]["kept"]
     assert answer.trajectory[-1].tool_name == "summarize"
@@ -94,20 +94,20 @@ def test_a_summary_written_as_text_still_frees_the_context(endpoint, filings: st
 
 def test_citations_of_reference_ids_rank_documents_by_relevance(endpoint, filings: str):
     server = endpoint([
-        call("search", queries=["Foot Locker annual meeting votes", "Ulta net sales"]),
-        reply("Net sales rose 18.2% [turn1search2]; see also [turn1search1].\n"
+        call("search", queries=["Globex annual meeting votes", "Acme net sales"]),
+        reply("Net sales rose 15.2% [turn1search2]; see also [turn1search1].\n"
               "Relevance: turn1search1=0.3, turn1search2=0.9"),
     ])
     with server:
-        answer = sleuth.ask("How much did Ulta's net sales grow?", index=filings,
+        answer = sleuth.ask("How much did Acme's net sales grow?", index=filings,
                             agent="agenticrag")
     by_ref = {c.ref: c for c in answer.citations}
     assert set(by_ref) == {"turn1search1", "turn1search2"}
-    ulta = next(c for c in answer.citations if c.doc_id == ULTA)
-    assert ulta.relevance == 0.9 and ulta.where and ulta.where.startswith("page ")
-    assert answer.document_ranking == [ULTA, FOOTLOCKER]
+    acme = next(c for c in answer.citations if c.doc_id == ACME)
+    assert acme.relevance == 0.9 and acme.where and acme.where.startswith("page ")
+    assert answer.document_ranking == [ACME, GLOBEX]
     record = answer.to_record()
-    assert record["document_ranking"] == [ULTA, FOOTLOCKER]
+    assert record["document_ranking"] == [ACME, GLOBEX]
     assert {c["ref"] for c in record["citations"]} == {"turn1search1", "turn1search2"}
 
 
@@ -123,14 +123,14 @@ def test_all_agent_offers_every_tool(endpoint, filings: str):
 def test_follow_up_reuses_earlier_references_and_the_session_persists(endpoint,
                                                                       filings: str):
     server = endpoint([
-        call("search", queries=["Ulta Beauty fourth quarter net sales"]),
+        call("search", queries=["Acme Stores fourth quarter net sales"]),
         reply("Net sales were $3.2 billion [turn1search1]."),
         call("find", ref="turn1search1", patterns=["operating income"]),  # no new search
         reply("Operating income was reported too [turn1search1]."),
     ])
     with server, sleuth.Index.open(filings) as index:
         session = Session(index, agent="agenticrag", session_id="demo")
-        first = session.ask("What were Ulta's Q4 net sales?")
+        first = session.ask("What were Acme's Q4 net sales?")
         second = session.ask("And its operating income?")
     assert first.citations[0].ref == "turn1search1"
     assert second.trajectory[0].tool_name == "find" and second.trajectory[0].error is None
@@ -138,7 +138,7 @@ def test_follow_up_reuses_earlier_references_and_the_session_persists(endpoint,
     follow_up = server.requests[2]["messages"]
     assert follow_up[0]["role"] == "system"
     assert [m["content"] for m in follow_up if m["role"] == "user"] == [
-        "What were Ulta's Q4 net sales?", "And its operating income?"]
+        "What were Acme's Q4 net sales?", "And its operating income?"]
     assert any("[turn1search1]" in str(m.get("content")) for m in follow_up
                if m["role"] == "tool")  # the earlier search output is still visible
     with sleuth.Index.open(filings) as index:
@@ -150,7 +150,7 @@ def test_follow_up_reuses_earlier_references_and_the_session_persists(endpoint,
 
 def test_chat_answers_each_line_and_resumes(endpoint, sleuth, filings: str, monkeypatch):
     server = endpoint([
-        call("search", queries=["Foot Locker shareholder votes"]),
+        call("search", queries=["Globex shareholder votes"]),
         reply("The proposals passed [turn1search1]."),
         reply("Yes, as said before [turn1search1]."),
         reply("Still yes [turn1search1]."),
@@ -174,7 +174,7 @@ def test_docs_agent_starts_from_a_search_for_the_whole_question(endpoint, filing
     """The default `docs` agent is given its first search (the whole question, as the
     hybrid agent is given hybrid_search), written as the model's own first call; the
     published AgenticRAG loop, where the model makes every search, is `agenticrag`."""
-    question = "What were Ulta Beauty's net sales in the fourth quarter of fiscal 2022?"
+    question = "What were Acme Stores' net sales in the fourth quarter of fiscal 2022?"
     server = endpoint([
         reply("Net sales were $3.2 billion [turn1search1].\nRelevance: turn1search1=0.9"),
     ])
@@ -188,4 +188,4 @@ def test_docs_agent_starts_from_a_search_for_the_whole_question(endpoint, filing
     assert sent[-1]["role"] == "tool" and sent[-1]["content"].startswith("Search results")
     assert "[turn1search1]" in sent[-1]["content"]
     assert answer.citations[0].ref == "turn1search1"
-    assert "ulta" in answer.citations[0].doc_id.lower()
+    assert "acme" in answer.citations[0].doc_id.lower()

@@ -1,12 +1,13 @@
-"""PDF and .docx ingestion: page spans checked against FinanceBench, bad files skipped."""
+"""PDF and .docx ingestion: page spans checked against generated filings (the text drawn on
+each page, tests/data/filings.json), bad files skipped."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import ACME, filing_page_texts, filing_specs
 
 from sleuth import Index, Settings
 from sleuth.docview import DocumentView
@@ -15,8 +16,6 @@ from sleuth.types import Document
 
 pymupdf = pytest.importorskip("pymupdf")
 docx = pytest.importorskip("docx")
-
-FINANCEBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "financebench"
 
 
 def load(paths: list[Path]) -> tuple[list[Document], IngestReport]:
@@ -28,16 +27,10 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def smallest_filings(count: int) -> list[Path]:
-    folder = FINANCEBENCH / "pdfs"
-    if not folder.is_dir():
-        pytest.skip("../shared/data/financebench is not present")
-    return sorted(folder.glob("*.pdf"), key=lambda p: p.stat().st_size)[:count]
-
-
-def corpus_pages() -> dict[str, str]:
-    records = json.loads((FINANCEBENCH / "corpus.json").read_text())
-    return {r["id"]: r["text"] for r in records}
+def drawn_pages() -> dict[str, str]:
+    """Each filing page's drawn text, by ``<stem>#p<page>`` (0-based) as in FinanceBench."""
+    return {f"{Path(spec['file']).stem}#p{number}": text for spec in filing_specs()
+            for number, text in enumerate(filing_page_texts(spec))}
 
 
 def make_pdf(path: Path, pages: list[str], *, title: str = "", **save: object) -> Path:
@@ -83,13 +76,14 @@ def image_only_pdf(path: Path) -> Path:
     return path
 
 
-# --- real filings ------------------------------------------------------------------------
+# --- filings (several pages, tables read as one line per cell) ---------------------------
 
 
-def test_filing_pages_match_the_corpus_and_map_to_lines() -> None:
-    docs, report = load(smallest_filings(2))
-    assert len(docs) == 2 and not report.skipped
-    expected = corpus_pages()
+def test_filing_pages_match_the_drawn_text_and_map_to_lines(
+        filing_pdfs: dict[str, Path]) -> None:
+    docs, report = load(list(filing_pdfs.values()))
+    assert len(docs) == len(filing_pdfs) == 3 and not report.skipped
+    expected = drawn_pages()
     for doc in docs:
         stem = Path(doc.path or "").stem
         assert doc.type == "pdf" and doc.doc_id == f"{stem}.pdf"
@@ -107,8 +101,8 @@ def test_filing_pages_match_the_corpus_and_map_to_lines() -> None:
             assert f"--- page {number} ---\n{first}: " in view.render(first, last)
 
 
-def test_indexed_filing_keeps_its_pages(tmp_path: Path) -> None:
-    (filing,) = smallest_filings(1)
+def test_indexed_filing_keeps_its_pages(filing_pdfs: dict[str, Path], tmp_path: Path) -> None:
+    filing = filing_pdfs[ACME]
     with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
         report = index.add([filing])
         assert report.added == [filing.name] and not report.skipped

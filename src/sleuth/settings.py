@@ -75,8 +75,13 @@ class EmbedSettings(BaseModel):
         "distilled from it once: ~100x faster, for large corpora), a sentence-transformers "
         "path or name, or 'openai:<model>' for an OpenAI-compatible /embeddings endpoint",
     )
-    batch_size: int = Field(64, ge=1, description="Sentences per encode batch")
+    batch_size: int = Field(64, ge=1, description="Sentences per encode batch (the bundled "
+                            "MiniLM on ONNX Runtime takes at most 16: less padding)")
     device: str = Field("cpu", description="Torch device: cpu, cuda, cuda:0, mps")
+    backend: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="What runs the bundled MiniLM on the CPU: ONNX Runtime (the "
+        "same vectors, 2.7x faster on 2 cores), torch, or auto: ONNX Runtime where it is "
+        "installed")
     base_url: str | None = Field(None, description="Embeddings endpoint (openai: models)")
     api_key: str | None = Field(None, description="Embeddings endpoint key (openai: models)")
 

