@@ -29,7 +29,7 @@ import numpy as np
 
 from sleuth.ingest import chunk_document
 from sleuth.store.base import PreparedDocument, open_store
-from sleuth.tokens import count_tokens
+from sleuth.text.tokens import count_tokens
 from sleuth.types import Chunk, Document
 
 GENERATOR_VERSION = 3

@@ -29,10 +29,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.llm.fake import FakeLLMServer, reply  # noqa: E402
-from sleuth.quickstart import sample_path  # noqa: E402
+from sleuth.cli.quickstart import sample_path  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import FakeLLMServer, reply  # noqa: E402
 
 KEY = "bench-key"
 ANSWER = "Greatorex showed Pepys how levers work and what happens to them over time " \

@@ -44,7 +44,7 @@ from _common import (
 )
 from _wiki import load_minilm
 
-import sleuth.index as sleuth_index
+import sleuth.index.read as sleuth_index
 from sleuth import Index
 from sleuth.ingest import IngestReport, JsonFields, chunk_document, iter_documents
 from sleuth.settings import Settings

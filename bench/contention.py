@@ -80,7 +80,7 @@ def keywords(question: str) -> list[str]:
 
 def retrieval_worker(args: argparse.Namespace) -> dict[str, Any]:
     from sleuth import Index
-    from sleuth.service import Service
+    from sleuth.service.service import Service
     from sleuth.settings import Settings
 
     qs = questions(args.queries)

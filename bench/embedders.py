@@ -46,9 +46,9 @@ from sleuth.embed import (  # noqa: E402
     minilm_path,
     model2vec_path,
 )
-from sleuth.indexing import embed_inputs  # noqa: E402
+from sleuth.index.indexing import embed_inputs  # noqa: E402
 from sleuth.ingest import iter_chunks, iter_documents  # noqa: E402
-from sleuth.threads import batch_work, configure_threads  # noqa: E402
+from sleuth.text.threads import batch_work, configure_threads  # noqa: E402
 
 MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
 PGDOCS = Path(__file__).resolve().parent / "sets" / "pgdocs" / "questions.json"

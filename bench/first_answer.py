@@ -86,7 +86,7 @@ def main() -> None:
 
     result: dict[str, Any] = {"machine": machine_facts(), "index": args.index}
     local.stop_servers()
-    result["import_cli_s"] = round(seconds_of("import sleuth.cli"), 2)
+    result["import_cli_s"] = round(seconds_of("import sleuth.cli.main"), 2)
     result["embedder_load_s"] = round(seconds_of(
         "import time; from sleuth import Settings; from sleuth.embed import load_embedder; "
         "load_embedder(Settings.load().embed)"), 2)
@@ -104,7 +104,7 @@ def main() -> None:
             rows.append(got)
             print(f"  {label}: {got}", flush=True)
     result["asks"] = rows
-    print(f"import sleuth.cli {result['import_cli_s']} s, embedder {result['embedder_load_s']} s, "
+    print(f"import sleuth.cli.main {result['import_cli_s']} s, embedder {result['embedder_load_s']} s, "
           f"model start {result['model_start_s']} s")
     print(md_table(["run", "question", "wall s", "prompt s", "prompt tok", "generate s",
                     "gen tok", "calls"],

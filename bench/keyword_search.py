@@ -40,7 +40,7 @@ from _common import (  # noqa: E402
 )
 from _synth import Vocab, ensure_index  # noqa: E402
 
-import sleuth.store.local as local_store  # noqa: E402
+import sleuth.store.local.store as local_store  # noqa: E402
 from sleuth import Index  # noqa: E402
 from sleuth.store import keyword as kw  # noqa: E402
 

@@ -30,9 +30,9 @@ from _common import OUT_DIR, QUESTIONS_2WIKI, command_line, machine_facts, pct, 
 from contention import spin
 
 from sleuth.eval.metrics import contain_match, exact_match
-from sleuth.index import Index
+from sleuth.index.write import Index
 from sleuth.tools import TOOLS, Tool, ToolContext
-from sleuth.tracker import Tracker
+from sleuth.tools.tracker import Tracker
 
 
 def run(index: Index, tool: Tool, questions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -40,8 +40,8 @@ from _common import (
 )
 
 from sleuth import Index, Settings
+from sleuth.index.copy import copy_store
 from sleuth.store.base import open_store
-from sleuth.store.copy import copy_store
 
 SCHEMA = "parity_2wiki"
 STOP = {"what", "which", "when", "where", "who", "whom", "whose", "does", "did", "with",

@@ -30,8 +30,8 @@ from scale import exact_top, pg_blocks, pg_chunk_ids, pg_settings, start_postgre
 
 from sleuth import Index, Settings
 from sleuth.errors import IndexNotFound
+from sleuth.index.copy import copy_store
 from sleuth.store.base import open_store
-from sleuth.store.copy import copy_store
 
 RECALL_K = 10
 

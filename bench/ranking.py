@@ -28,9 +28,9 @@ from typing import Any
 
 from sleuth.eval.datasets import Question, doc_key, load_dataset
 from sleuth.eval.metrics import recall_at_k
-from sleuth.index import ReadIndex
-from sleuth.querytext import CAPITALISED
+from sleuth.index.read import ReadIndex
 from sleuth.retrieval import HybridRetriever, entity_pages, interleave
+from sleuth.text.querytext import CAPITALISED
 
 
 def old_second_hop(index: ReadIndex, retriever: HybridRetriever, question: str) -> list[str]:

@@ -93,9 +93,9 @@ from _common import (
 from _synth import TextGen, Vocab
 
 from sleuth import Index, Settings
-from sleuth.access import Access
 from sleuth.embed import Embedder, load_embedder
 from sleuth.errors import IndexNotFound
+from sleuth.text.access import Access
 
 CORPUS_VERSION = 2
 SHARD = 10_000  # documents per corpus shard

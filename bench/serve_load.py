@@ -38,8 +38,7 @@ from typing import Any
 import httpx
 from _common import OUT_DIR, command_line, machine_facts, machine_md, md_table, pct, write_json
 
-from sleuth.llm import FakeLLMServer
-from sleuth.llm.fake import reply
+from sleuth.testing.fake import FakeLLMServer, reply
 
 
 def free_port() -> int:

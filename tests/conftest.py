@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from sleuth import Index, Settings
-from sleuth.cli import main
+from sleuth.cli.main import main
+from sleuth.cli.quickstart import sample_path
 from sleuth.embed import BatchCallback, Embedder
-from sleuth.llm import FakeLLMServer
-from sleuth.quickstart import sample_path
+from sleuth.testing.fake import FakeLLMServer
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"

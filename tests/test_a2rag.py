@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from sleuth import Index
-from sleuth.llm import FakeLLMServer
-from sleuth.llm.fake import reply
+from sleuth.testing.fake import FakeLLMServer, reply
 
 OK = '{"relevance": true, "grounding": true, "adequacy": true, "reason": "ok"}'
 UNGROUNDED = ('{"relevance": true, "grounding": false, "adequacy": true, '
@@ -107,7 +106,7 @@ def test_verify_wraps_any_agent(sleuth, endpoint, sample_index: Path) -> None:
     assert record["agent"] == "naive-rag+verify" and record["control"]["outcome"] == "verified"
     assert record["answer"].startswith("A lever-based engine")
     assert record["question"] == PEPYS and record["llm_calls"] == 5
-    assert [s["tool_name"] for s in record["trajectory"]] == ["semantic_search"] * 2
+    assert [s["tool_name"] for s in record["trajectory"]] == ["naive_embedding_search"] * 2
     assert _messages(server)[3][-1]["content"].startswith(
         "Question: What device did Greatorex show Pepys?")
 

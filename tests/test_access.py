@@ -24,9 +24,9 @@ pytest.importorskip("fastapi")
 
 from conftest import LiveServer  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.access import Access  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.text.access import Access  # noqa: E402
 
 DOCS = {
     "handbook.md": "# Company Handbook\n\nThe cafeteria opens at eight. Zephyrine badges are "

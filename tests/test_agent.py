@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import sleuth
-from sleuth.llm import FakeLLMServer, OpenAIClient, call, error, raw_call, reply
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, call, error, raw_call, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 
@@ -113,7 +114,7 @@ def test_arag_environment_names_are_accepted(monkeypatch, sample_index: Path):
 
 
 def test_python_api_parallel_tool_calls(sample_index: Path):
-    from sleuth.llm import calls
+    from sleuth.testing.fake import calls
 
     script = [calls(("keyword_search", {"keywords": ["Greatorex"]}),
                     ("semantic_search", {"query": "tobacco and bones"})),
@@ -128,7 +129,7 @@ def test_python_api_parallel_tool_calls(sample_index: Path):
 
 
 def test_one_call_per_step_by_default(sample_index: Path):
-    from sleuth.llm import calls
+    from sleuth.testing.fake import calls
 
     script = [calls(("keyword_search", {"keywords": ["Greatorex"]}),
                     ("semantic_search", {"query": "tobacco"})),

@@ -27,10 +27,10 @@ pytest.importorskip("faiss")
 
 from conftest import twowiki_records  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.access import Access  # noqa: E402
 from sleuth.embed import BatchCallback, normalise  # noqa: E402
-from sleuth.index import IndexProgress  # noqa: E402
-from sleuth.store import ann  # noqa: E402
+from sleuth.index.indexing import IndexProgress  # noqa: E402
+from sleuth.store.local import ann  # noqa: E402
+from sleuth.text.access import Access  # noqa: E402
 from sleuth.types import Hit  # noqa: E402
 
 

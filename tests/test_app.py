@@ -20,9 +20,9 @@ playwright = pytest.importorskip("playwright.sync_api")
 
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
-from sleuth.llm.fake import FakeLLMServer, call, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import FakeLLMServer, call, reply  # noqa: E402
 
 PEPYS = "pepys-diary-1660.md#0"
 KEYS = {"root": "k-root", "acme": {"key": "k-acme", "collection": "acme"},

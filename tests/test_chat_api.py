@@ -17,10 +17,10 @@ openai = pytest.importorskip("openai")
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.agent.variants import VARIANTS  # noqa: E402
-from sleuth.llm.fake import call, error, reply  # noqa: E402
 from sleuth.server.chat import passage_link  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import call, error, reply  # noqa: E402
 
 PEPYS = "pepys-diary-1660.md#0"
 KEY = "secret-key-1"

@@ -226,7 +226,7 @@ def test_quickstart_indexes_sample_and_explains_llm_setup(sleuth, tmp_path: Path
 
 
 def test_quickstart_asks_the_configured_endpoint(sleuth, tmp_path: Path, monkeypatch):
-    from sleuth.llm import FakeLLMServer, call, reply
+    from sleuth.testing.fake import FakeLLMServer, call, reply
 
     script = [call("keyword_search", keywords=["Greatorex"]),
               reply("He showed how levers work [pepys-diary-1660.md#0].")]

@@ -23,17 +23,17 @@ import numpy as np
 import pytest
 
 from conftest import MemoEmbedder
-from sleuth import Index, Settings
-from sleuth.access import Access
+from sleuth import Index, Settings, plugins
+from sleuth.cli.quickstart import sample_path
 from sleuth.embed import load_embedder
 from sleuth.errors import StoreError
-from sleuth.graph.extract import Extraction, Mention, Triple
-from sleuth.quickstart import sample_path
 from sleuth.settings import ChunkSettings
 from sleuth.store import base
 from sleuth.store import keyword as kw
 from sleuth.store.base import Store, backend_schemes, open_store, register_backend
-from sleuth.store.local import LocalStore
+from sleuth.store.graphs import Extraction, Mention, Triple
+from sleuth.store.local.store import LocalStore
+from sleuth.text.access import Access
 from sleuth.types import Chunk, Hit
 
 WORDS = ["the", "of", "pepys", "king", "child", "bones", "cornwall", "salary", "payroll",
@@ -162,7 +162,7 @@ def test_a_package_registers_through_its_entry_point(
               EntryPoint("broken", "sleuth_no_such_module:Store", base.BACKENDS)]
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
     monkeypatch.setattr(base, "_discovered", False)
-    monkeypatch.setattr(base, "entry_points",
+    monkeypatch.setattr(plugins, "entry_points",
                         lambda group: [p for p in points if p.group == group])
     assert {"epfs", "broken"} <= set(backend_schemes())
     store = open_store(f"epfs://{tmp_path / 'idx'}", create=True,

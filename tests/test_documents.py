@@ -106,7 +106,7 @@ def test_reference_ids_continue_across_cli_calls_and_sessions(sleuth, filings: s
 
 
 def test_title_field_search_names_documents_by_rare_title_words():
-    from sleuth.titles import TitleIndex
+    from sleuth.text.titles import TitleIndex
 
     titles = {f"{name}#p{page}": name for name in
               ("3M_2018_10K", "3M_2022_10K", "AMAZON_2018_10K", "BOEING_2018_10K",
@@ -120,7 +120,7 @@ def test_title_field_search_names_documents_by_rare_title_words():
 
 
 def test_title_field_search_reads_names_run_together_prefixes_and_the_latest_year():
-    from sleuth.titles import TitleIndex
+    from sleuth.text.titles import TitleIndex
 
     names = ("BESTBUY_2023_10K", "BESTBUY_2024Q2_10Q", "MGMRESORTS_2022_10K", "COSTCO_2021_10K",
              "CORNING_2021_10K", "CORNING_2022_10K", "NIKE_2019_10K", "AMAZON_2017_10K")

@@ -12,7 +12,7 @@ import pytest
 from sleuth import Settings
 from sleuth.errors import ConfigError
 from sleuth.eval import run, score
-from sleuth.llm import FakeLLMServer, reply
+from sleuth.testing.fake import FakeLLMServer, reply
 
 
 def _settings(base_url: str) -> Settings:

@@ -27,7 +27,7 @@ def test_reciprocal_rank_fusion_by_hand() -> None:
 
 
 def test_passage_names_and_the_bridge_a_question_goes_through() -> None:
-    from sleuth.querytext import bridge_names, passage_names, relation_cues
+    from sleuth.text.querytext import bridge_names, passage_names, relation_cues
 
     text = ("Days and Hours is a 2004 Bosnian film directed by Pjer Žalica and written by "
             "Namik Kabil. It stars Leo Fong. In 1990 the film won the Golden Bear on 12 "

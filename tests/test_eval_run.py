@@ -9,7 +9,7 @@ import pytest
 
 from sleuth.agent import VARIANTS
 from sleuth.eval.datasets import load_dataset
-from sleuth.llm import FakeLLMServer, call, error, reply
+from sleuth.testing.fake import FakeLLMServer, call, error, reply
 
 
 def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.llm import FakeLLMServer, reply
+from sleuth.testing.fake import FakeLLMServer, reply
 
 RECORDS = [
     {"question_id": "a", "question": "Capital of France?", "answer": "Paris",

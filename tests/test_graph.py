@@ -10,7 +10,7 @@ import pytest
 
 from sleuth import Index
 from sleuth.graph import Graph
-from sleuth.graph.store import acronym, norm
+from sleuth.store.graphs import acronym, norm
 
 pytest.importorskip("spacy")
 

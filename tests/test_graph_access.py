@@ -19,7 +19,7 @@ from sleuth import Index, Settings
 from sleuth.agent import Tracker
 from sleuth.errors import StoreError, ToolError
 from sleuth.graph import Graph
-from sleuth.graph.store import Entity
+from sleuth.store.graphs import Entity
 from sleuth.tools.base import ToolContext
 from sleuth.tools.graph import graph_entity, graph_neighbors, graph_path
 

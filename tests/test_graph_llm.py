@@ -15,8 +15,9 @@ from tests.conftest import TINY_CORPUS
 
 from sleuth import Index, Settings
 from sleuth.graph.llm_extract import CACHE_FILE, LLMExtractor
-from sleuth.graph.store import GraphStore
-from sleuth.llm import FakeLLMServer, OpenAIClient, error, reply
+from sleuth.llm import OpenAIClient
+from sleuth.store.local.graph import GraphStore
+from sleuth.testing.fake import FakeLLMServer, error, reply
 
 ADA: dict[str, Any] = {
     "entities": [{"name": "Ada Lovelace", "type": "person"},

@@ -27,9 +27,9 @@ pytest.importorskip("fastapi")
 
 from conftest import LiveServer  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.llm import FakeLLMServer, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import FakeLLMServer, reply  # noqa: E402
 
 KEYS = {"root": "k-root", "acme-staff": {"key": "k-staff", "collection": "acme"},
         "acme-hr": {"key": "k-hr", "collection": "acme", "groups": ["hr"]},

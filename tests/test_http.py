@@ -18,9 +18,9 @@ pytest.importorskip("uvicorn")
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.errors import ConfigError  # noqa: E402
-from sleuth.llm.fake import call, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import call, reply  # noqa: E402
 
 PEPYS = "pepys-diary-1660.md#0"
 KEY = "secret-key-1"

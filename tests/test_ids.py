@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from sleuth.ids import (
+from sleuth.ingest.chunking import chunk_document
+from sleuth.prompts import prompt
+from sleuth.text.ids import (
     CHUNK_ID,
     PROMPT_EXAMPLES,
     REF_ID,
@@ -21,12 +23,10 @@ from sleuth.ids import (
     strip_citations,
     strip_markers,
 )
-from sleuth.ingest.chunking import chunk_document
-from sleuth.prompts import prompt
-from sleuth.tracker import Tracker
+from sleuth.tools.tracker import Tracker
 from sleuth.types import Document
 
-FOLDER = resources.files("sleuth") / "agent" / "prompts"
+FOLDER = resources.files("sleuth") / "prompts"
 PROMPTS = sorted(p.name[:-3] for p in FOLDER.iterdir() if p.name.endswith(".md"))
 
 

@@ -1,4 +1,5 @@
-"""The shape of the package: no import cycles among Sleuth's modules, no overlong modules.
+"""The shape of the package: its layers (:data:`LAYERS`: a module imports only its own layer
+and those below), no import cycles among Sleuth's modules, no overlong modules.
 
 The import graph is read from the source (the AST of every module under ``src/sleuth``),
 not from ``sys.modules``: every ``import`` and ``from ... import`` counts, also those inside
@@ -25,6 +26,30 @@ MAX_LINES = 600
 REASON = re.compile(r"\bLong because\b")  # the sentence of its docstring that says why
 
 Edge = tuple[str, str]  # (importing module, imported module)
+
+# The layers, bottom first: each a list of modules or packages (a package holds its
+# submodules). docs/architecture.md describes them; the longest prefix places a module.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("core", ["sleuth._version", "sleuth.errors", "sleuth.settings", "sleuth.types",
+              "sleuth.data", "sleuth.plugins"]),
+    ("text", ["sleuth.text"]),
+    ("prompts", ["sleuth.prompts"]),
+    ("llm", ["sleuth.llm"]),
+    ("ingest", ["sleuth.ingest", "sleuth.embed"]),
+    ("store", ["sleuth.store"]),
+    ("graph", ["sleuth.graph"]),
+    ("index", ["sleuth.index"]),
+    ("retrieval", ["sleuth.retrieval"]),
+    ("tools", ["sleuth.tools"]),
+    ("facts", ["sleuth.facts"]),
+    ("agent", ["sleuth.agent"]),
+    ("eval", ["sleuth.eval"]),
+    ("service", ["sleuth.service"]),
+    ("server", ["sleuth.server"]),
+    ("api", ["sleuth.api", "sleuth"]),
+    ("cli", ["sleuth.cli", "sleuth.__main__"]),
+    ("testing", ["sleuth.testing"]),
+]
 
 
 def modules(root: Path = SRC) -> dict[str, Path]:
@@ -151,6 +176,62 @@ def overlong(root: Path = SRC) -> list[str]:
     return out
 
 
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of the layer holding ``module`` (longest prefix)."""
+    best: tuple[int, int] | None = None
+    for number, (_, members) in enumerate(LAYERS):
+        for member in members:
+            if (module == member or module.startswith(member + ".")) and \
+                    (best is None or len(member) > best[1]):
+                best = (number, len(member))
+    return None if best is None else best[0]
+
+
+def upward(graph: dict[str, set[str]], where: dict[Edge, list[str]]) -> list[str]:
+    """Every import of a module in a higher layer, where it is written."""
+    out = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            low, high = layer_of(module), layer_of(target)
+            if low is not None and high is not None and high > low:
+                out.append(f"  {module} ({LAYERS[low][0]}) imports {target} "
+                           f"({LAYERS[high][0]}): {', '.join(where[(module, target)])}")
+    return out
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [name for name in modules() if layer_of(name) is None]
+    assert not unplaced, f"modules in no layer of LAYERS: {unplaced}"
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    graph, where = import_graph()
+    found = upward(graph, where)
+    assert not found, "imports from a lower layer up to a higher one:\n" + "\n".join(found)
+
+
+def test_nothing_below_the_command_line_imports_click() -> None:
+    below = [name for name, path in modules().items() if layer_of(name) is not None
+             and LAYERS[layer_of(name) or 0][0] not in ("cli", "testing")
+             and any(line.strip().startswith(("import click", "from click"))
+                     for line in path.read_text("utf-8").splitlines())]
+    assert not below, f"click imported below sleuth.cli: {below}"
+
+
+# modules that are a process's own main program: their output is that process's log
+PROGRAMS = {"sleuth.llm.daemon"}
+
+
+def test_the_library_never_prints() -> None:
+    printing = [name for name, path in modules().items()
+                if LAYERS[layer_of(name) or 0][0] not in ("cli", "testing")
+                and name not in PROGRAMS
+                and any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "print"
+                        for node in ast.walk(ast.parse(path.read_text("utf-8"))))]
+    assert not printing, f"print() below sleuth.cli: {printing}"
+
+
 def test_no_import_cycles() -> None:
     graph, where = import_graph()
     cycles = [describe(graph, where, c) for c in strongly_connected(graph)]
@@ -160,8 +241,8 @@ def test_no_import_cycles() -> None:
 
 def test_the_query_text_helpers_import_nothing_of_sleuth() -> None:
     graph, _ = import_graph()
-    assert graph["sleuth.querytext"] == set()
-    assert "sleuth.querytext" in graph["sleuth.retrieval"]
+    assert graph["sleuth.text.querytext"] == set()
+    assert "sleuth.text.querytext" in graph["sleuth.retrieval"]
 
 
 def test_modules_are_short_or_say_why() -> None:

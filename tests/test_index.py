@@ -10,7 +10,7 @@ import pytest
 
 from conftest import twowiki_records
 from sleuth import Index, Settings, StoreError
-from sleuth.index import IndexProgress
+from sleuth.index.write import IndexProgress
 from sleuth.store.keyword import brute_force
 
 
@@ -122,7 +122,7 @@ def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
 
 def test_openai_compatible_embeddings_endpoint(tmp_path: Path) -> None:
     """The /embeddings option, against the scripted server's deterministic embeddings."""
-    from sleuth.llm import FakeLLMServer
+    from sleuth.testing.fake import FakeLLMServer
 
     docs = tmp_path / "docs"
     _write(docs, DOCS)

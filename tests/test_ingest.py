@@ -22,7 +22,7 @@ from sleuth.ingest import (
     iter_documents,
     split_sentences,
 )
-from sleuth.tokens import count_tokens
+from sleuth.text.tokens import count_tokens
 from sleuth.types import Chunk, Document, Sentence
 
 

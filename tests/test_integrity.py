@@ -330,7 +330,7 @@ def test_a_segment_deleted_under_a_read_retries_it(sample_index: Path, tmp_path:
     """A compaction deletes the files it unregistered right after its commit; a reader
     that checked a file just before then reads again in a fresh snapshot (found by
     bench/torture.py: it once reported damage)."""
-    from sleuth.store import local
+    from sleuth.store.local import segments as local
 
     folder = tmp_path / "idx"
     shutil.copytree(sample_index, folder)

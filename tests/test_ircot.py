@@ -13,7 +13,8 @@ from conftest import TINY_CORPUS
 from sleuth.agent.citations import strip_citations
 from sleuth.agent.ircot import IRCoTAgent
 from sleuth.eval.report import aggregate, score_record, to_markdown
-from sleuth.llm import FakeLLMServer, OpenAIClient, reply
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, reply
 
 QUESTION = "Who designed the engine for which Ada Lovelace wrote the first algorithm?"
 FIRST = "Ada Lovelace wrote the first published algorithm for the Analytical Engine [p1#0]."

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import sleuth
-from sleuth.llm import FakeLLMServer, JsonToolCalls, OpenAIClient, reply
+from sleuth.llm import JsonToolCalls, OpenAIClient
 from sleuth.llm.jsontools import parse_reply, reply_schema
+from sleuth.testing.fake import FakeLLMServer, reply
 from sleuth.tools import TOOLS
 
 PEPYS = "pepys-diary-1660.md#0"

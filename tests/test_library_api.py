@@ -19,10 +19,10 @@ pymupdf = pytest.importorskip("pymupdf")
 
 from conftest import LiveServer  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.docview import DocumentView  # noqa: E402
-from sleuth.llm.fake import call, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import call, reply  # noqa: E402
+from sleuth.text.docview import DocumentView  # noqa: E402
 
 PEPYS = "pepys-diary-1660.md"
 PDF = "acme:quagga.pdf"

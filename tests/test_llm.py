@@ -18,23 +18,9 @@ import openai
 import pytest
 
 from sleuth.errors import ConfigError, EmbedderError, LLMError
-from sleuth.llm import (
-    LLM,
-    ChatResponse,
-    FakeLLMServer,
-    OpenAIClient,
-    ToolCall,
-    Usage,
-    call,
-    calls,
-    cost,
-    embed_texts,
-    error,
-    raw_call,
-    reply,
-)
-from sleuth.llm.fake import fake_embedding
+from sleuth.llm import LLM, ChatResponse, OpenAIClient, ToolCall, Usage, cost, embed_texts
 from sleuth.llm.pricing import price_for
+from sleuth.testing.fake import FakeLLMServer, call, calls, error, fake_embedding, raw_call, reply
 
 USER: Any = [{"role": "user", "content": "When is high tide in Brest?"}]
 TOOLS: Any = [
@@ -385,7 +371,7 @@ def test_fake_cli_serves_a_script(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([reply("from the CLI")]), encoding="utf-8")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sleuth.llm.fake", "--script", str(script)],
+        [sys.executable, "-m", "sleuth.testing.fake", "--script", str(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

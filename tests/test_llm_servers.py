@@ -16,10 +16,11 @@ from tests.conftest import TINY_CORPUS
 
 import sleuth
 from sleuth import Settings
-from sleuth.agent.variants import llm_from_settings
 from sleuth.errors import ConfigError, LLMError
-from sleuth.llm import FakeLLMServer, JsonToolCalls, OpenAIClient, call, error, reply
+from sleuth.llm import JsonToolCalls, OpenAIClient
 from sleuth.llm.adapt import split_thinking
+from sleuth.llm.factory import llm_from_settings
+from sleuth.testing.fake import FakeLLMServer, call, error, reply
 
 USER: Any = [{"role": "user", "content": "When is high tide in Brest?"}]
 TOOLS: Any = [{"type": "function", "function": {
@@ -328,7 +329,7 @@ def test_the_cli_serves_a_mode(tmp_path: Path) -> None:
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps([reply("from the CLI")]), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth.llm.fake", "--script", str(script),
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth.testing.fake", "--script", str(script),
                              "--mode", "vllm"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

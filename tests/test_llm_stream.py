@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 
 from sleuth.llm import JsonToolCalls, OpenAIClient
-from sleuth.llm.fake import FakeLLMServer, call, error, reply
+from sleuth.testing.fake import FakeLLMServer, call, error, reply
 from sleuth.tools import TOOLS
 
 QUESTION = [{"role": "user", "content": "Who explained levers?"}]

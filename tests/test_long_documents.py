@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import ACME, GLOBEX
 
 import sleuth
-from sleuth.llm import call, reply
-from sleuth.session import Session
+from sleuth.service.sessions import Session
+from sleuth.testing.fake import call, reply
 
 
 @pytest.fixture()

@@ -17,9 +17,9 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 from sleuth import Settings  # noqa: E402
 from sleuth.errors import SleuthError  # noqa: E402
-from sleuth.llm.fake import call, reply  # noqa: E402
 from sleuth.server.mcp import build_mcp  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import call, reply  # noqa: E402
 from sleuth.tools import TOOLS  # noqa: E402
 
 PEPYS_DOC = "pepys-diary-1660.md"

@@ -33,7 +33,7 @@ from mcp.client.streamable_http import (  # noqa: E402
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.server.mcp import http_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
 from sleuth.tools import TOOLS  # noqa: E402
 
 KEY = "secret-key-1"

@@ -28,9 +28,9 @@ pytest.importorskip("fastapi")
 
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
-from sleuth.llm import FakeLLMServer, reply  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.fake import FakeLLMServer, reply  # noqa: E402
 
 # The key goes as a bearer token. (An empty Authorization header counts as none, which
 # test_http.py relies on, so schemathesis generating one next to an X-API-Key would read as

@@ -9,11 +9,12 @@ import pytest
 from tests.conftest import records_index
 
 import sleuth
-from sleuth.dates import Comparison, Date, comparison, event_date, lifespan
-from sleuth.kin import Family, Relative, family, nationality
-from sleuth.lives import FactQuestion, Life, fact_question, life
-from sleuth.llm import FakeLLMServer, OpenAIClient, reply
+from sleuth.facts.dates import Comparison, Date, comparison, event_date, lifespan
+from sleuth.facts.kin import Family, Relative, family, nationality
+from sleuth.facts.lives import FactQuestion, Life, fact_question, life
+from sleuth.llm import OpenAIClient
 from sleuth.settings import Settings
+from sleuth.testing.fake import FakeLLMServer, reply
 
 FILMS = [
     {"id": "harbour", "title": "The Quiet Harbour", "text": "The Quiet Harbour is a 1954 drama "

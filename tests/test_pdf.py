@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import ACME, filing_page_texts, filing_specs
 
 from sleuth import Index, Settings
-from sleuth.docview import DocumentView
 from sleuth.ingest import IngestReport, iter_documents
+from sleuth.text.docview import DocumentView
 from sleuth.types import Document
 
 pymupdf = pytest.importorskip("pymupdf")

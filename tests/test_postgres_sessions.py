@@ -22,11 +22,11 @@ import psycopg  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from sleuth import Index, Settings  # noqa: E402
+from sleuth.cli.quickstart import sample_path  # noqa: E402
 from sleuth.errors import ConfigError, StoreError  # noqa: E402
-from sleuth.llm.fake import call, reply  # noqa: E402
-from sleuth.quickstart import sample_path  # noqa: E402
-from sleuth.session import Session  # noqa: E402
-from sleuth.store.postgres import parse_location  # noqa: E402
+from sleuth.service.sessions import Session  # noqa: E402
+from sleuth.store.postgres.store import parse_location  # noqa: E402
+from sleuth.testing.fake import call, reply  # noqa: E402
 
 KEYS = {"root": "k-root",
         "alice": {"key": "k-alice", "collection": "default"},
@@ -107,7 +107,7 @@ class Servers:
     def __init__(self, location: str) -> None:
         from conftest import LiveServer
         from sleuth.server.http import create_app
-        from sleuth.service import Service
+        from sleuth.service.service import Service
 
         self.services = [Service(location, settings()) for _ in range(2)]
         self.live = [LiveServer(create_app(service)) for service in self.services]

@@ -1,4 +1,4 @@
-"""The read-only index and the indexer (:mod:`sleuth.index`): what each may do."""
+"""The read-only index and the indexer (:mod:`sleuth.index.read`): what each may do."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sleuth.index import Index, ReadIndex
+from sleuth.index.read import ReadIndex
+from sleuth.index.write import Index
 
 PEPYS = "According to Pepys's diary, what did Greatorex show him about levers?"
 

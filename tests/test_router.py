@@ -9,7 +9,8 @@ import pytest
 
 import sleuth
 from sleuth.agent.router import classify
-from sleuth.llm import FakeLLMServer, OpenAIClient, call, error, reply
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, call, error, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 SIMPLE = "What did Greatorex show Pepys about levers?"
@@ -62,7 +63,7 @@ def test_ask_auto_sends_a_simple_question_to_naive_rag(endpoint, sleuth, sample_
     assert result.code == 0, result.err
     record = result.json()
     assert record["agent"] == "naive-rag" and record["llm_calls"] == 1
-    assert [s["tool_name"] for s in record["trajectory"]] == ["semantic_search"]
+    assert [s["tool_name"] for s in record["trajectory"]] == ["naive_embedding_search"]
     assert len(requests) == 1 and "tools" not in requests[0]
     route = record["route"]
     assert route["decision"] == "simple" and route["by"] == "rules"

@@ -13,7 +13,8 @@ import pytest
 
 import sleuth
 from sleuth.agent import VARIANTS
-from sleuth.llm import FakeLLMServer, OpenAIClient, reply
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 QUESTION = "What did Greatorex show Pepys about levers?"

@@ -1,4 +1,4 @@
-"""The thread policy (``sleuth.threads``): query work on one thread, batch work on the cores,
+"""The thread policy (``sleuth.text.threads``): query work on one thread, batch work on the cores,
 the local model's server started with both, and servers that refuse work beyond their queue
 with a clean 503 instead of queueing without bound."""
 
@@ -15,10 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from sleuth import Index, Settings, threads
+from sleuth import Index, Settings
+from sleuth.cli.quickstart import sample_path
 from sleuth.embed import OnnxEmbedder, SentenceTransformerEmbedder, load_embedder
 from sleuth.llm import local
-from sleuth.quickstart import sample_path
+from sleuth.text import threads
 
 torch = pytest.importorskip("torch")
 
@@ -143,7 +144,7 @@ def test_a_full_server_answers_503_with_retry_after_and_serves_the_rest(
     pytest.importorskip("fastapi")
     from conftest import LiveServer
     from sleuth.server.http import create_app
-    from sleuth.service import Service
+    from sleuth.service.service import Service
 
     settings = Settings.load(serve={"workers": 1, "queue": 0})
     service = Service(sample_copy, settings)
@@ -189,7 +190,7 @@ def test_a_full_mcp_server_answers_a_tool_error_saying_when_to_retry(sample_copy
     from mcp import Client
 
     from sleuth.server.mcp import build_mcp
-    from sleuth.service import Service
+    from sleuth.service.service import Service
 
     service = Service(sample_copy, Settings.load(serve={"workers": 1, "queue": 0}))
     results: list[Any] = []

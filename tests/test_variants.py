@@ -8,7 +8,8 @@ import pytest
 from tests.conftest import records_index
 
 import sleuth
-from sleuth.llm import FakeLLMServer, OpenAIClient, call, reply
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, call, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 
@@ -67,7 +68,7 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
     assert len(requests) == 1 and "tools" not in requests[0]
     user = requests[0]["messages"][1]["content"]
     assert user.startswith("Question: What did Greatorex") and "Retrieved passages:" in user
-    assert answer.trajectory[0].tool_name == "semantic_search"
+    assert answer.trajectory[0].tool_name == "naive_embedding_search"
     assert answer.trajectory[0].tool_input == {"query": answer.question, "top_k": 5}
     assert len(answer.chunks_read_ids) == 5 and answer.loops == 0
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
@@ -234,13 +235,13 @@ def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
                                           "director this question goes through")
         assert "=== chunk director#0" in note["content"] and TEACHER in note["content"]
         step = answer.trajectory[-1]
-        assert step.tool_name == "chunk_read" and step.tool_input["chunk_ids"][0] == \
-            "director#0"
+        assert step.tool_name == "bridge_passages" and step.kind == "observation"
+        assert step.tool_input["chunk_ids"][0] == "director#0"
         assert "director#0" in answer.chunks_read_ids
 
 
 def test_stops_at_bridge_judges_the_answer_against_the_question() -> None:
-    from sleuth.querytext import stops_at_bridge
+    from sleuth.text.querytext import stops_at_bridge
 
     evidence = ["Life Without Soul is a 1915 film directed by Joseph W. Smiley.",
                 "Joseph W. Smiley died in New York City."]

@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from sleuth import Index, Settings  # noqa: E402
 from sleuth.eval.report import score_runs  # noqa: E402
-from sleuth.llm import FakeLLMServer, call, reply  # noqa: E402
 from sleuth.server.runs import runs_router, viewer_router  # noqa: E402
+from sleuth.testing.fake import FakeLLMServer, call, reply  # noqa: E402
 
 KEY = "s3cret"
 CHECK_OK = '{"relevance": true, "grounding": true, "adequacy": true, "reason": "ok"}'

@@ -20,8 +20,9 @@ from sleuth.errors import (
     StoreError,
     ToolError,
 )
-from sleuth.index import AddReport, Index, ReadIndex, ReadResult
-from sleuth.session import Session
+from sleuth.index.read import ReadIndex, ReadResult
+from sleuth.index.write import AddReport, Index
+from sleuth.service.sessions import Session
 from sleuth.settings import Settings
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, tool
 from sleuth.types import Answer, Chunk, Citation, Document, Hit, Sentence, Step

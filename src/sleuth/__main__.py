@@ -1,3 +1,3 @@
-from sleuth.cli import main
+from sleuth.cli.main import main
 
 main()

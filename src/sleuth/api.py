@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.loop import StepCallback
-from sleuth.agent.variants import build_agent, llm_from_settings
-from sleuth.index import AddReport, Index
+from sleuth.agent.variants import build_agent
+from sleuth.index.write import AddReport, Index
 from sleuth.llm import LLM
+from sleuth.llm.factory import llm_from_settings
 from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.types import Answer
 

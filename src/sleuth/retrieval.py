@@ -16,7 +16,7 @@ that one ranking puts first is not outvoted by chunks that several rankings put 
 
 Used by agents that retrieve without a tool-calling loop (``memory``) and by
 ``sleuth eval retrieval``. The question's keywords and content words come from
-:mod:`sleuth.querytext` (re-exported here).
+:mod:`sleuth.text.querytext` (re-exported here).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sleuth.index import ReadIndex
-from sleuth.querytext import bridge_names, content_words, question_keywords
-from sleuth.titles import TitleIndex
+from sleuth.index.read import ReadIndex
+from sleuth.text.querytext import bridge_names, content_words, question_keywords
+from sleuth.text.titles import TitleIndex
 from sleuth.types import Hit
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class HybridRetriever:
 
     def titled(self, question: str) -> list[str]:
         """BM25 within the documents whose titles the question's words name (a title field
-        search, :mod:`sleuth.titles`); empty when it names none."""
+        search, :mod:`sleuth.text.titles`); empty when it names none."""
         named = self.index.titles().match(content_words(question))
         return _ids(self.index.bm25_search(question, top_k=self.depth, doc_ids=named)) \
             if named else []
@@ -108,7 +108,7 @@ class HybridRetriever:
     def second_hop(self, question: str) -> list[str]:
         """Chunks about the entities a multi-hop question goes through: in the top chunk of
         each question entity, the names most likely to be the bridge
-        (:func:`~sleuth.querytext.bridge_names`: "directed by Leo Fong" for "the director of
+        (:func:`~sleuth.text.querytext.bridge_names`: "directed by Leo Fong" for "the director of
         film Blood Street"), each looked up as a page (:meth:`pages`)."""
         seeds = [ranking[0] for ranking in self._entity_rankings(question) if ranking][:3]
         hops = []
@@ -121,7 +121,7 @@ class HybridRetriever:
     def pages(self, name: str, source: str = "") -> list[str]:
         """Chunks about a name, best first, never ``source`` (the chunk it was read in):
         the BM25 best chunk of the documents whose titles name it (a title field search,
-        :mod:`sleuth.titles`), then the chunks that mention it most (keyword search)."""
+        :mod:`sleuth.text.titles`), then the chunks that mention it most (keyword search)."""
         named = self.index.titles().match(content_words(name), limit=TITLE_MATCHES)
         hits = _ids(self.index.bm25_search(name, top_k=2, doc_ids=named)) if named else []
         hits += _ids(self.index.keyword_search([name], top_k=HOP_DEPTH + 1))
@@ -203,7 +203,7 @@ def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
                     ) -> tuple[dict[str, float], dict[str, str], float]:
     """The ranking for passages of longer works: the store's BM25 of the whole query, the
     sentence-level semantic ranking and BM25 within the documents whose titles the query
-    names (a title field search, :mod:`sleuth.titles`; weighted :data:`TITLE_WEIGHT`, so a
+    names (a title field search, :mod:`sleuth.text.titles`; weighted :data:`TITLE_WEIGHT`, so a
     filing the query names by company and year comes first), fused by reciprocal rank with
     :data:`SEARCH_RRF_K`. Returns the fused scores (best first), the best sentence of the
     chunks that have one, and the most a chunk could score."""

@@ -80,7 +80,7 @@ class EmbedSettings(BaseModel):
     device: str = Field("cpu", description="Torch device: cpu, cuda, cuda:0, mps")
     backend: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="What runs the bundled MiniLM on the CPU: ONNX Runtime (the "
-        "same vectors, 2.7x faster on 2 cores), torch, or auto: ONNX Runtime where it is "
+        "same vectors, about twice as fast on 2 cores), torch, or auto: ONNX Runtime where it is "
         "installed")
     base_url: str | None = Field(None, description="Embeddings endpoint (openai: models)")
     api_key: str | None = Field(None, description="Embeddings endpoint key (openai: models)")
@@ -136,7 +136,7 @@ class VectorSettings(BaseModel):
 
 
 class ThreadSettings(BaseModel):
-    """How many threads each kind of work may use (``sleuth.threads``): query-time work on
+    """How many threads each kind of work may use (``sleuth.text.threads``): query-time work on
     few threads, batch work on the cores, so that a busy core slows Sleuth down in
     proportion instead of stalling every parallel step. Unset: chosen for this machine
     (its usable cores: affinity and cgroup quota); ``sleuth status --json`` shows them."""
@@ -294,6 +294,21 @@ class ServeSettings(BaseModel):
         "connection that sends them slower is closed")
 
 
+def cache_dir() -> Path:
+    """Sleuth's cache folder: ``$XDG_CACHE_HOME/sleuth`` (``~/.cache/sleuth``), read at each
+    call so a test or a bench can point it elsewhere."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sleuth"
+
+
+class PluginSettings(BaseModel):
+    """Which registered plugins load (:mod:`sleuth.plugins`)."""
+
+    disabled: list[str] = Field(
+        default_factory=list, description="Entry names not to load, built-in or installed: "
+        "e.g. ['facts'] (the encyclopedia-page reading tools compare_dates and person_fact, "
+        "which the default agent tries first where they apply)")
+
+
 class Settings(BaseSettings):
     """Everything configurable in Sleuth. Environment: ``SLEUTH_<SECTION>__<FIELD>``."""
 
@@ -319,6 +334,7 @@ class Settings(BaseSettings):
     a2rag: A2RAGSettings = Field(default_factory=A2RAGSettings)
     threads: ThreadSettings = Field(default_factory=ThreadSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+    plugins: PluginSettings = Field(default_factory=PluginSettings)
 
     @classmethod
     def load(cls, config: str | Path | None = None, **overrides: Any) -> Settings:

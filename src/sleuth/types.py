@@ -116,9 +116,18 @@ class Reference:
     score: float = 0.0
 
 
+StepKind = Literal["tool", "retrieval", "observation"]
+
+
 @dataclass(frozen=True)
 class Step:
-    """One tool call of an agent run, as recorded in the trajectory."""
+    """One step of an agent run, as recorded in the trajectory, under the name of what ran.
+
+    ``kind`` says who made it: ``tool``, a tool call the model made; ``retrieval``, a tool
+    the agent ran for the model before its first call (naive RAG's single shot, the hybrid
+    agent's first search) or its own retrieval (``tool_name`` then names the retrieval, not a
+    tool); ``observation``, text the agent put before the model that no tool produced (the
+    passages of a bridge entity, a chunk read into the memory agent's memory)."""
 
     step: int
     tool_name: str
@@ -128,6 +137,7 @@ class Step:
     retrieved_tokens: int = 0
     error: str | None = None
     seconds: float = 0.0
+    kind: StepKind = "tool"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +149,7 @@ class Step:
             "retrieved_tokens": self.retrieved_tokens,
             "error": self.error,
             "seconds": round(self.seconds, 4),
+            "kind": self.kind,
         }
 
 

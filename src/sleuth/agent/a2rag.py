@@ -32,13 +32,13 @@ from sleuth.llm import LLM
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever, fuse
 from sleuth.settings import A2RAGSettings
-from sleuth.tokens import count_tokens
-from sleuth.tracker import Tracker
+from sleuth.text.tokens import count_tokens
+from sleuth.tools.tracker import Tracker
 from sleuth.types import Answer, Control, Gate, Step
 
 if TYPE_CHECKING:
     from sleuth.graph import Graph
-    from sleuth.index import ReadIndex
+    from sleuth.index.read import ReadIndex
 
 _YES = re.compile(r"^\W*(yes|no)\b", re.I)
 
@@ -88,32 +88,34 @@ class A2RAGAgent(ModelRunner):
 
     a2rag: A2RAGSettings = field(default_factory=A2RAGSettings, kw_only=True)
 
-    def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None,
-            history: Sequence[dict[str, Any]] = ()) -> Answer:
-        with self.start(question, question_id=question_id, on_step=on_step,
-                        tracker=tracker) as run:
-            titles = self.index.document_titles()
-            graph: Graph | None = self.index.graph()
+    def respond(self, run: Run, history: Sequence[dict[str, Any]]) -> str:
+        """Progressive retrieval, each attempt under Triple-Check, bounded retries, then the
+        verified answer or an abstention."""
+        question = run.answer.question
+        titles = self.index.document_titles()
+        graph: Graph | None = self.index.graph()
 
-            def attempt(query: str, number: int) -> Candidate:
-                return self._attempt(run, graph, titles, question, query, number)
+        def attempt(query: str, number: int) -> Candidate:
+            return self._attempt(run, graph, titles, question, query, number)
 
-            control = run.answer.control = Control()
-            passed = checked(run, control, question, attempt, self.a2rag.retries)
-            if passed is None:
-                run.answer.abstained = True
-                last = control.attempts[-1].check
-                final = abstention(f"the evidence stayed insufficient after "
-                                   f"{len(control.attempts)} attempts ({last.failure}: "
-                                   f"{last.reason or 'no reason given'})")
-            else:
-                final = passed.text
-            answer = run.finish(final, self.index)
-            if control.outcome == "verified" and graph is not None and \
-                    self.a2rag.propose_triples:
-                control.proposed = _propose(graph, question, answer)
-        return answer
+        control = run.answer.control = Control()
+        passed = checked(run, control, question, attempt, self.a2rag.retries)
+        if passed is None:
+            run.answer.abstained = True
+            last = control.attempts[-1].check
+            final = abstention(f"the evidence stayed insufficient after "
+                               f"{len(control.attempts)} attempts ({last.failure}: "
+                               f"{last.reason or 'no reason given'})")
+        else:
+            final = passed.text
+        return final
+
+    def finished(self, run: Run) -> None:
+        """A verified answer's triples proposed for review (``a2rag.propose_triples``)."""
+        control, graph = run.answer.control, self.index.graph()
+        if control is not None and control.outcome == "verified" and graph is not None and \
+                self.a2rag.propose_triples:
+            control.proposed = _propose(graph, run.answer.question, run.answer)
 
     def _attempt(self, run: Run, graph: Graph | None, titles: dict[str, str], question: str,
                  query: str, number: int) -> Candidate:
@@ -127,7 +129,7 @@ class A2RAGAgent(ModelRunner):
         run.answer.loops += 1
         run.record(Step(run.next_step, "progressive_retrieve",
                         {"query": query, "stage": stage, **trace}, evidence,
-                        f"attempt {number + 1}", count_tokens(evidence)))
+                        f"attempt {number + 1}", count_tokens(evidence), kind="retrieval"))
         candidate = self._answer(run, question, query, evidence)
         return Candidate(candidate, evidence, [c.chunk_id for c in chunks], stage)
 

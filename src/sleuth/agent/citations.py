@@ -1,7 +1,7 @@
 """Turn the ids an answer cites (chunk ids, reference ids, document ids) into citations of
 existing sources, with the relevance the model gave each.
 
-How citations look and are read from text is :mod:`sleuth.ids`; its text helpers are
+How citations look and are read from text is :mod:`sleuth.text.ids`; its text helpers are
 re-exported here for the imports that predate it.
 """
 
@@ -12,14 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sleuth.docview import DocumentView
-from sleuth.ids import cited_ids, is_relevance_line, split_answer, strip_citations
 from sleuth.llm.base import TextCallback
+from sleuth.text.docview import DocumentView
+from sleuth.text.ids import cited_ids, is_relevance_line, split_answer, strip_citations
 from sleuth.types import Citation, Step
 
 if TYPE_CHECKING:
-    from sleuth.index import ReadIndex
-    from sleuth.tracker import Tracker
+    from sleuth.index.read import ReadIndex
+    from sleuth.tools.tracker import Tracker
 
 __all__ = ["AnswerStream", "cited_ids", "found_by", "parse_citations", "resolve_sources",
            "split_answer", "strip_citations"]

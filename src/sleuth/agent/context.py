@@ -17,10 +17,10 @@ from typing import Any
 
 from sleuth.agent.run import Run
 from sleuth.agent.toolcalls import assistant_message, execute
-from sleuth.ids import REF_ID
 from sleuth.prompts import prompt
 from sleuth.settings import AgentSettings
-from sleuth.tokens import count_tokens
+from sleuth.text.ids import REF_ID
+from sleuth.text.tokens import count_tokens
 from sleuth.tools import Tool, ToolContext
 from sleuth.types import Step
 

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.citations import found_by, resolve_sources
-from sleuth.agent.run import ModelRunner, Run, StepCallback
-from sleuth.ids import cite, cited_ids, strip_citations
+from sleuth.agent.run import ModelRunner, Run
 from sleuth.ingest.sentences import split_sentences
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
-from sleuth.tokens import count_tokens
-from sleuth.tracker import Tracker
-from sleuth.types import Answer, Chunk, Step
+from sleuth.text.ids import cite, cited_ids, strip_citations
+from sleuth.text.tokens import count_tokens
+from sleuth.types import Chunk, Step
 
 _ANSWER_IS = re.compile(r"answer is\s*:?\s*", re.I)
 
@@ -44,35 +43,31 @@ class IRCoTAgent(ModelRunner):
     max_paragraphs: int = 15
     ircot_steps: int = 5
 
-    def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None,
-            history: Sequence[dict[str, Any]] = ()) -> Answer:
+    def respond(self, run: Run, history: Sequence[dict[str, Any]]) -> str:
         """Reason and retrieve in turn, then answer; ``history`` is accepted for sessions but
         unused (each call shows the model the question, the paragraphs and the reasoning)."""
-        with self.start(question, question_id=question_id, on_step=on_step,
-                        tracker=tracker) as run:
-            retriever = HybridRetriever(self.index)
-            paragraphs: list[Chunk] = []
-            thoughts: list[str] = []
-            self._retrieve(run, retriever, question, "", paragraphs)
-            final: str | None = None
-            while final is None and len(thoughts) < min(self.ircot_steps,
-                                                        self.settings.max_steps):
-                sentence, final = _next_sentence(self._reason(run, question, paragraphs,
-                                                              thoughts))
-                thoughts.append(sentence)
-                run.answer.loops += 1
-                if final is None:  # the sentence, without its [id] citations, is the query
-                    self._retrieve(run, retriever, strip_citations(sentence), sentence,
-                                   paragraphs)
-            if final is None:
-                run.answer.forced = "max_steps"
-                final = _answer_of(self._reason(run, question, paragraphs, thoughts,
-                                                prompt("ircot_answer")))
-            run.answer.messages.append({"role": "assistant", "content": final})
-            run.finish(final, self.index)
-            self._cite_reasoning(run, thoughts, paragraphs)
-        return run.answer
+        question = run.answer.question
+        retriever = HybridRetriever(self.index)
+        paragraphs: list[Chunk] = []
+        thoughts: list[str] = []
+        self._retrieve(run, retriever, question, "", paragraphs)
+        final: str | None = None
+        while final is None and len(thoughts) < min(self.ircot_steps,
+                                                    self.settings.max_steps):
+            sentence, final = _next_sentence(self._reason(run, question, paragraphs,
+                                                          thoughts))
+            thoughts.append(sentence)
+            run.answer.loops += 1
+            if final is None:  # the sentence, without its [id] citations, is the query
+                self._retrieve(run, retriever, strip_citations(sentence), sentence,
+                               paragraphs)
+        if final is None:
+            run.answer.forced = "max_steps"
+            final = _answer_of(self._reason(run, question, paragraphs, thoughts,
+                                            prompt("ircot_answer")))
+        run.answer.messages.append({"role": "assistant", "content": final})
+        run.scratch["gathered"] = (thoughts, paragraphs)
+        return final
 
     def _reason(self, run: Run, question: str, paragraphs: Sequence[Chunk],
                 thoughts: Sequence[str], instruction: str = "") -> str:
@@ -108,7 +103,7 @@ class IRCoTAgent(ModelRunner):
             output = "No new paragraphs."
         run.record(Step(run.next_step, "retrieve", {"query": query}, output, reasoning,
                         count_tokens(output) if chunks else 0, None,
-                        time.perf_counter() - started))
+                        time.perf_counter() - started, kind="retrieval"))
 
     def _render(self, chunks: Sequence[Chunk]) -> str:
         """``[chunk id] Title: text`` per paragraph, so answers can cite the ids."""
@@ -124,9 +119,9 @@ class IRCoTAgent(ModelRunner):
                          f"{cite(chunk.chunk_id)} {text}")
         return "\n".join(lines)
 
-    def _cite_reasoning(self, run: Run, thoughts: Sequence[str],
-                        paragraphs: Sequence[Chunk]) -> None:
+    def finished(self, run: Run) -> None:
         """Add the gathered paragraphs the reasoning cited to the answer's own citations."""
+        thoughts, paragraphs = run.scratch["gathered"]
         answer = run.answer
         gathered = {c.chunk_id for c in paragraphs}
         have = {c.chunk_id for c in answer.citations}

@@ -17,15 +17,14 @@ from typing import Any
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.run import ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
-from sleuth.ids import cite, strip_citations
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
-from sleuth.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
 from sleuth.retrieval import HybridRetriever
-from sleuth.tokens import count_tokens
+from sleuth.text.ids import cite, strip_citations
+from sleuth.text.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
+from sleuth.text.tokens import count_tokens
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, lead_block
-from sleuth.tracker import Tracker
-from sleuth.types import Answer, Step
+from sleuth.types import Step
 
 __all__ = ["Agent", "StepCallback", "prompt"]
 
@@ -60,46 +59,41 @@ class Agent(ModelRunner):
     also_first: tuple[str, ...] = ()
     # an answer that names only the entity a multi-hop question goes through ("Henry Ford"
     # for "where did Edsel Ford's father die?") gets that entity's passages and one more
-    # turn (:func:`sleuth.querytext.stops_at_bridge`)
+    # turn (:func:`sleuth.text.querytext.stops_at_bridge`)
     check_bridge: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
         self.system_prompt = self.system_prompt.replace("{tools}", listing)
 
-    def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None,
-            history: Sequence[dict[str, Any]] = ()) -> Answer:
-        """Answer ``question``. A session passes its ``tracker`` and the ``history`` of
-        earlier turns (the messages of :attr:`Answer.messages`), so follow-ups see what was
-        already retrieved; a history without a system message (a chat client's turns) gets
-        this agent's."""
-        with self.start(question, question_id=question_id, on_step=on_step,
-                        tracker=tracker) as run:
-            budget = self._budget()
-            ctx = ToolContext(self.index, run.tracker, full_chunks=self.full_chunks,
-                              token_budget=budget)
-            messages: list[dict[str, Any]] = list(history)
-            if not messages or messages[0].get("role") != "system":
-                messages.insert(0, {"role": "system", "content": self.system_prompt})
-            first_choice = settled = None
-            tools = list(self.tools)  # with the also_first tools that were called
-            if self.first_as_call and self.retrieve_first:
-                messages.append({"role": "user", "content": question})
-                first_choice, settled = self._first_call(run, ctx, question, messages, tools)
-            else:
-                messages.append({"role": "user", "content": self._preload(run, ctx, question)})
-            run.answer.messages = messages
-            watch = ContextWatch(run, ctx, self.tools, self.settings, budget)
-            if settled is not None and self.settings.settled_answers == "tool":
-                final = settled_answer(settled)
-            else:
-                final = self._steps(run, ctx, messages, watch, tools, first_choice)
-            if not strip_citations(final).strip():  # nothing but ids, or nothing at all
-                final = f"{abstention(self._silence(run))} {final}".strip()
-            messages.append({"role": "assistant", "content": final})
-            run.finish(final, self.index)
-        return run.answer
+    def respond(self, run: Run, history: Sequence[dict[str, Any]]) -> str:
+        """The loop's answer. Follow-ups see what was already retrieved (the session's
+        tracker) and the earlier turns; a history without a system message (a chat client's
+        turns) gets this agent's."""
+        question = run.answer.question
+        budget = self._budget()
+        ctx = ToolContext(self.index, run.tracker, full_chunks=self.full_chunks,
+                          token_budget=budget)
+        messages: list[dict[str, Any]] = list(history)
+        if not messages or messages[0].get("role") != "system":
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        first_choice = settled = None
+        tools = list(self.tools)  # with the also_first tools that were called
+        if self.first_as_call and self.retrieve_first:
+            messages.append({"role": "user", "content": question})
+            first_choice, settled = self._first_call(run, ctx, question, messages, tools)
+        else:
+            messages.append({"role": "user", "content": self._preload(run, ctx, question)})
+        run.answer.messages = messages
+        watch = ContextWatch(run, ctx, self.tools, self.settings, budget)
+        if settled is not None and self.settings.settled_answers == "tool":
+            final = settled_answer(settled)
+        else:
+            final = self._steps(run, ctx, messages, watch, tools, first_choice)
+        if not strip_citations(final).strip():  # nothing but ids, or nothing at all
+            final = f"{abstention(self._silence(run))} {final}".strip()
+        messages.append({"role": "assistant", "content": final})
+        return final
 
     def _steps(self, run: Run, ctx: ToolContext, messages: list[dict[str, Any]],
                watch: ContextWatch, tools: Sequence[Tool],
@@ -184,11 +178,11 @@ class Agent(ModelRunner):
         note = prompt("bridge_answer")
         for key, value in said.items():
             note = note.replace("{" + key + "}", value)
-        run.record(Step(run.next_step, "chunk_read", {"chunk_ids": ids}, said["result"],
+        run.record(Step(run.next_step, "bridge_passages", {"chunk_ids": ids}, said["result"],
                         f"the answer {text.strip()[:200]!r} stopped at {name}, the entity "
                         "the question goes through: its passages shown with the question",
                         sum(count_tokens(b) for b in blocks), None,
-                        time.perf_counter() - started))
+                        time.perf_counter() - started, kind="observation"))
         messages += [{"role": "assistant", "content": text}, {"role": "user", "content": note}]
         return True
 
@@ -208,10 +202,9 @@ class Agent(ModelRunner):
         started = time.perf_counter()
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
-        name = "semantic_search" if self.first_tool == "naive_embedding_search" else \
-            self.first_tool
-        run.record(Step(1, name, arguments, result.text, "retrieved before the first call",
-                        result.retrieved_tokens, None, time.perf_counter() - started))
+        run.record(Step(1, self.first_tool, arguments, result.text,
+                        "retrieved before the first call", result.retrieved_tokens, None,
+                        time.perf_counter() - started, kind="retrieval"))
         return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
 
     def _first_call(self, run: Run, ctx: ToolContext, question: str,
@@ -236,7 +229,7 @@ class Agent(ModelRunner):
             1, self.first_tool, arguments, result.text,
             "retrieved before the first call; " + ("it covers the question" if covered else
                                                    "it does not cover the question: search on"),
-            result.retrieved_tokens, None, time.perf_counter() - started))
+            result.retrieved_tokens, None, time.perf_counter() - started, kind="retrieval"))
         settled = None
         for name in self.also_first:
             applied = self._also_call(run, ctx, name, question, messages)
@@ -267,7 +260,8 @@ class Agent(ModelRunner):
         run.record(Step(step, name, arguments, result.text,
                         "called before the first call: it applies to the question" +
                         ("" if settled else ", without settling it"),
-                        result.retrieved_tokens, None, time.perf_counter() - started))
+                        result.retrieved_tokens, None, time.perf_counter() - started,
+                        kind="retrieval"))
         return result
 
     def _chat(self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],

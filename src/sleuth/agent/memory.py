@@ -18,15 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.run import ModelRunner, Run, StepCallback
+from sleuth.agent.run import ModelRunner, Run
 from sleuth.errors import MissingDependency
-from sleuth.ids import cite
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
 from sleuth.settings import MemorySettings
-from sleuth.tokens import count_tokens, decode, encode
-from sleuth.tracker import Tracker
-from sleuth.types import Answer, Chunk, Step
+from sleuth.text.ids import cite
+from sleuth.text.tokens import count_tokens, decode, encode
+from sleuth.types import Chunk, Step
 
 EXCERPT_TOKENS = 300  # of each recalled chunk shown to the model
 _UPDATE = re.compile(r"<update>\s*(.*?)\s*(?:</update>|$)", re.S | re.I)
@@ -47,27 +46,23 @@ class MemoryAgent(ModelRunner):
 
     memory: MemorySettings = field(default_factory=MemorySettings)
 
-    def run(self, question: str, *, question_id: str | None = None,
-            on_step: StepCallback | None = None, tracker: Tracker | None = None,
-            history: Sequence[dict[str, Any]] = ()) -> Answer:
+    def respond(self, run: Run, history: Sequence[dict[str, Any]]) -> str:
         """Read and answer; ``history`` is accepted for sessions but unused (the memory
         agent keeps no dialogue, only the session's tracker)."""
-        with self.start(question, question_id=question_id, on_step=on_step,
-                        tracker=tracker) as run:
-            recalled = _History()
-            memory = ""
-            limit = min(self.memory.candidates, self.settings.max_steps)
-            for chunk in self._candidates(run, question)[:limit]:
-                memory, sufficient = self._read(run, question, memory, chunk, recalled)
-                if sufficient:
-                    break
-            final = self._ask(run, _fill(
-                prompt("memory_answer"), question=question, memory=memory or "(empty)",
-                examples=_render(recalled.recall(question, self.memory.recall_examples)),
-            ), final=True)
-            run.answer.memory_state = {"final_memory": memory, "history_size": len(recalled)}
-            run.finish(final, self.index)
-        return run.answer
+        question = run.answer.question
+        recalled = _History()
+        memory = ""
+        limit = min(self.memory.candidates, self.settings.max_steps)
+        for chunk in self._candidates(run, question)[:limit]:
+            memory, sufficient = self._read(run, question, memory, chunk, recalled)
+            if sufficient:
+                break
+        final = self._ask(run, _fill(
+            prompt("memory_answer"), question=question, memory=memory or "(empty)",
+            examples=_render(recalled.recall(question, self.memory.recall_examples)),
+        ), final=True)
+        run.answer.memory_state = {"final_memory": memory, "history_size": len(recalled)}
+        return final
 
     def _read(self, run: Run, question: str, memory: str, chunk: Chunk,
               recalled: _History) -> tuple[str, bool]:
@@ -86,7 +81,7 @@ class MemoryAgent(ModelRunner):
         run.answer.loops += 1
         run.record(Step(run.next_step, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
                         chunk.text, memory, count_tokens(chunk.text), None,
-                        time.perf_counter() - started))
+                        time.perf_counter() - started, kind="observation"))
         return memory, sufficient
 
     def _update_template(self) -> str:
@@ -107,7 +102,7 @@ class MemoryAgent(ModelRunner):
         run.record(Step(
             1, "hybrid_search", {"query": question, "top_k": self.memory.candidates},
             listing or "No matches.", "candidate chunks for sequential reading",
-            count_tokens(listing), None, time.perf_counter() - started,
+            count_tokens(listing), None, time.perf_counter() - started, kind="retrieval",
         ))
         return list(chunks)
 

@@ -33,8 +33,8 @@ from sleuth.agent.run import Prices, Run, Runner, StepCallback
 from sleuth.errors import LLMError
 from sleuth.llm import LLM
 from sleuth.prompts import prompt
-from sleuth.querytext import question_keywords
-from sleuth.tracker import Tracker
+from sleuth.text.querytext import question_keywords
+from sleuth.tools.tracker import Tracker
 from sleuth.types import Answer, Decision, Route
 
 AUTO = "auto"

@@ -26,13 +26,13 @@ from sleuth.agent.citations import AnswerStream, found_by, parse_citations, reso
 from sleuth.llm import LLM, ChatResponse, cost
 from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
-from sleuth.tracker import Tracker
+from sleuth.tools.tracker import Tracker
 from sleuth.types import Answer, Step
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from sleuth.index import ReadIndex
+    from sleuth.index.read import ReadIndex
     from sleuth.tools import Tool
 
 StepCallback = Callable[[Step], None]
@@ -97,6 +97,8 @@ class Run:
     on_step: StepCallback | None = None
     prices: Prices | None = None
     started: float = field(default_factory=time.perf_counter)
+    # what a runner's respond() leaves for its finished() (a runner keeps no state per run)
+    scratch: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def start(cls, name: str, llm: LLM, question: str, *, question_id: str | None = None,
@@ -220,3 +222,27 @@ class ModelRunner:
               on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Run:
         return Run.start(self.name, self.llm, question, question_id=question_id,
                          tracker=tracker, on_step=on_step, prices=self.prices)
+
+    def run(self, question: str, *, question_id: str | None = None,
+            on_step: StepCallback | None = None, tracker: Tracker | None = None,
+            history: Sequence[dict[str, Any]] = ()) -> Answer:
+        """Answer ``question``: the one template of every model runner. The run starts (its
+        clock, books and tracker), the runner's :meth:`respond` writes the answer's text,
+        the run finishes (citations resolved, reads and retrievals filled in, time stamped),
+        then :meth:`finished` may add to the answer. A session passes its ``tracker`` and the
+        ``history`` of earlier turns (:attr:`Answer.messages`)."""
+        with self.start(question, question_id=question_id, on_step=on_step,
+                        tracker=tracker) as run:
+            final = self.respond(run, history)
+            run.finish(final, self.index)
+            self.finished(run)
+        return run.answer
+
+    def respond(self, run: Run, history: Sequence[dict[str, Any]]) -> str:
+        """The runner's one hook: the final answer text for ``run.answer.question``, with
+        its steps recorded on ``run``."""
+        raise NotImplementedError
+
+    def finished(self, run: Run) -> None:
+        """After the run finished: add to its answer (IRCoT cites what its reasoning cited,
+        A2RAG proposes triples). Nothing by default."""

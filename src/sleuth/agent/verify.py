@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.run import Prices, Run, Runner, StepCallback, abstention
-from sleuth.ids import cite
 from sleuth.llm import LLM
 from sleuth.llm.jsontools import JsonToolCalls, json_objects
 from sleuth.prompts import prompt
 from sleuth.settings import A2RAGSettings
-from sleuth.tokens import count_tokens
-from sleuth.tracker import Tracker
+from sleuth.text.ids import cite
+from sleuth.text.tokens import count_tokens
+from sleuth.tools.tracker import Tracker
 from sleuth.types import PROPERTIES, Answer, Attempt, Check, Chunk, Control
 
 if TYPE_CHECKING:
-    from sleuth.index import ReadIndex
+    from sleuth.index.read import ReadIndex
 
 EVIDENCE_TOKENS = 6000  # evidence shown to the judge when verifying another agent's answer
 INSUFFICIENT = "insufficient evidence"

@@ -26,7 +26,7 @@ from sleuth.eval.datasets import Dataset, Question, load_dataset
 from sleuth.eval.report import score_runs, to_markdown
 from sleuth.eval.retrieval import DEFAULT_TOOLS, TOOL_NAMES, Level, RetrievalEval, RetrievalTool
 from sleuth.eval.runner import PREDICTIONS, EvalRun, ProgressCallback, dataset_index
-from sleuth.index import IndexProgress
+from sleuth.index.write import IndexProgress
 from sleuth.llm import LLM
 from sleuth.llm.cache import cache_of, with_reply_cache
 from sleuth.settings import DEFAULT_AGENT, Settings
@@ -77,7 +77,7 @@ def run(dataset: DatasetLike, agents: Sequence[str] | str = DEFAULT_AGENT, *,
     Returns ``{"runs": [summary per agent], "scores": the scores or None}``; ``on_run``
     gets each summary as its run finishes, ``progress(agent)`` a callback for its questions.
     """
-    from sleuth.agent.variants import llm_from_settings
+    from sleuth.llm.factory import llm_from_settings
 
     names = check_agents(agents)
     settings = settings or Settings.load()
@@ -126,7 +126,7 @@ def score(predictions: Sequence[str | Path], ks: Sequence[int] = (2, 5), *,
     configured endpoint; verdicts are cached next to each run)."""
     judge_llm = None
     if judge:
-        from sleuth.agent.variants import llm_from_settings
+        from sleuth.llm.factory import llm_from_settings
 
         judge_llm = llm or llm_from_settings(settings or Settings.load())
     return score_runs([Path(p) for p in predictions], ks, judge_llm)
@@ -195,8 +195,8 @@ def sweep(dataset: DatasetLike, param: str, values: Sequence[str] | str, *,
           progress: RunProgress | None = None) -> dict[str, Any]:
     """Test-time scaling: ``agent`` once per value of ``param`` (see
     :class:`~sleuth.eval.sweep.Sweep`); writes ``sweep.json`` and ``sweep.png``."""
-    from sleuth.agent.variants import llm_from_settings
     from sleuth.eval.sweep import Sweep
+    from sleuth.llm.factory import llm_from_settings
 
     swept = [v.strip() for v in (values.split(",") if isinstance(values, str) else values)
              if v.strip()]

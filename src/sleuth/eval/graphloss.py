@@ -18,7 +18,7 @@ from sleuth.errors import MissingDependency
 from sleuth.eval.datasets import Question
 from sleuth.eval.metrics import recall_at_k
 from sleuth.graph import Graph
-from sleuth.index import Index
+from sleuth.index.write import Index
 from sleuth.retrieval import HybridRetriever, fuse
 
 FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sleuth.errors import MissingDependency
 from sleuth.eval.datasets import Question, doc_key
 from sleuth.eval.metrics import recall_at_k
-from sleuth.index import Index
+from sleuth.index.write import Index
 from sleuth.retrieval import DEPTH as RANK_DEPTH
 from sleuth.retrieval import HybridRetriever, best_ranking, fuse, search_documents
 

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.citations import strip_citations
-from sleuth.agent.variants import build_agent, llm_from_settings
+from sleuth.agent.variants import build_agent
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.eval.datasets import Dataset, Question
 from sleuth.eval.metrics import contain_match
-from sleuth.index import Index, IndexProgress
+from sleuth.index.write import Index, IndexProgress
 from sleuth.llm import LLM
-from sleuth.settings import DEFAULT_AGENT, Settings
+from sleuth.llm.factory import llm_from_settings
+from sleuth.settings import DEFAULT_AGENT, Settings, cache_dir
 
 PREDICTIONS = "predictions.jsonl"
 
@@ -176,8 +177,7 @@ def dataset_index(dataset: Dataset, settings: Settings, location: str | Path | N
         return Index.open(location, settings=settings)
     if location is None:
         digest = hashlib.sha256(str(dataset.corpus.resolve()).encode()).hexdigest()[:12]
-        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        location = Path(cache) / "sleuth" / "datasets" / f"{dataset.name}-{digest}"
+        location = cache_dir() / "datasets" / f"{dataset.name}-{digest}"
     index = Index.open(location, settings=settings, create=True)
     index.add([dataset.corpus], on_progress=on_progress)
     return index

@@ -20,7 +20,7 @@ from sleuth.errors import ConfigError, MissingDependency
 from sleuth.eval.datasets import Question
 from sleuth.eval.report import score_runs
 from sleuth.eval.runner import EvalRun, ProgressCallback
-from sleuth.index import Index
+from sleuth.index.write import Index
 from sleuth.llm import LLM
 from sleuth.settings import Settings
 

@@ -1,8 +1,9 @@
 """The knowledge graph over an index (A2RAG): build it, look entities up, walk it.
 
 ``Graph.open(index)`` opens ``graph.db`` in the index folder, or for a PostgreSQL index
-the ``graph_*`` tables of its schema (:mod:`sleuth.graph.pgstore`). ``build()`` extracts entities
-and relations from every chunk not yet processed (incremental with the index; interrupted
+the ``graph_*`` tables of its schema (:mod:`sleuth.store.postgres.graph`). ``build()``
+extracts entities and relations from every chunk not yet processed (incremental with the index;
+interrupted
 builds keep finished batches) and then merges entity name variants
 (:mod:`sleuth.graph.aliases`). The queries: ``lookup`` (lexical match of a name against
 entity names and aliases), ``neighbors`` (relations of an entity with their source
@@ -13,7 +14,7 @@ aligned to nodes by a hybrid lexical-embedding score), ``relation_seeds`` (the q
 relational intent aligned to relation labels) and ``progressive``.
 
 ``scoped(visible_docs)`` is the graph as a caller who may read only some documents sees it
-(access control, :mod:`sleuth.access`): every query of the view answers as a graph built
+(access control, :mod:`sleuth.text.access`): every query of the view answers as a graph built
 from the visible documents' chunks alone would. A mention is visible when its chunk is; a
 relation when the chunk it was read from is; an entity when it has a visible mention or is
 an end of a visible relation (so both ends of a visible relation are visible). Entities,
@@ -40,10 +41,10 @@ from sleuth.graph.base import SEED_CUTOFF, GraphIndex
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
 from sleuth.graph.matching import GENERIC, LABEL_STOP, NameIndex, same_marks, stem
 from sleuth.graph.review import reapply
-from sleuth.graph.store import Entity, GraphBackend, norm
 from sleuth.graph.views import Scope, Tables
 from sleuth.graph.walk import Adjacency, pagerank, shortest_path
-from sleuth.querytext import content_words, covers, intent_group, question_keywords
+from sleuth.store.graphs import Entity, GraphBackend, norm
+from sleuth.text.querytext import content_words, covers, intent_group, question_keywords
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -533,7 +534,7 @@ class Graph:
         return list(out)
 
     def covers(self, question: str, chunk_ids: list[str]) -> bool:
-        """The offline sufficiency test (:func:`sleuth.querytext.covers`) on the chunks'
+        """The offline sufficiency test (:func:`sleuth.text.querytext.covers`) on the chunks'
         text."""
         if not chunk_ids:
             return False

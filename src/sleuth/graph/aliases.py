@@ -1,4 +1,4 @@
-"""Merging the name variants of one entity that :func:`~sleuth.graph.store.norm` and acronyms
+"""Merging the name variants of one entity that :func:`~sleuth.store.graphs.norm` and acronyms
 do not fold ("King Lothair II" and "Lothair II", "St. Petersburg" and "Saint Petersburg",
 "Nana Patekar's" and "Nana Patekar", "U.S." and "the United States").
 
@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sleuth.graph.store import acronym
-from sleuth.threads import batch_work
+from sleuth.store.graphs import acronym
+from sleuth.text.threads import batch_work
 
 if TYPE_CHECKING:
     from sleuth.embed import Embedder
-    from sleuth.graph.store import GraphBackend
+    from sleuth.store.graphs import GraphBackend
 
 PairKind = Literal["core", "subset", "fuzzy", "acronym"]
 _Offer = Callable[[int, int, PairKind, tuple[str, str]], None]

@@ -1,9 +1,9 @@
 """What the graph's modules need of the index and of a graph, as Protocols.
 
-The index opens its graph (:meth:`sleuth.index.ReadIndex.graph`) and a graph's build
+The index opens its graph (:meth:`sleuth.index.read.ReadIndex.graph`) and a graph's build
 restores reviewed triples (:mod:`sleuth.graph.review`), so the graph cannot import the
 index, nor the review module the graph: both sides name these Protocols instead, which
-:class:`~sleuth.index.ReadIndex` and :class:`~sleuth.graph.Graph` satisfy.
+:class:`~sleuth.index.read.ReadIndex` and :class:`~sleuth.graph.Graph` satisfy.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Protocol
 
 from sleuth.embed import Embedder
-from sleuth.graph.store import Entity, GraphBackend
 from sleuth.settings import Settings
 from sleuth.store.base import Store
+from sleuth.store.graphs import Entity, GraphBackend
 from sleuth.types import Chunk
 
 SEED_CUTOFF = 0.85  # string similarity of a confident lexical match (no embedding needed)
 
 
 class Chunks(Protocol):
-    """What a read returns (:class:`sleuth.index.ReadResult`)."""
+    """What a read returns (:class:`sleuth.index.read.ReadResult`)."""
 
     @property
     def chunks(self) -> list[Chunk]: ...

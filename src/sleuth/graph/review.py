@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from sleuth.errors import ToolError
 from sleuth.graph.base import SEED_CUTOFF
 from sleuth.graph.base import ReviewedGraph as Graph  # the Graph, which imports this module
-from sleuth.graph.store import Reviewed, norm
-from sleuth.ids import strip_markers
-from sleuth.querytext import question_keywords
+from sleuth.store.graphs import Reviewed, norm
+from sleuth.text.ids import strip_markers
+from sleuth.text.querytext import question_keywords
 
 if TYPE_CHECKING:
     from sleuth.types import Chunk

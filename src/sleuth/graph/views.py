@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sleuth.graph.store import GraphBackend
+from sleuth.store.graphs import GraphBackend
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import accumulate
 
-from sleuth.ids import chunk_id
 from sleuth.ingest.sentences import split_sentences
-from sleuth.tokens import count_tokens, encode, encoding
+from sleuth.text.ids import chunk_id
+from sleuth.text.tokens import count_tokens, encode, encoding
 from sleuth.types import Chunk, Document, Sentence
 
 
 def chunk_document(doc: Document, max_tokens: int = 1000) -> list[Chunk]:
     """Cut ``doc`` into sentence-aligned chunks of at most ``max_tokens`` tokens.
 
-    Chunk ids are :func:`sleuth.ids.chunk_id` (``doc#position``, 0-based), so they are stable
+    Chunk ids are :func:`sleuth.text.ids.chunk_id` (``doc#position``, 0-based), so they are stable
     across rebuilds of an unchanged document. A document without sentences yields no chunks.
     """
     if max_tokens < 1:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sleuth.llm.base import ChatResponse, ToolCall, Usage
+from sleuth.settings import cache_dir
 
 # where the inner client keeps the options that shape a reply (OpenAIClient's attributes)
 _OPTIONS = ("base_url", "temperature", "max_tokens", "reasoning_effort", "extra_body")
@@ -119,8 +119,7 @@ def _loads(text: str) -> ChatResponse:
 
 def default_llm_cache() -> Path:
     """``$XDG_CACHE_HOME/sleuth/llm-replies.sqlite`` (``~/.cache/sleuth/...``)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "sleuth" / "llm-replies.sqlite"
+    return cache_dir() / "llm-replies.sqlite"
 
 
 def with_reply_cache(llm: Any, path: str | Path) -> Any:

@@ -32,6 +32,7 @@ from typing import IO, Any
 from sleuth.errors import ConfigError
 from sleuth.llm import runtimes
 from sleuth.llm.runtimes import LocalModelError
+from sleuth.settings import cache_dir
 
 log = logging.getLogger("sleuth")
 
@@ -81,8 +82,7 @@ def spec(size: str) -> ModelSpec:
 
 def home() -> Path:
     """``$XDG_CACHE_HOME/sleuth/local`` (``~/.cache/sleuth/local``)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "sleuth" / "local"
+    return cache_dir() / "local"
 
 
 def server_path() -> Path:

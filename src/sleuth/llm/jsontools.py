@@ -32,9 +32,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from jsonschema import Draft202012Validator
 
-from sleuth.ids import cite, ids_in
 from sleuth.llm.base import ChatResponse, TextCallback, ToolCall, Usage
 from sleuth.llm.streaming import JsonAnswer
+from sleuth.text.ids import cite, ids_in
 
 _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)

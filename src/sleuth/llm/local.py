@@ -48,7 +48,7 @@ from sleuth.llm.install import (
 from sleuth.llm.jsontools import JsonToolCalls
 from sleuth.llm.runtimes import LocalModelError
 from sleuth.settings import LLMSettings
-from sleuth.threads import thread_policy
+from sleuth.text.threads import thread_policy
 
 __all__ = ["MODELS", "LocalModelError", "LocalServer", "ModelSpec", "Running", "client",
            "home", "install", "install_model", "install_server", "installed", "model_path",

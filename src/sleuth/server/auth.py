@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sleuth.callers import Caller, KeyRing, caller_for_key
+from sleuth.service.callers import Caller, KeyRing, caller_for_key
 
 MISSING = "missing API key: send Authorization: Bearer KEY or X-API-Key"
 INVALID = "invalid API key"

@@ -33,13 +33,13 @@ from urllib.parse import quote
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from sleuth.callers import LOCAL, Caller
 from sleuth.errors import Busy, MissingDependency, SleuthError
 from sleuth.llm.adapt import split_thinking
 from sleuth.server.auth import Unauthorized
 from sleuth.server.events import ask_events
 from sleuth.server.openapi import NOT_BLANK, responses, status_for
-from sleuth.service import Service
+from sleuth.service.callers import LOCAL, Caller
+from sleuth.service.service import Service
 from sleuth.settings import ServeSettings
 
 try:

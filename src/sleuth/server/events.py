@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from sleuth.agent.run import Listener
-from sleuth.callers import Caller
-from sleuth.service import Service
+from sleuth.service.callers import Caller
+from sleuth.service.service import Service
 from sleuth.types import Step
 
 Event = tuple[str, Any]

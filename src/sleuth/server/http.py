@@ -1,4 +1,4 @@
-"""The HTTP API (``sleuth serve http``): FastAPI over :class:`sleuth.service.Service`.
+"""The HTTP API (``sleuth serve http``): FastAPI over :class:`sleuth.service.service.Service`.
 
 Routes parse, authenticate and render; every decision is the service's. API keys come as
 ``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY`` (declared as the
@@ -6,7 +6,7 @@ document's security schemes); errors are JSON ``{"detail": "..."}`` with 401 (ke
 key may not do this), 404 (unknown tool, document, session), 400 (invalid request, over a
 limit, bad tool arguments), 413 (body too large), 422 (malformed body or parameter), 502 (the
 LLM failed), 503 with ``Retry-After`` (the workers and their queue are full: nothing was done,
-send it again later; see :mod:`sleuth.server.pool`) or 500 (a server-side failure, such as a
+send it again later; see :mod:`sleuth.service.pool`) or 500 (a server-side failure, such as a
 file that cannot be written). Each route's OpenAPI entry lists the statuses it answers with.
 
 Every tool gets its own route, ``POST /v1/tools/<name>``, whose body schema is the tool's
@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from sleuth._version import __version__
-from sleuth.access import check_name, parse_groups
-from sleuth.callers import LOCAL, Caller, KeyRing, load_api_keys
 from sleuth.errors import (
     Busy,
     ConfigError,
@@ -58,8 +56,10 @@ from sleuth.server.openapi import (
 from sleuth.server.runs import runs_router, viewer_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.server.webapp import app_router
-from sleuth.service import Service
+from sleuth.service.callers import LOCAL, Caller, KeyRing, load_api_keys
+from sleuth.service.service import Service
 from sleuth.settings import DEFAULT_AGENT
+from sleuth.text.access import check_name, parse_groups
 from sleuth.tools import TOOLS, Tool
 
 try:

@@ -2,8 +2,9 @@
 document, the image of a PDF page, and renaming a session.
 
 Like every ``/v1`` route they parse, authenticate and render; the decisions are the
-service's (:mod:`sleuth.library` through :class:`~sleuth.service.Service`), made on the
-caller's view of the index, so a document another tenant owns is 404 exactly like one that
+service's (:mod:`sleuth.service.library` through
+:class:`~sleuth.service.service.Service`), made on the caller's view of the index, so a document
+another tenant owns is 404 exactly like one that
 does not exist.
 """
 
@@ -12,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from sleuth.callers import LOCAL, Caller
 from sleuth.errors import MissingDependency
-from sleuth.library import LIST_LIMIT, LIST_MAX, TITLE_MAX
 from sleuth.server.openapi import (
     NAME_PATTERN,
     NOT_BLANK,
@@ -24,7 +23,9 @@ from sleuth.server.openapi import (
     check_session_id,
     responses,
 )
-from sleuth.service import Service
+from sleuth.service.callers import LOCAL, Caller
+from sleuth.service.library import LIST_LIMIT, LIST_MAX, TITLE_MAX
+from sleuth.service.service import Service
 
 try:
     from fastapi import APIRouter, Depends, Query, Request
@@ -34,7 +35,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
-# One line of text without control characters, not blank (as sleuth.library.check_title
+# One line of text without control characters, not blank (as sleuth.service.library.check_title
 # checks it): NOT_BLANK's class less the control characters it lets through.
 TITLE_PATTERN = (r"^[^\x00-\x1f\x7f]*"
                  + NOT_BLANK.replace("[^", r"[^\x00-\x08\x0e-\x1b\x7f", 1)

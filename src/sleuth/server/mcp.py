@@ -2,8 +2,9 @@
 
 Every retrieval tool is exposed one-to-one with the description the agent sees and its
 argument schema within this server's limits (:meth:`sleuth.tools.Tool.input_schema`, the same
-as the HTTP API's), plus ``ask``. Calls go through :class:`sleuth.service.Service` (same limits as
-the HTTP API); a tool error comes back as an ``isError`` result whose text says what was
+as the HTTP API's), plus ``ask``. Calls go through :class:`sleuth.service.service.Service`
+(same limits as the HTTP API); a tool error comes back as an ``isError`` result whose text says
+what was
 wrong, so the calling model can recover.
 
 Each MCP session (a stdio or in-process connection, or one ``Mcp-Session-Id`` over
@@ -27,16 +28,16 @@ from typing import Any, Literal
 
 import anyio
 
-from sleuth.callers import LOCAL, Caller, KeyRing, load_api_keys
 from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
 from sleuth.server.auth import Unauthorized, authenticate
 from sleuth.server.guard import Guard, allowed_hosts
 from sleuth.server.schemas import ask_schema
-from sleuth.service import Service
-from sleuth.session import Session
+from sleuth.service.callers import LOCAL, Caller, KeyRing, load_api_keys
+from sleuth.service.service import Service
+from sleuth.service.sessions import Session
 from sleuth.settings import DEFAULT_AGENT, ServeSettings
 from sleuth.tools import TOOLS, ToolResult
-from sleuth.tracker import Tracker
+from sleuth.tools.tracker import Tracker
 
 try:
     import mcp_types as types

@@ -99,7 +99,7 @@ def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-# The three ways a request may carry its API key (see sleuth.service.presented_key). They
+# The three ways a request may carry its API key (see sleuth.service.service.presented_key). They
 # declare the security schemes; the key itself is read by the routes' auth dependency.
 BEARER = HTTPBearer(scheme_name="bearer", auto_error=False,
                     description="`Authorization: Bearer KEY`, a key of serve.api_keys")
@@ -110,14 +110,14 @@ QUERY_KEY = APIKeyQuery(name="api_key", scheme_name="apiKeyQuery", auto_error=Fa
 
 # Parameter shapes, as JSON schema patterns. They are ASCII and read the same in ECMA 262 (what
 # JSON Schema uses), Python and Rust, so the server checks exactly what the document says.
-# Session ids: sleuth.service's (at most 64 letters, digits, '.', '-', '_'), ASCII, without a
+# Session ids: the service's (at most 64 letters, digits, '.', '-', '_'), ASCII, without a
 # leading '.' ("." and ".." are not ids a URL can carry).
 SESSION_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$"
 SESSION_ID = {"type": "string", "pattern": SESSION_PATTERN, "minLength": 1, "maxLength": 64}
 # Document, chunk and run ids are paths: no control characters.
 PATH_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 PATH_ID_MAX = 1024
-# Collection and group names (sleuth.access.check_name, in ASCII), and a comma-separated list.
+# Collection and group names (sleuth.text.access.check_name, in ASCII), and a comma-separated list.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 GROUPS_PATTERN = rf"^ *({_NAME})? *(, *({_NAME})? *)*$"

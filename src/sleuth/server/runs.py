@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from sleuth.errors import IngestError, MissingDependency
 from sleuth.eval.report import read_predictions, score_record, score_runs
-from sleuth.index import ReadIndex
+from sleuth.index.read import ReadIndex
 from sleuth.server.openapi import PATH_ID_MAX, PATH_ID_PATTERN
 from sleuth.server.openapi import responses as _errors
 

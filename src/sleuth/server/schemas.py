@@ -37,7 +37,7 @@ class ArgumentCheck:
 
 def ask_schema(limits: ServeSettings) -> dict[str, Any]:
     """The arguments of ``ask`` (HTTP ``/v1/ask``, the MCP tool): what
-    :meth:`sleuth.service.Service.check_ask` accepts."""
+    :meth:`sleuth.service.service.Service.check_ask` accepts."""
     from sleuth.agent.router import AUTO
     from sleuth.agent.variants import VARIANTS
 

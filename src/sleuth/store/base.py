@@ -23,24 +23,24 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import import_module
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from sleuth.access import DEFAULT_COLLECTION, Access
 from sleuth.errors import StoreError
+from sleuth.plugins import BACKENDS, entries
 from sleuth.store.keyword import KeywordMode
 from sleuth.store.ranking import (  # re-exported from its earlier home
     top_chunks_by_best_sentence as top_chunks_by_best_sentence,
 )
 from sleuth.store.sessions import SessionStore
+from sleuth.text.access import DEFAULT_COLLECTION, Access
 from sleuth.types import Chunk, Document, Hit
 
 if TYPE_CHECKING:
-    from sleuth.graph.store import GraphBackend
     from sleuth.settings import VectorSettings
+    from sleuth.store.graphs import GraphBackend
 
 
 FORMAT = "sleuth-index"
@@ -321,7 +321,7 @@ def check_vectors(docs: Sequence[PreparedDocument]) -> None:
 def new_manifest(embedder: Mapping[str, Any], chunk_tokens: int) -> dict[str, Any]:
     """The manifest of a new, empty index (every store keeps this same JSON)."""
     from sleuth._version import __version__
-    from sleuth.tokens import ENCODING
+    from sleuth.text.tokens import ENCODING
 
     return {
         "format": FORMAT,
@@ -355,10 +355,11 @@ def check_embedder(manifest: Mapping[str, Any], embedder: Mapping[str, Any] | No
 
 # -- the registry: URL scheme → backend -------------------------------------------------
 
-BACKENDS = "sleuth.backends"  # the entry-point group of third-party backends
 StoreFactory = Callable[..., Store]
 _REGISTRY: dict[str, StoreFactory | str] = {}
-_INSTALL: dict[str, str] = {}  # scheme → what to pip install when its import fails
+# scheme → what to pip install when its import fails
+_INSTALL: dict[str, str] = {"postgresql": "'sleuth-rag[postgres]'",
+                            "postgres": "'sleuth-rag[postgres]'"}
 _discovered = False
 
 
@@ -384,13 +385,18 @@ def backend_schemes() -> list[str]:
 
 
 def _discover() -> None:
-    """Register the backends of installed packages, once (a registration in-process wins)."""
+    """Register the built-in backends and those of installed packages through
+    :mod:`sleuth.plugins`, once (a registration in-process wins; an installed package's
+    entry replaces a built-in of the same scheme)."""
     global _discovered
     if _discovered:
         return
     _discovered = True
-    for entry in entry_points(group=BACKENDS):
-        _REGISTRY.setdefault(entry.name, entry.value)
+    found: dict[str, str] = {}
+    for entry in entries(BACKENDS):
+        found[entry.name] = entry.value
+    for scheme, value in found.items():
+        _REGISTRY.setdefault(scheme, value)
 
 
 def _factory(scheme: str) -> StoreFactory:
@@ -424,11 +430,3 @@ def open_store(location: str | Path, *, create: bool, embedder: Mapping[str, Any
         return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens,
                        repair=True)
     return factory(text, create=create, embedder=embedder, chunk_tokens=chunk_tokens)
-
-
-# the built-in backends, registered as any other
-register_backend("", "sleuth.store.local:LocalStore")
-register_backend("postgresql", "sleuth.store.postgres:PostgresStore",
-                 install="'sleuth-rag[postgres]'")
-register_backend("postgres", "sleuth.store.postgres:PostgresStore",
-                 install="'sleuth-rag[postgres]'")

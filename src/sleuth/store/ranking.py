@@ -10,7 +10,7 @@ the backends agree to the last digit:
 - BM25 (k1 1.2, b 0.75): the query's tokens, the idf and the per-term score
   (:func:`query_tokens`, :func:`bm25_idf`, :func:`bm25_term`) over the visible chunks;
 - best-sentence cosine: :func:`top_chunks_by_best_sentence`;
-- access: which documents an :class:`~sleuth.access.Access` may read
+- access: which documents an :class:`~sleuth.text.access.Access` may read
   (:func:`visible_documents`), applied before anything is ranked or counted;
 - hits: :func:`keyword_hits`, :func:`bm25_hits` and :func:`semantic_hits` pick the
   snippets the same way everywhere.
@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from sleuth.access import Access, restricted
 from sleuth.store import keyword as kw
+from sleuth.text.access import Access, restricted
 from sleuth.types import Chunk, Hit
 
 K1, B = 1.2, 0.75  # BM25 parameters

@@ -2,12 +2,15 @@
 
 :data:`TOOLS` is the registry every face reads when it is asked, so a tool registered with
 :func:`register` (a typed function under ``@tool``, exactly like the built-ins) is at once
-an agent tool, ``sleuth tool NAME``, ``POST /v1/tools/NAME`` and an MCP tool.
+an agent tool, ``sleuth tool NAME``, ``POST /v1/tools/NAME`` and an MCP tool. The registry
+is filled through :mod:`sleuth.plugins` (group ``sleuth.tools``): the core tools
+(:mod:`sleuth.tools.builtin`), the ``facts`` pack, then installed packages' tools.
 """
 
+from sleuth.plugins import TOOLS as TOOL_PLUGINS
+from sleuth.plugins import Registry
 from sleuth.tools.base import QUERY, TOP_K, Arg, Cli, Tool, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import (
-    CORPUS_TOOLS,
     chunk_read,
     hybrid_search,
     keyword_search,
@@ -15,13 +18,11 @@ from sleuth.tools.corpus import (
     naive_embedding_search,
     semantic_search,
 )
-from sleuth.tools.documents import DOCUMENT_TOOLS, find, search, summarize
+from sleuth.tools.documents import find, search, summarize
 from sleuth.tools.documents import open as open_document
-from sleuth.tools.graph import GRAPH_TOOLS, graph_entity, graph_neighbors, graph_path, graph_ppr
-from sleuth.tools.pagefacts import compare_dates, person_fact
+from sleuth.tools.graph import graph_entity, graph_neighbors, graph_path, graph_ppr
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (*CORPUS_TOOLS, compare_dates, person_fact,
-                                              *DOCUMENT_TOOLS, *GRAPH_TOOLS)}
+TOOLS: Registry[Tool]  # filled on first use: the core tools, the facts pack, installed ones
 # Names the faces give their own options and parameters (``--index``, ``?session=``, ...).
 RESERVED_ARGUMENTS = frozenset({"index", "json", "config", "session", "help"})
 
@@ -29,6 +30,7 @@ RESERVED_ARGUMENTS = frozenset({"index", "json", "config", "session", "help"})
 def register(t: Tool) -> Tool:
     """Make a tool available by name to agents, the CLI and the servers (replacing a tool of
     the same name). An argument named like an option every face adds is refused."""
+    TOOLS.load()  # the plugins first, so this registration wins over theirs
     clash = RESERVED_ARGUMENTS & set(t.args.model_fields)
     if clash:
         raise ValueError(f"tool {t.name!r}: argument {sorted(clash)[0]!r} is reserved for "
@@ -38,11 +40,11 @@ def register(t: Tool) -> Tool:
 
 
 register_tool = register  # the earlier name
+TOOLS = Registry(TOOL_PLUGINS, register)
 
 
 __all__ = [
     "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
-    "compare_dates", "person_fact",
     "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_search",
     "keyword_search", "lead_block",
     "naive_embedding_search", "open_document", "register", "register_tool", "search",

@@ -10,8 +10,8 @@ how an argument reads on the command line.
 Every face derives from that one definition: the schema the agent, the HTTP API and the MCP
 server show (:meth:`Tool.schema`, serving limits included), the limits a call from outside
 the agent is held to (:meth:`Tool.check_limits`) and the CLI command
-(:mod:`sleuth.tools.commands`). The agent calls :meth:`Tool.run`; the CLI and the servers
-call it through :func:`sleuth.service.run_tool`.
+(:mod:`sleuth.cli.tools`). The agent calls :meth:`Tool.run`; the CLI and the servers
+call it through :func:`sleuth.service.service.run_tool`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sleuth.errors import RequestError, ToolError
 from sleuth.settings import ServeSettings
-from sleuth.tokens import count_tokens
+from sleuth.text.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from sleuth.index import ReadIndex
-    from sleuth.tracker import Tracker
+    from sleuth.index.read import ReadIndex
+    from sleuth.tools.tracker import Tracker
 
 
 @dataclass
@@ -227,8 +227,8 @@ class Tool:
 
     def run(self, ctx: ToolContext, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         """Validate ``arguments`` and call the tool. The agent calls this directly, within
-        the tool's own bounds; calls from outside go through :func:`sleuth.service.run_tool`,
-        which checks the serving limits first."""
+        the tool's own bounds; calls from outside go through
+        :func:`sleuth.service.service.run_tool`, which checks the serving limits first."""
         parsed = self.parse(arguments)
         return self.function(ctx, **parsed.model_dump())
 

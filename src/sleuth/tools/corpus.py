@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from sleuth.retrieval import best_ranking
-from sleuth.tokens import count_tokens
+from sleuth.text.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
 

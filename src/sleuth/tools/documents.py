@@ -2,7 +2,7 @@
 
 ``search`` finds documents (several queries in one call, merged and deduplicated) and hands
 out reference ids; ``find`` and ``open`` work inside one referenced document through its
-line-numbered view (:mod:`sleuth.docview`); ``summarize`` records notes and the references
+line-numbered view (:mod:`sleuth.text.docview`); ``summarize`` records notes and the references
 to keep when the agent loop compacts its context.
 """
 
@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from sleuth.docview import DocumentView
 from sleuth.errors import ToolError, ToolNotFound
-from sleuth.ids import is_ref
 from sleuth.retrieval import DocumentHit, search_documents
-from sleuth.tokens import count_tokens
+from sleuth.text.docview import DocumentView
+from sleuth.text.ids import is_ref
+from sleuth.text.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, Arg, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 from sleuth.types import Document, Reference

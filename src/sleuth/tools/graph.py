@@ -18,7 +18,7 @@ from sleuth.tools.corpus import StrList
 
 if TYPE_CHECKING:
     from sleuth.graph import Graph
-    from sleuth.graph.store import Entity
+    from sleuth.store.graphs import Entity
 
 SNIPPET_CHARS = 220
 

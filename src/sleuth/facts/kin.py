@@ -1,0 +1,318 @@
+"""Family and nationality as an encyclopedia lead states them: parents ("the son of A and
+his wife B", "was born in Rabat to A and B"), spouses ("He married C", "the wife of D"),
+whether a person is a man or a woman, and a nationality ("was an Austrian-born American
+composer").
+
+"The son of Clara Jane Bryant Ford and the only child of Henry Ford" names a mother first;
+"the daughter of actors Amrita Singh and Saif Ali Khan" does not say which is which; the
+first name beside "son of", which finds a director beside "directed by", is not a father.
+Questions such as "Who is the paternal grandfather of X?" go through two pages and two
+such readings (2Wiki's inference questions, BENCHMARKS §16). Pure functions over strings,
+like :mod:`sleuth.facts.lives`: the ``person_fact`` tool finds the pages and follows the names
+read here from one to the next.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from sleuth.text.querytext import wordset
+
+Sex = Literal["male", "female"]
+
+MALE = wordset("king prince duke count earl baron marquess margrave landgrave elector emperor "
+               "archduke viscount lord sir mr tsar sultan shah actor father husband son "
+               "brother nobleman")
+FEMALE = wordset("queen princess duchess countess baroness marchioness margravine landgravine "
+                 "electress empress archduchess viscountess lady dame mrs miss tsarina actress "
+                 "mother wife daughter sister noblewoman")
+# A title a name goes on with after a comma ("Albert III, Duke of Bavaria", "William de
+# Beauchamp, 1st Baron Bergavenny"); or an ordinal ("5th").
+RANKS = wordset("king queen prince princess duke duchess count countess earl baron baroness "
+                "marquess marchioness margrave margravine landgrave elector electress emperor "
+                "empress archduke archduchess viscount viscountess lord lady sultan shah tsar "
+                "grand infante infanta dauphin crown palatine")
+# Honorifics a page title leaves out ("Queen Marie Leszczyńska" is "Marie Leszczyńska").
+HONORIFICS = RANKS | wordset("sir dame saint st. hon. dr. mr. mrs. the rev. master")
+LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y zu und")
+# Words between "and" and a name that say it is not a parent or spouse named beside another
+NOT_PARENTS = wordset("became was is had has succeeded inherited later then brother sister "
+                      "half-brother half-sister nephew niece cousin grandson granddaughter "
+                      "successor to with in at on near from")
+# Lowercase words that may follow a name; any other makes the capitalised words before it
+# a description ("married to the Polish artist, Anna Rajecka")
+AFTER_NAMES = wordset("and or in on at of the who whom whose which that with from for to by "
+                      "after before until since but was is were had has when while where as "
+                      "a an between during around about near born died also he she they it "
+                      "his her their")
+_TOKEN = re.compile(r"[^\W\d_][\w'’.-]*|\d+(?:st|nd|rd|th)\b\.?|\d+|[(),;:—–]|\S")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)$", re.IGNORECASE)
+# "the son of", "the fourth son of", "only child of", "born in Rabat to", "born 1459 to"
+_PARENTS = re.compile(r"\b(?:sons?|daughters?|child|children|stepson|stepdaughter)"
+                      r"(?:\s+and\s+(?:heir|successor)\s+|\s*—[^—]{1,60}—\s*|\s+)of\s+|"
+                      r"\bborn\b[^.;()]{0,60}?\bto\s+(?=[A-Z]|(?:the\s+)?[a-z]+\s+[A-Z])",
+                      re.IGNORECASE)
+# "Philippa de Beauchamp, daughter of ...", "Gaitelgrima, a daughter of ...": an apposition
+# about someone else the page names
+_APPOSED = re.compile(r"[A-Z][\w'’.-]*,\s+(?:(?:a|an|the)\s+)?(?:\w+\s+)?$")
+_NAMED_PARENT = re.compile(r"\b(?:his|her|their)\s+(?P<kin>father|mother)\s*(?:,|was|is)\s+",
+                           re.IGNORECASE)
+_SPOUSE = re.compile(r"\b(?:married|wed)\s+(?:(?:in|on)\s+[^,.;]{1,25}?\s+)?(?:to\s+)?|"
+                     r"\b(?:wife|husband|widow|widower|spouse)\s+of\s+|"
+                     r"\b(?:his|her)\s+(?:wife|husband|spouse)(?:,\s*|\s+was\s+|\s+(?=[A-Z]))",
+                     re.IGNORECASE)
+_DEMONYM = re.compile(r"[A-Z][a-zà-ÿ]+(?:an|ian|ese|ish|ch|sh|ic|i|ite)$")
+DEMONYMS = wordset("Greek Thai Swiss Filipino Basque Lao Inuit Maori")
+# Capitalised words of a lead that end like a nationality and are none
+NOT_DEMONYMS = wordset("Christian Lutheran Anglican Republican Catholic Islamic Olympic "
+                       "Gothic Victorian Elizabethan Edwardian Georgian Shi'i Sunni")
+_SUBJECT = re.compile(r"\b(?:is|was|were)\s+(?:an?|the)\s+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A person a page names in a family role, as written, with the sex the words around
+    the name give (None: they do not say)."""
+
+    name: str
+    sex: Sex | None = None
+
+
+def _tidy(text: str) -> str:
+    """Spacing some encyclopedia dumps break ("Orléans- Braganza", "Paris( the")."""
+    text = re.sub(r"(?<=\w)- (?=\w)", "-", text)
+    return re.sub(r"(?<=\w)\(", " (", text)
+
+
+def _sex_of(words: list[str]) -> Sex | None:
+    lowered = [w.lower().rstrip(",.") for w in words]
+    male = sum(w in MALE for w in lowered)
+    female = sum(w in FEMALE for w in lowered)
+    return "male" if male > female else "female" if female > male else None
+
+
+def _name(tokens: list[str], at: int) -> tuple[str | None, list[str], int]:
+    """The name starting at or after ``tokens[at]`` (after up to a few describing words:
+    "actors", "his wife ,", "Queen", "the Polish artist ,"), the describing words with the
+    name's own, and where the name ends."""
+    said: list[str] = []
+    for _ in range(3):  # capitalised words that describe ("Polish", "Nobel Prize laureate")
+        while at < len(tokens) and len(said) < 8 and (tokens[at][:1].islower() or
+                                                      tokens[at] == ","):
+            if tokens[at] in ("and", "or"):
+                break
+            said.append(tokens[at])
+            at += 1
+            if said[-1].endswith("."):
+                return None, said, at  # "whom she married three years later. From 1936"
+        if any(w in NOT_PARENTS or w.endswith("ed") for w in said):
+            return None, said, at  # "and became Duke of ...", "and half-brother to ..."
+        words, at = _run(tokens, at)
+        following = tokens[at] if at < len(tokens) else ""
+        if not (words and following[:1].islower() and following not in AFTER_NAMES and
+                not words[-1].endswith(".")):
+            break
+        said += words
+    else:
+        return None, said, at
+    if not words:
+        return None, said, at
+    name = " ".join(words).replace(" ,", ",")
+    return name, said + words, at
+
+
+def _run(tokens: list[str], at: int) -> tuple[list[str], int]:
+    """The capitalised words of a name from ``tokens[at]``, with linking words inside and a
+    title after a comma ("Albert III, Duke of Bavaria"); cut at a sentence's end."""
+    words: list[str] = []
+    while at < len(tokens):
+        token = tokens[at]
+        if token[:1].isupper() or (words and (token.lower() in LINKS or
+                                              _ORDINAL.match(token.rstrip(".")))):
+            words.append(token)
+            at += 1
+            if token.endswith(".") and len(token.rstrip(".")) > 1 and \
+                    token.lower() not in HONORIFICS:
+                words[-1] = token.rstrip(".")
+                break  # a sentence ends with this name
+            continue
+        following = tokens[at + 1] if at + 1 < len(tokens) else ""
+        if token == "," and words and (following.lower() in RANKS or
+                                       _ORDINAL.match(following.rstrip("."))):
+            words.append(",")
+            at += 1
+            continue
+        break
+    while words and (words[-1].lower() in LINKS or words[-1] == ","):
+        words.pop()
+        at -= 1
+    return words, at
+
+
+def _skip_aside(tokens: list[str], at: int) -> int:
+    """Past a parenthesis, a dash-enclosed aside or a short apposition after a name ("(the
+    Orléanist claimant)", "—Stanislaus I of Poland–", ", the last Emperor of Austria,")."""
+    while at < len(tokens):
+        if tokens[at] == "(":
+            depth = 0
+            for end in range(at, len(tokens)):
+                depth += {"(": 1, ")": -1}.get(tokens[end], 0)
+                if depth == 0:
+                    break
+            at = end + 1
+        elif tokens[at] in ("—", "–"):
+            ends = [i for i in range(at + 1, min(len(tokens), at + 16)) if tokens[i] in
+                    ("—", "–")]
+            if not ends:
+                return at
+            at = ends[0] + 1
+        elif tokens[at] == "," and at + 1 < len(tokens) and tokens[at + 1][:1].islower() and \
+                tokens[at + 1] not in ("and", "or"):
+            ends = [i for i in range(at + 1, min(len(tokens), at + 14)) if tokens[i] == ","]
+            if not ends or any(t in (".", ";") for t in tokens[at:ends[0]]):
+                return at
+            at = ends[0] + 1
+        else:
+            return at
+    return at
+
+
+def _names_after(text: str, *, pair: bool) -> tuple[list[Relative], int]:
+    """The name ``text`` starts with and, when ``pair``, the other parent after "and" ("A
+    and his wife B"), each with the sex its words give; and how much of ``text`` they
+    take. A name of one word after "and" belongs to the one before ("Charles I and IV",
+    "Count Palatine of Simmern and Zweibrücken")."""
+    spans = list(_TOKEN.finditer(text[:400]))
+    tokens = [m.group(0) for m in spans]
+    found: list[Relative] = []
+    at = 0
+    while len(found) < (3 if pair else 1):
+        name, said, at = _name(tokens, at)
+        if name is None:
+            break
+        if found and " " not in name and len(said) == 1:
+            found[-1] = Relative(f"{found[-1].name} and {name}", found[-1].sex)
+        else:
+            found.append(Relative(name, _sex_of(said)))
+        at = _skip_aside(tokens, at)
+        if at < len(tokens) and tokens[at] == ",":
+            at += 1
+        if not pair or at >= len(tokens) or tokens[at] not in ("and", "&"):
+            break
+        at += 1
+    used = spans[min(at, len(spans)) - 1].end() if spans and at else 0
+    return found[:2], used
+
+
+@dataclass(frozen=True)
+class Family:
+    """The parents and spouses a page names, in the order it names them."""
+
+    parents: tuple[Relative, ...] = ()
+    spouses: tuple[Relative, ...] = ()
+
+
+def family(text: str) -> Family:
+    """The parents ("son of A and B", "born ... to A and B", "His father was A") and the
+    spouses ("married C", "wife of D", "his first wife, E") a page names. A spouse named
+    inside the parents' phrase ("son of King Louis XV and his wife, Queen Marie") is a
+    parent's; a phrase that goes on from the first ("son of A and the only child of B")
+    names the other parent; one after another name and a comma ("His mother was Anne, the
+    daughter of C") is about that other person, and read only when nothing else is."""
+    text = _tidy(text)
+    parents: list[Relative] = []
+    taken: list[tuple[int, int]] = []
+    apposed: list[re.Match[str]] = []
+    for match in _PARENTS.finditer(text):
+        if len(parents) >= 2 or (taken and match.start() > taken[-1][1] + 12):
+            break
+        if _APPOSED.search(text[max(0, match.start() - 60):match.start()]):
+            apposed.append(match)  # likely about another person the page names
+            continue
+        names, used = _names_after(text[match.end():], pair=True)
+        parents += [n for n in names if n.name not in {p.name for p in parents}]
+        taken.append((match.start(), match.end() + used))
+    parents = _paired(parents[:2])
+    for match in _NAMED_PARENT.finditer(text):
+        sex: Sex = "male" if match["kin"].lower() == "father" else "female"
+        for named in _names_after(text[match.end():], pair=False)[0]:
+            if all(named.name != p.name for p in parents):
+                parents.append(Relative(named.name, sex))
+    if not parents and apposed:  # "a member of the House of Plantagenet, the daughter of"
+        names, used = _names_after(text[apposed[0].end():], pair=True)
+        parents = _paired(names)
+        taken.append((apposed[0].start(), apposed[0].end() + used))
+    spouses: list[Relative] = []
+    for match in _SPOUSE.finditer(text):
+        if any(start <= match.start() < end for start, end in taken):
+            continue  # a parent's spouse
+        for named in _names_after(text[match.end():], pair=False)[0]:
+            if named.name not in {s.name for s in spouses} | {p.name for p in parents}:
+                spouses.append(named)
+    return Family(tuple(parents), tuple(spouses))
+
+
+def _paired(parents: list[Relative]) -> list[Relative]:
+    """Two parents of whom the words tell one's sex: the other is of the other sex; a first
+    name alone shares the other's surname ("son of John and Elizabeth Dickens")."""
+    if len(parents) == 2 and " " not in parents[0].name and " " in parents[1].name:
+        surname = parents[1].name.rsplit(" ", 1)[1]
+        parents = [Relative(f"{parents[0].name} {surname}", parents[0].sex), parents[1]]
+    sexes = opposite_sexes([p.sex for p in parents])
+    return [Relative(p.name, sex) for p, sex in zip(parents, sexes, strict=True)]
+
+
+def opposite_sexes(sexes: list[Sex | None]) -> list[Sex | None]:
+    """The sexes of two parents of whom one's is known: the other's is the other."""
+    if len(sexes) != 2 or (sexes[0] is None) == (sexes[1] is None):
+        return sexes
+    other: Sex = "female" if (sexes[0] or sexes[1]) == "male" else "male"
+    return [sex or other for sex in sexes]
+
+
+def pronoun_sex(text: str) -> Sex | None:
+    """Whether a person's page speaks of a man or a woman (its pronouns), or None."""
+    words = re.findall(r"\b(?:he|his|him|she|her|hers)\b", text.lower())
+    male = sum(w in ("he", "his", "him") for w in words)
+    female = len(words) - male
+    if max(male, female) < 1 or male == female:
+        return None
+    return "male" if male > female else "female"
+
+
+def plain_name(name: str) -> str:
+    """A name without its leading honorifics ("Queen Marie Leszczyńska" → "Marie
+    Leszczyńska"), as a page would be titled."""
+    words = name.split()
+    while len(words) > 2 and words[0].lower() in HONORIFICS:
+        words = words[1:]
+    return " ".join(words)
+
+
+def nationality(text: str) -> str | None:
+    """The nationality a person's lead gives ("was an Austrian-born American film
+    composer" → "American"; "is a former Pakistani singer" → "Pakistani"): the first word
+    that reads as one after "is a", "was an" and at most two lowercase words, or None."""
+    text = _tidy(text)
+    for match in _SUBJECT.finditer(text[:600]):
+        words = re.findall(r"[\w'’-]+", text[match.end():match.end() + 80])[:5]
+        lead = 0
+        while lead < min(2, len(words)) and words[lead][:1].islower():
+            lead += 1
+        if {"of", "to"} & set(words[:lead]):
+            continue  # "was the son of Henri": a name, not a nationality
+        found: list[str] = list(itertools.takewhile(_is_demonym, words[lead:lead + 2]))
+        after = words[lead + len(found)] if lead + len(found) < len(words) else ""
+        if found and after[:1].islower():
+            plain = [w for w in found if not w.lower().endswith("-born")]
+            return plain[0] if plain else found[0][:-len("-born")]
+    return None
+
+
+def _is_demonym(word: str) -> bool:
+    parts = [p for p in word.split("-") if p.lower() != "born"]
+    return bool(parts) and all((_DEMONYM.match(p) or p in DEMONYMS) and p not in NOT_DEMONYMS
+                               for p in parts)

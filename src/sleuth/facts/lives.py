@@ -1,0 +1,201 @@
+"""When and where a page says a person was born and died, and the questions that ask it
+("Where was the director of film X born?", "When did X's father die?").
+
+A small model given the right page still answers a place question with a date, or the
+entity the question goes through instead of the fact beyond it (BENCHMARKS §16). Reading
+a birth or death from an encyclopedia lead needs no model. Pure functions over strings,
+like :mod:`sleuth.facts.dates`, on which it builds; the ``person_fact`` tool reads the pages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from sleuth.facts.dates import DATE, Date, event_date, life_parenthesis
+from sleuth.text.querytext import wordset
+
+LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
+# what a question may ask of a person: a fact of their life, a relative (read by
+# :mod:`sleuth.facts.kin`) or their nationality
+Fact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place",
+               "father", "mother", "spouse", "nationality"]
+KIN_FACTS = ("father", "mother", "spouse")
+
+# Lowercase words a place name may hold ("Stratford-upon-Avon", "Frankfurt am Main").
+PLACE_LINKS = wordset("of de la le du del der den am an upon on the y da di in")
+_WORD = re.compile(r"[^\W\d_][\w'’.-]*|,|\S")
+_DASH = re.compile(r"\s*[–—]\s*|\s+-\s*|(?<=\w)-\s+")
+_GLUED = re.compile(r"(?<!\d)(\d{4})(?=[^\W\d_])")  # "1901Oklahoma City": a dash lost
+
+
+def place_at(text: str) -> str | None:
+    """The place name ``text`` starts with, after a leading "in", "at" or comma: a run of
+    capitalised words with linking words inside, continued after commas ("Glen Cove, Long
+    Island, New York"), cut before a lowercase word ("Siversky, near Saint Petersburg") and
+    before a part that opens a clause ("in Hoboken, New Jersey, Sinatra began")."""
+    words = [m.group(0) for m in _WORD.finditer(text)]
+    while words and words[0] in {",", "in", "at", "the", "c."}:
+        words.pop(0)
+    parts: list[list[str]] = [[]]
+    at = 0
+    for at, word in enumerate([*words, ""]):  # noqa: B007 (where it stopped is used below)
+        if word == "," and parts[-1]:
+            parts.append([])
+        elif word and (word[0].isupper() or (parts[-1] and word.lower() in PLACE_LINKS)):
+            parts[-1].append(word)
+        else:
+            break
+    following = words[at] if at < len(words) else ""
+    if len(parts) > 1 and parts[-1] and following and following not in PLACE_ENDS and \
+            not following[0].isdigit():
+        parts.pop()  # "..., Sinatra began": the last part is a clause's subject
+    names = [" ".join(_trim(p)) for p in parts]
+    place = ", ".join(n for n in names if n).rstrip(".")
+    return place if place and place not in ERAS else None
+
+
+ERAS = {"BC", "BCE", "AD", "CE"}  # "died in 1330 BC": no place
+PLACE_ENDS = {",", ".", ")", ";", "–", "—", "-", "and", "on", "in", "at", "where", "to", "("}
+
+
+def _trim(words: list[str]) -> list[str]:
+    while words and words[-1].lower() in PLACE_LINKS:
+        words = words[:-1]
+    return words
+
+
+@dataclass(frozen=True)
+class Life:
+    """What a page's lead says of a person's birth and death (None: not said)."""
+
+    born: Date | None = None
+    born_at: str | None = None
+    died: Date | None = None
+    died_at: str | None = None
+    buried_at: str | None = None
+
+    def fact(self, fact: LifeFact) -> Date | str | None:
+        return {"birth_date": self.born, "birth_place": self.born_at,
+                "death_date": self.died, "death_place": self.died_at,
+                "burial_place": self.buried_at}[fact]
+
+
+def life(text: str) -> Life:
+    """Birth and death, dates and places, from a person's page: the lead's parenthesis
+    ("(29 November 1690, in Dornburg – 16 March 1747, in Zerbst)", "(Madrid, 23 June 1862
+    – Munich, 4 December 1946)", "(born 1966 in Montreal, Quebec)"), then sentences ("was
+    born in Santa Rosa, California", "He died in Ukiah, California.")."""
+    born_at = died_at = None
+    inside = life_parenthesis(text)
+    if inside is not None:
+        parts = _DASH.split(_GLUED.sub(r"\1 ", inside), maxsplit=1)
+        born_at = _place_in(parts[0])
+        died_at = _place_in(parts[1]) if len(parts) == 2 else None
+    born_at = born_at or _after_cue(text, r"\bborn\b")
+    died_at = died_at or _after_cue(text, r"\bdied\b")
+    return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at,
+                _after_cue(text, r"\b(?:buried|interred|entombed)\b"))
+
+
+def _place_in(part: str) -> str | None:
+    """The place in one side of a life's parenthesis: what is left when its dates, "born"
+    and "c." are taken out ("August 21, 1901 Oklahoma City, Oklahoma")."""
+    rest = DATE.sub(" , ", re.sub(r"\b(?:born|died|c\.|circa|ca\.|or|d\.)\s*", " , ", part,
+                                  flags=re.IGNORECASE))
+    rest = re.sub(r"^[\s,]+", "", rest)
+    return place_at(rest) if rest[:1].isupper() or rest.startswith(("in ", "at ")) else None
+
+
+def _after_cue(text: str, cue: str) -> str | None:
+    """The place after "in" or "at" within a few words of ``cue`` ("born to Italian
+    immigrants in Hoboken, New Jersey"), in the same sentence."""
+    for match in re.finditer(cue, text, re.IGNORECASE):
+        clause = re.split(r"(?<=[a-z]{2})\.\s|;", text[match.end():match.end() + 90])[0]
+        where = re.search(r"\b(?:in|at)\s+(?=[^\W\d_])", clause)
+        if where and where.start() < 50:
+            place = place_at(clause[where.start():])
+            if place and not DATE.fullmatch(place):
+                return place
+    return None
+
+
+@dataclass(frozen=True)
+class FactQuestion:
+    """What a question asks of a person: ``fact``, of ``entity`` or, with ``relation``, of
+    the person that relation names on the entity's page ("the director of film X")."""
+
+    entity: str
+    fact: Fact
+    relation: str | None = None
+
+    def arguments(self) -> dict[str, object]:
+        return {"entity": self.entity, "fact": self.fact, "relation": self.relation}
+
+
+ROLES = wordset("director composer performer producer writer screenwriter author founder "
+                "husband wife spouse father mother creator lyricist editor cinematographer")
+WORKS = r"(?:(?:the\s+)?(?:film|movie|song|album|single|magazine|band|book|novel|play|show|" \
+        r"series|opera|game|newspaper|company)\s+)?"
+# a relative a question asks for: (the relation to go through, the relative read there)
+KIN: dict[str, tuple[str | None, Fact]] = {
+    "paternal grandfather": ("father", "father"), "paternal grandmother": ("father", "mother"),
+    "maternal grandfather": ("mother", "father"), "maternal grandmother": ("mother", "mother"),
+    "father-in-law": ("spouse", "father"), "mother-in-law": ("spouse", "mother"),
+    "father": (None, "father"), "mother": (None, "mother"), "spouse": (None, "spouse"),
+    "husband": (None, "spouse"), "wife": (None, "spouse")}
+_KIN = "|".join(sorted(KIN, key=len, reverse=True))
+_ASKS = [
+    (re.compile(r"^(?:what|where) (?:is|was) the (?P<what>place|date) of (?P<ev>birth|death) "
+                r"of (?P<s>.+?)\s*\??$", re.IGNORECASE), None),
+    (re.compile(r"^where (?:was|is) (?P<s>.+?) born\s*\??$", re.IGNORECASE), "birth_place"),
+    (re.compile(r"^where did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_place"),
+    (re.compile(r"^when (?:was|is) (?P<s>.+?) born\s*\??$", re.IGNORECASE), "birth_date"),
+    (re.compile(r"^when did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_date"),
+    (re.compile(r"^where (?:was|is) the place of burial of (?P<s>.+?)\s*\??$", re.IGNORECASE),
+     "burial_place"),
+    (re.compile(r"^where (?:was|is) (?P<s>.+?) buried\s*\??$", re.IGNORECASE), "burial_place"),
+    (re.compile(r"^what (?:is the )?nationality (?:is|was|of) (?P<s>.+?)\s*\??$",
+                re.IGNORECASE), "nationality"),
+    (re.compile(r"^which country (?:is |was |does |did )?(?P<s>.+?) (?:is |was )?(?:comes? |"
+                r"came )?from\s*\??$", re.IGNORECASE), "nationality"),
+    (re.compile(rf"^who (?:is|was) the (?P<kin>{_KIN}) of (?P<s>.+?)\s*\??$", re.IGNORECASE),
+     "kin"),
+    (re.compile(rf"^who (?:is|was) (?P<s>.+?)['’]s? (?P<kin>{_KIN})\s*\??$", re.IGNORECASE),
+     "kin"),
+]
+
+
+def fact_question(question: str) -> FactQuestion | None:
+    """What a question asks of a person, and of whom, or None: a birth, death or burial
+    ("What is the place of birth of the director of film X?" → X, birth_place,
+    director), a nationality ("Which country X's father is from?"), a relative ("Who is
+    the paternal grandfather of X?" → X, father, father)."""
+    asked = next(((m, f) for p, f in _ASKS if (m := p.match(question.strip()))), None)
+    if asked is None:
+        return None
+    found, fact = asked
+    through = None
+    if fact == "kin":
+        through, fact = KIN[found["kin"].lower()]
+    elif fact is None:
+        fact = f"{'birth' if found['ev'].lower() == 'birth' else 'death'}_" \
+               f"{'place' if found['what'].lower() == 'place' else 'date'}"
+    subject = found["s"].strip()
+    role = re.match(rf"^the (?P<role>\w+) of {WORKS}(?P<x>.+)$", subject, re.IGNORECASE)
+    owned = re.match(r"^(?P<x>.+?)['’]s? (?P<role>\w+)$", subject)
+    relation = None
+    if role and role["role"].lower() in ROLES:
+        relation, subject = role["role"].lower(), role["x"]
+    elif owned and owned["role"].lower() in ROLES:
+        relation, subject = owned["role"].lower(), owned["x"]
+    elif re.match(r"^the \w+ of ", subject, re.IGNORECASE):
+        return None  # a relation no page names ("the uncle of X")
+    elif owned and owned["role"].islower():
+        return None
+    if through and relation:
+        return None  # three pages away ("the paternal grandfather of the director of X")
+    if not subject[:1].isupper() and not subject[:1].isdigit():
+        return None
+    return FactQuestion(subject, fact, relation or through)  # type: ignore[arg-type]

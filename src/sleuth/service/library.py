@@ -1,0 +1,286 @@
+"""What the browser app reads of an index besides answers: the document list, a passage of a
+document with the cited lines marked, the image of a PDF page, and what became of each
+uploaded file.
+
+Every function reads through the :class:`~sleuth.index.read.ReadIndex` it is given, which
+:meth:`sleuth.service.service.Service.view` scopes to the caller: a document the caller may not see
+is "no document", exactly like one that does not exist. Line numbers are 0-based and pages
+1-based, as in :mod:`sleuth.text.docview` and the citations' ``where``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from sleuth.errors import NotFoundError, RequestError
+from sleuth.ingest import SUPPORTED_SUFFIXES
+from sleuth.store.base import DocumentInfo
+from sleuth.text.docview import MAX_LINE_CHARS, DocumentView
+from sleuth.types import Chunk, Document
+
+if TYPE_CHECKING:
+    from sleuth.index.read import ReadIndex
+    from sleuth.index.write import AddReport
+
+LIST_LIMIT, LIST_MAX = 200, 1000  # documents per page of the list: by default, at most
+CONTEXT_LINES = 15  # lines shown before and after the highlighted ones
+WINDOW_MAX = 400  # lines of a passage at most (a page of a PDF is shown whole)
+FIRST_LINES = 200  # lines shown when nothing in the document is asked for
+PAGE_ZOOM, PAGE_MAX_PIXELS = 1.5, 2000  # page images: the scale, and their longest side
+TITLE_MAX = 200  # characters of a session title
+_RECORD_TYPES = {"corpus", "chunks", "json", "jsonl"}  # many documents from one file
+_LINES = re.compile(r"(\d+)(?:-(\d+))?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+# -- the document list ---------------------------------------------------------------------
+
+
+def list_documents(index: ReadIndex, *, collection: str | None = None, q: str | None = None,
+                   limit: int = LIST_LIMIT, offset: int = 0) -> dict[str, Any]:
+    """The documents ``index`` shows, sorted by title then id: those of ``collection`` when
+    given, whose title or id holds ``q`` (case-insensitive); ``limit`` of them from
+    ``offset``, and how many there are in all."""
+    needle = (q or "").strip().casefold()
+    found = [info for info in index.document_list()
+             if (collection is None or info.collection == collection)
+             and (needle in info.title.casefold() or needle in info.doc_id.casefold())]
+    found.sort(key=lambda info: (info.title.casefold(), info.title, info.doc_id))
+    page = found[offset: offset + max(0, min(limit, LIST_MAX))]
+    return {"documents": [_listed(info) for info in page], "total": len(found)}
+
+
+def _listed(info: DocumentInfo) -> dict[str, Any]:
+    return {"doc_id": info.doc_id, "title": info.title, "collection": info.collection,
+            "type": file_type(info.type, info.path), "pages": info.pages,
+            "chunks": info.chunks, "groups": list(info.groups), "updated": _modified(info.path)}
+
+
+def file_type(kind: str, path: str | None) -> str:
+    """What a person calls the document's type: its file's extension (``md``, ``pdf``), or
+    for a record of a JSON or corpus file, the kind of source (``corpus``, ``jsonl``)."""
+    suffix = Path(path).suffix.lower().lstrip(".") if path else ""
+    return kind if kind in _RECORD_TYPES or not suffix else suffix
+
+
+def _modified(path: str | None) -> str | None:
+    """When the source file last changed (ISO, UTC), None when the server cannot see it;
+    the index keeps no time of its own per document."""
+    try:
+        seconds = Path(path).stat().st_mtime if path else None
+    except OSError:
+        return None
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
+# -- a passage -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    first: int
+    last: int
+    highlight: tuple[int, int] | None
+    page: int | None
+
+
+def passage(index: ReadIndex, *, doc: str | None = None, chunk: str | None = None,
+            lines: str | None = None, page: int | None = None) -> dict[str, Any]:
+    """A window of a document's numbered lines: around chunk ``chunk`` or lines ``lines``
+    (``"a-b"`` or ``"a"``) with those lines highlighted, the whole of PDF page ``page``, or
+    else the first lines. ``doc`` may be left out when ``chunk`` is given."""
+    document, found = _target(index, doc, chunk)
+    view = DocumentView(document)
+    span = (view.line_of(found.start), view.line_of(max(found.start, found.end - 1))) \
+        if found is not None else None
+    if lines is not None:
+        span = _line_span(view, lines)
+    window = _window(view, span, page)
+    shown = [{"number": line.number, "text": _cut(line.text), "page": line.page}
+             for line in view.lines(window.first, window.last)]
+    pages = view.page_count or None
+    image = page_image_path(document, window.page) if window.page is not None else None
+    return {"doc_id": document.doc_id, "title": document.title,
+            "collection": _collection(index, document.doc_id),
+            "type": file_type(document.type, document.path), "pages": pages,
+            "page": window.page, "chunk_id": chunk, "start_line": window.first,
+            "end_line": window.last,
+            "highlight": list(window.highlight) if window.highlight else None,
+            "lines": shown, "image": image}
+
+
+def _target(index: ReadIndex, doc: str | None,
+            chunk: str | None) -> tuple[Document, Chunk | None]:
+    """The document asked for and the chunk, when one is."""
+    if chunk is None:
+        if doc is None:
+            raise RequestError("name the passage: give doc (a document id) or chunk (a "
+                               "chunk id)")
+        return _document(index, doc), None
+    found = index.read([chunk]).chunks
+    if not found or (doc is not None and found[0].doc_id != doc):
+        where = f" in document {doc!r}" if doc is not None else ""
+        raise NotFoundError(f"no chunk {chunk!r}{where} in the index")
+    return _document(index, found[0].doc_id), found[0]
+
+
+def _document(index: ReadIndex, doc_id: str) -> Document:
+    document = index.document(doc_id)
+    if document is None:
+        raise NotFoundError(f"no document {doc_id!r} in the index")
+    return document
+
+
+def _line_span(view: DocumentView, lines: str) -> tuple[int, int]:
+    """``"a-b"`` (or ``"a"``) as 0-based inclusive lines of ``view``, in order, the end
+    clamped; lines the document does not have are not found (404)."""
+    match = _LINES.fullmatch(lines.strip())
+    if match is None:
+        raise RequestError(f"invalid lines {lines!r}: give a line or a range, such as 120 or "
+                           "120-131 (0-based)")
+    first = int(match.group(1))
+    last = int(match.group(2)) if match.group(2) else first
+    first, last = min(first, last), max(first, last)
+    if first >= view.line_count:
+        raise NotFoundError(f"line {first} is past the end of {view.document.doc_id!r} "
+                           f"({view.line_count} lines, numbered 0–{view.line_count - 1})")
+    return first, min(last, view.line_count - 1)
+
+
+def _window(view: DocumentView, span: tuple[int, int] | None, page: int | None) -> _Window:
+    """The lines to show: PDF page ``page`` whole; else ``span`` with context (at most
+    :data:`WINDOW_MAX` lines); else the first :data:`FIRST_LINES`."""
+    if page is not None:
+        if not view.page_count:
+            raise NotFoundError(f"no page {page} in {view.document.doc_id!r}: it has no "
+                                "pages (it is not a PDF); leave page out")
+        if page > view.page_count:
+            raise NotFoundError(f"no page {page} in {view.document.doc_id!r} (it has "
+                                f"{view.page_count})")
+        first, last = view.page_lines(page)
+        return _Window(first, last, span, page)
+    if span is None:
+        last = min(view.line_count, FIRST_LINES) - 1
+        return _Window(0, last, None, view.page_of(0) if view.page_count else None)
+    first = max(0, span[0] - CONTEXT_LINES)
+    last = min(view.line_count - 1, span[1] + CONTEXT_LINES, first + WINDOW_MAX - 1)
+    return _Window(first, last, span, view.page_of(view.line_start(span[0])))
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    return text[:MAX_LINE_CHARS] + f" …[{len(text) - MAX_LINE_CHARS} more chars]"
+
+
+def _collection(index: ReadIndex, doc_id: str) -> str | None:
+    return next((info.collection for info in index.document_list([doc_id])), None)
+
+
+# -- page images -----------------------------------------------------------------------------
+
+
+def page_image_path(document: Document, page: int) -> str | None:
+    """The URL path of PDF page ``page``'s image, None where none can be rendered (not a
+    PDF, PyMuPDF missing, the original file gone)."""
+    if document.type != "pdf" or not _renderable(document):
+        return None
+    return "/v1/page-image?" + urlencode({"doc": document.doc_id, "page": page})
+
+
+def _renderable(document: Document) -> bool:
+    return bool(document.path) and Path(str(document.path)).is_file() and \
+        importlib.util.find_spec("pymupdf") is not None
+
+
+def page_image(index: ReadIndex, doc_id: str, page: int) -> bytes:
+    """PDF page ``page`` of document ``doc_id`` as a PNG, rendered from the original file at
+    :data:`PAGE_ZOOM` with its longest side at most :data:`PAGE_MAX_PIXELS`."""
+    document = _document(index, doc_id)
+    pages = DocumentView(document).page_count
+    if document.type != "pdf" or not pages:
+        raise NotFoundError(f"{doc_id!r} is not a PDF: it has no page images")
+    if not 1 <= page <= pages:
+        raise NotFoundError(f"no page {page} in {doc_id!r} (it has {pages})")
+    try:
+        import pymupdf
+    except ImportError:
+        raise NotFoundError("page images need PyMuPDF on the server: pip install "
+                            "'sleuth-rag[pdf]'") from None
+    path = Path(str(document.path or ""))
+    if not document.path or not path.is_file():
+        raise NotFoundError(f"the original file of {doc_id!r} is no longer on the server")
+    try:
+        return _render(pymupdf, path, page)
+    except Exception as exc:  # MuPDF raises assorted errors on a changed or broken file
+        raise NotFoundError(f"page {page} of {doc_id!r} cannot be rendered from its file "
+                            f"({type(exc).__name__})") from None
+
+
+def _render(pymupdf: Any, path: Path, page: int) -> bytes:
+    with pymupdf.open(path) as pdf:
+        shown = pdf.load_page(page - 1)
+        longest = max(shown.rect.width, shown.rect.height) or 1.0
+        zoom = min(PAGE_ZOOM, PAGE_MAX_PIXELS / longest)
+        return bytes(shown.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).tobytes("png"))
+
+
+# -- sessions and uploads --------------------------------------------------------------------
+
+
+def check_title(title: str) -> str:
+    """A session title as given, without surrounding white space; RequestError unless it is
+    1 to :data:`TITLE_MAX` characters on one line (a final newline is dropped, as the
+    published pattern's ``$`` allows one)."""
+    line = title.removesuffix("\n")
+    if _CONTROL.search(line) or not line.strip() or len(title) > TITLE_MAX:
+        raise RequestError(f"a session title is 1 to {TITLE_MAX} characters on one line")
+    return line.strip()
+
+
+def unsupported(name: str) -> str | None:
+    """Why a file called ``name`` cannot be indexed by its type, None when it can."""
+    suffix = Path(name).suffix.lower()
+    if suffix in SUPPORTED_SUFFIXES:
+        return None
+    return (f"unsupported file type {suffix or '(none)'!r} (supported: "
+            f"{', '.join(sorted(SUPPORTED_SUFFIXES))})")
+
+
+def file_statuses(index: ReadIndex, files: Sequence[tuple[str, Path | str]],
+                  report: AddReport) -> list[dict[str, Any]]:
+    """What became of each uploaded file, ``(name as uploaded, saved path or why it was
+    refused)``: ``indexed`` (new or changed), ``unchanged`` or ``error``, with its document
+    id (the first, for a file of records) and chunks."""
+    changed = {*report.added, *report.updated}
+    reasons = {s.path: s.reason for s in report.skipped}
+    by_path: dict[str, list[DocumentInfo]] = {}
+    if any(isinstance(saved, Path) for _, saved in files):
+        for info in index.document_list():
+            by_path.setdefault(info.path or "", []).append(info)
+    out: list[dict[str, Any]] = []
+    for name, saved in files:
+        if isinstance(saved, str):
+            out.append({"name": name, "status": "error", "error": saved})
+            continue
+        where = str(saved.resolve())
+        docs = by_path.get(where, [])
+        if not docs:
+            reason = reasons.get(where) or next(
+                (r for p, r in reasons.items() if p.startswith((where + "[", where + ":"))),
+                "no document could be read from it")
+            out.append({"name": name, "status": "error", "error": reason})
+            continue
+        status = "indexed" if any(d.doc_id in changed for d in docs) else "unchanged"
+        out.append({"name": name, "status": status, "doc_id": docs[0].doc_id,
+                    "chunks": sum(d.chunks for d in docs), "documents": len(docs)})
+    return out
