@@ -2,8 +2,13 @@
 
 Fixed dev subsets (``bench/answer_subsets.json``: evenly spaced through each question
 file, so every question type is in): 2WikiMultiHopQA 100 questions, FinanceBench 30 (with
-their PDFs' pages), GraphRAG-Bench novel 30 and medical 30. Each dataset's agents run as
-ordinary ``sleuth eval run`` jobs into ``bench/out/answers/<dataset>/<agent>/``:
+their PDFs' pages), GraphRAG-Bench novel 30 and medical 30. On request (``--datasets``), the
+question sets of ``bench/sets`` whole: ``2wiki-natural`` (160 2Wiki questions typed the way
+people type) and ``2wiki-written`` (the same 160 as 2Wiki wrote them, paired by id) over the
+2Wiki corpus, and ``pgdocs`` (117 questions over the PostgreSQL 15 HTML manual, 14 of them
+unanswerable; its index is built from the manual's folder when missing, else used as it is:
+``--index pgdocs=/tmp/pgdocs-idx``). Each dataset's agents run as ordinary ``sleuth eval
+run`` jobs into ``bench/out/answers/<dataset>/<agent>/``:
 
 - resumable: a finished question is on disk at once and is skipped when the bench runs
   again (kill it at any moment and start the same command);
@@ -12,7 +17,10 @@ ordinary ``sleuth eval run`` jobs into ``bench/out/answers/<dataset>/<agent>/``:
 - scored with ``sleuth eval score``: EM, F1, Contain-Acc (A-RAG's substring test over the
   answered questions), retrieved evidence Recall@5 and read recall, steps and LLM calls per
   question, prompt tokens the server processed (its prompt cache left out), answer length
-  in characters (Contain-Acc rewards verbosity) and seconds per question. GraphRAG-Bench
+  in characters (Contain-Acc rewards verbosity) and seconds per question; the share of
+  unanswerable questions the agent abstains on (scored apart: the accuracy columns are over
+  the answerable ones) and the share of cited answers whose cited chunks hold the gold
+  answer. GraphRAG-Bench
   answers are long: LLM-Acc is added there, judged by the same local model with A-RAG's
   judge prompt and labelled so (``--judge-all`` judges every dataset).
 
@@ -22,6 +30,7 @@ llama.cpp server when ``--arag`` is given.
     python bench/answers.py                                  # everything (hours on 2 cores)
     python bench/answers.py --datasets 2wiki --agents naive-rag,hybrid
     python bench/answers.py --datasets 2wiki --index 2wiki=/tmp/wiki-idx --model 0.5b
+    python bench/answers.py --datasets pgdocs --index pgdocs=/tmp/pgdocs-idx --limit 2
 
 Writes ``bench/out/answers/summary.md`` and ``summary.json`` (machine facts, commands, the
 table the README quotes).
@@ -35,14 +44,16 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from _common import OUT_DIR, machine_facts
 
 DATA = Path(os.environ.get("SLEUTH_DATA", "/work/shared/data"))
-SUBSETS = Path(__file__).with_name("answer_subsets.json")
+BENCH = Path(__file__).resolve().parent
+SUBSETS = BENCH / "answer_subsets.json"
+PG_HTML = "/usr/share/doc/postgresql-doc-15/html"
 OUT = OUT_DIR / "answers"
 
 
@@ -55,10 +66,21 @@ class Spec:
     graph: bool = True  # build the knowledge graph, so `hybrid` ranks with it
     judge: bool = False  # LLM-Acc with the local model as judge (long answers)
     level_docs: bool = False  # report document Recall@1 (FinanceBench)
+    # a whole question file (relative to bench/) instead of a subset of answer_subsets.json
+    questions: str | None = None
+    folder: str | None = None  # its data folder under DATA (None: the question file's own)
+    corpus: str | None = None  # the files to index, for a question set that ships none
 
 
 SPECS = {
     "2wiki": Spec(("naive-rag", "hybrid", "full")),
+    "2wiki-natural": Spec(("naive-rag", "hybrid", "full"),
+                          questions="sets/2wiki-natural/questions.json",
+                          folder="2wikimultihopqa"),
+    "2wiki-written": Spec(("naive-rag", "hybrid", "full"),
+                          questions="sets/2wiki-natural/written.json", folder="2wikimultihopqa"),
+    "pgdocs": Spec(("naive-rag", "hybrid"), graph=False, questions="sets/pgdocs/questions.json",
+                   corpus=PG_HTML),
     # 10k long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8)
     "financebench": Spec(("naive-rag", "hybrid", "docs", "agenticrag"), embed="model2vec",
                          graph=False,
@@ -71,16 +93,26 @@ COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
            ("read_recall", "read R", 100), ("doc_recall@1", "doc R@1", 100),
            ("steps", "steps", 1), ("llm_calls", "calls", 1),
            ("prompt_processed", "prompt tok processed", 1), ("answer_chars", "answer chars", 1),
-           ("latency", "s/question", 1)]
+           ("latency", "s/question", 1),
+           ("abstain_unanswerable", "abstain on unanswerable", 100),
+           ("cited_contains_answer", "cited passages hold answer", 100)]
+# the datasets of a run without --datasets: those of the README's table
+DEFAULT_DATASETS = ("2wiki", "financebench", "novel", "medical")
 
 
 def subset(name: str, out: Path) -> tuple[Path, Path]:
-    """The dataset folder and a question file holding the subset's questions."""
+    """The dataset folder and a question file holding the subset's questions (for a spec
+    with its own question file, all of that file's)."""
+    spec = SPECS[name]
+    path = out / "questions.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.questions:
+        source = BENCH / spec.questions
+        path.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        return (DATA / spec.folder if spec.folder else source.parent), path
     chosen = json.loads(SUBSETS.read_text())[name]
     folder = DATA / chosen["folder"]
     questions = {q["id"]: q for q in json.loads((folder / "questions.json").read_text())}
-    path = out / "questions.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps([questions[i] for i in chosen["ids"]], ensure_ascii=False))
     return folder, path
 
@@ -99,17 +131,34 @@ def settings_for(spec: Spec, model: str, index: str | None) -> Any:
 def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
             index: str | None) -> Path:
     """The dataset's index, built or brought up to date, with its graph when the spec
-    asks for one; its location."""
+    asks for one; its location. A spec's corpus folder is indexed when its index is
+    missing; an index already built from it is used as it is."""
     from sleuth.eval.datasets import load_dataset
     from sleuth.eval.runner import dataset_index
     from sleuth.graph import Graph
 
     dataset = load_dataset(folder, questions=questions)
+    if spec.corpus and not built(index, settings):
+        dataset = replace(dataset, corpus=Path(spec.corpus))
     with dataset_index(dataset, settings, index) as opened:
         if spec.graph:
             with Graph.open(opened) as graph:
                 graph.build()
         return Path(opened.location)
+
+
+def built(index: str | None, settings: Any) -> bool:
+    """Whether ``index`` names an index that exists (None: it does not)."""
+    from sleuth.errors import IndexNotFound
+    from sleuth.index.write import Index
+
+    if index is None:
+        return False
+    try:
+        Index.open(index, settings=settings).close()
+    except IndexNotFound:
+        return False
+    return True
 
 
 def run_dataset(name: str, agents: list[str], model: str, index: str | None,
@@ -172,8 +221,9 @@ def main() -> None:
     # a SIGTERM exits through SystemExit, so the local model server stops with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", default=",".join(SPECS),
-                        help=f"comma-separated, of {', '.join(SPECS)}")
+    parser.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
+                        help=f"comma-separated, of {', '.join(SPECS)} "
+                        f"[{','.join(DEFAULT_DATASETS)}]")
     parser.add_argument("--agents", default=None,
                         help="comma-separated agents for every dataset (default: each "
                         "dataset's own list)")

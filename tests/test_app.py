@@ -149,12 +149,18 @@ def test_ask_watch_cite_follow_up_and_sessions(index: Path, browser: Any,
         assert turn.locator(".sources li").count() == 1
         assert "found by" in turn.locator(".sources li").inner_text()
 
-        # a citation opens its passage, highlighted, and says which tool found it
+        # a citation opens its passage and says which tool found it; the sentence that
+        # supports the answer's claim is marked on its line, the rest of the chunk shaded
         turn.locator("a.cite").first.click()
         page.locator("#passage li.hl").first.wait_for()
         highlighted = " ".join(page.locator("#passage li.hl .t").all_inner_texts())
         assert "Greatorex" in highlighted
-        assert "found by" in page.locator("#passage .facts").inner_text()
+        assert page.locator("#passage li.hl").count() == 1
+        assert page.locator("#passage li.hl-chunk").count() >= 1
+        marked = page.locator("#passage li.hl mark").inner_text()
+        assert "Greatorex" in marked and "levers" in marked and "rained" not in marked
+        assert "found by" in page.locator("#passage .facts").first.inner_text()
+        assert "greatorex" in page.locator("#passage .support-note").inner_text()
         assert page.locator("#notice").is_hidden()  # no error shown
         turn.locator(".steps > summary").click()  # what the agent did, for the screenshot
         turn.locator(".steps .step").first.wait_for()

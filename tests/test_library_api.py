@@ -136,6 +136,43 @@ def test_a_passage_by_chunk_highlights_the_chunk(api: Clients) -> None:
     assert wrong.status_code == 404 and chunk_id in wrong.json()["detail"]
 
 
+def test_a_cited_passage_marks_the_sentence_that_supports_the_claim(api: Clients) -> None:
+    view = view_of(api, PEPYS)
+    text = view.document.text
+    at = text.index("he showed me how it comes to pass the strength that levers have")
+    chunk_id, start, end = next(s for s in api.service.index.chunk_spans(PEPYS)
+                                if s[1] <= at < s[2])
+    chunk_lines = [view.line_of(start), view.line_of(end - 1)]
+    line = view.line_of(at)
+    claim = ("Greatorex showed Pepys how levers work and what happens to them over time "
+             f"[{chunk_id}].")
+    got = api.root.get("/v1/passage", params={"chunk": chunk_id, "support": claim})
+    assert got.status_code == 200, got.text
+    shown = got.json()
+    assert shown["highlight"] == chunk_lines and chunk_lines[0] < chunk_lines[1]
+    support = shown["support"]
+    assert support["lines"] == [line, line]  # one line of the chunk's, not all of them
+    sentence, = support["sentences"]
+    assert "Greatorex" in sentence and "levers" in sentence and "rained" not in sentence
+    mark, = support["marks"]
+    shown_line = next(s["text"] for s in shown["lines"] if s["number"] == line)
+    assert mark["line"] == line and shown_line[mark["start"]:mark["end"]] == sentence
+    assert {"greatorex", "levers", "time"} <= set(support["terms"])
+
+    # no sentence shares a word: the whole chunk stands; a claim over the limit is refused
+    none = api.root.get("/v1/passage", params={"chunk": chunk_id, "support": "Zebras swim."})
+    assert none.json()["support"] is None and none.json()["highlight"] == chunk_lines
+    plain = api.root.get("/v1/passage", params={"chunk": chunk_id}).json()
+    assert plain["support"] is None and plain["highlight"] == chunk_lines
+    long = api.root.get("/v1/passage", params={"chunk": chunk_id, "support": "x" * 2001})
+    assert long.status_code == 422
+    declared = api.root.get("/openapi.json").json()["paths"]["/v1/passage"]["get"]
+    query, = declared["parameters"]
+    assert query["schema"]["properties"]["support"] == {
+        "type": "string", "maxLength": 2000, "description": query["schema"]["properties"][
+            "support"]["description"]}
+
+
 def test_a_passage_by_lines_and_from_the_start(api: Clients) -> None:
     view = view_of(api, PEPYS)
     assert view.line_count == 39

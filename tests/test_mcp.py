@@ -40,6 +40,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "graph_neighbors": {"entity": "Pepys"},
     "graph_path": {"source": "Pepys", "target": "London"},
     "graph_ppr": {"entities": ["Pepys"]},
+    "calculate": {"expression": "(5,120 - 4,800) / 4,800"},
 }
 
 

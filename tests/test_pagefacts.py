@@ -9,9 +9,10 @@ import pytest
 from tests.conftest import records_index
 
 import sleuth
-from sleuth.facts.dates import Comparison, Date, comparison, event_date, lifespan
+from sleuth.facts.asks import comparison, fact_question
+from sleuth.facts.dates import Comparison, Date, event_date, lifespan
 from sleuth.facts.kin import Family, Relative, family, nationality
-from sleuth.facts.lives import FactQuestion, Life, fact_question, life
+from sleuth.facts.lives import FactQuestion, Life, life
 from sleuth.llm import OpenAIClient
 from sleuth.settings import Settings
 from sleuth.testing.fake import FakeLLMServer, reply

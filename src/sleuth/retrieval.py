@@ -34,9 +34,9 @@ from sleuth.types import Hit
 if TYPE_CHECKING:
     from sleuth.graph import Graph
 
-__all__ = ["DocumentHit", "HybridRetriever", "best_ranking", "content_words", "fuse",
-           "entity_pages", "fused_scores", "interleave", "passage_ranking", "question_keywords",
-           "search_documents"]
+__all__ = ["CorpusShape", "DocumentHit", "HybridRetriever", "best_ranking", "content_words",
+           "corpus_shape", "entity_pages", "fuse", "fused_scores", "interleave",
+           "passage_ranking", "question_keywords", "search_documents"]
 
 RRF_K = 1  # reciprocal-rank constant for chunk rankings (chosen on 2Wiki dev, frozen)
 DEPTH = 30  # candidates per ranking before fusion
@@ -139,34 +139,64 @@ class HybridRetriever:
 
 ENTITY_PAGES = 0.5  # a corpus of entity pages: more than this share of its documents have a
 # title of their own (2Wiki 1.0; FinanceBench pages 0.007, GraphRAG-Bench novel 0.005) ...
-PAGE_CHUNKS = 2.0  # ... and they are short: at most this many chunks per document on average
-# (2Wiki 1.0; three books, or 23 filings as PDFs, are not pages about one entity each)
-_SHAPES: weakref.WeakKeyDictionary[TitleIndex, bool] = weakref.WeakKeyDictionary()
+PAGE_CHUNKS = 1.2  # ... and they are paragraphs: at most this many chunks per document on
+# average (2Wiki 1.001; the PostgreSQL manual's pages 1.9, a third of them longer than a
+# chunk: sections of a manual, not pages about one entity each; three books, or 23 filings
+# as PDFs, neither)
+WORK_CHUNKS = 10.0  # a title names a work when its documents hold more chunks than this on
+# average (FinanceBench filings 138, GraphRAG-Bench novels 220; a manual's pages 1.9)
 
 
-def entity_pages(index: ReadIndex) -> bool:
-    """Whether the corpus is one of entity pages (an encyclopedia's articles: most documents
-    have a title of their own and are short), decided once per version of the index."""
+@dataclass(frozen=True)
+class CorpusShape:
+    """What the rankings need to know of a corpus (:func:`corpus_shape`)."""
+
+    entity_pages: bool  # documents are pages about one entity each
+    title_weight: float  # weight of the title-named ranking in :func:`passage_ranking`
+
+
+_SHAPES: weakref.WeakKeyDictionary[TitleIndex, CorpusShape] = weakref.WeakKeyDictionary()
+
+
+def corpus_shape(index: ReadIndex) -> CorpusShape:
+    """The shape of an index's corpus, decided once per version of the index.
+
+    Entity pages: most documents have a title of their own and are a paragraph long (an
+    encyclopedia's pages, 2Wiki). The title weight is :data:`TITLE_WEIGHT` where a title
+    names a work, a filing or a novel of many pages (more than :data:`WORK_CHUNKS` chunks per
+    distinct title): a query that names one is about it. Where each page has a title of its
+    own (a manual's sections), a query names a topic that many pages' titles share words
+    with, and the title-named ranking counts as much as any other (weight 1).
+    """
     titles = index.titles()
     if titles not in _SHAPES:
         stats = index.stats()
-        _SHAPES[titles] = titles.distinct_share > ENTITY_PAGES and \
-            stats.chunks <= PAGE_CHUNKS * max(stats.documents, 1)
+        distinct = titles.distinct_share * stats.documents
+        _SHAPES[titles] = CorpusShape(
+            entity_pages=titles.distinct_share > ENTITY_PAGES
+            and stats.chunks <= PAGE_CHUNKS * max(stats.documents, 1),
+            title_weight=TITLE_WEIGHT if stats.chunks > WORK_CHUNKS * max(distinct, 1)
+            else 1.0)
     return _SHAPES[titles]
+
+
+def entity_pages(index: ReadIndex) -> bool:
+    """Whether the corpus is one of entity pages (:func:`corpus_shape`)."""
+    return corpus_shape(index).entity_pages
 
 
 def best_ranking(index: ReadIndex, question: str) -> tuple[dict[str, float], str]:
     """The best ranking Sleuth has without an LLM, as fused scores (best first) and its name.
 
-    Which one depends on the corpus (:func:`entity_pages`). Where most documents have a
-    title of their own and are short (pages about one entity each: an encyclopedia, 2Wiki),
-    the multi-hop ranking: ``hybrid+graph``
+    Which one depends on the corpus (:func:`corpus_shape`). Where most documents have a
+    title of their own and are a paragraph long (pages about one entity each: an
+    encyclopedia, 2Wiki), the multi-hop ranking: ``hybrid+graph``
     (the hybrid rankings fused with the knowledge graph's PPR, mapped back to chunks) where
     the index has a graph, ``hybrid`` otherwise; 2Wiki dev R@5 93.6 and 91.9. Where
     documents are the pages or passages of longer works that share a title (filings,
-    novels, a textbook), the entity rankings have no pages to find and
-    :func:`passage_ranking` wins (GraphRAG-Bench novel and medical, FinanceBench;
-    BENCHMARKS.md §18).
+    novels, a textbook) or the sections of a manual, questions name no entity page to
+    follow and :func:`passage_ranking` wins (GraphRAG-Bench novel and medical, FinanceBench;
+    BENCHMARKS.md §18; the PostgreSQL manual, §24).
     """
     if not entity_pages(index):
         return passage_ranking(index, question)[0], "passage"
@@ -203,8 +233,9 @@ def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
                     ) -> tuple[dict[str, float], dict[str, str], float]:
     """The ranking for passages of longer works: the store's BM25 of the whole query, the
     sentence-level semantic ranking and BM25 within the documents whose titles the query
-    names (a title field search, :mod:`sleuth.text.titles`; weighted :data:`TITLE_WEIGHT`, so a
-    filing the query names by company and year comes first), fused by reciprocal rank with
+    names (a title field search, :mod:`sleuth.text.titles`; weighted :data:`TITLE_WEIGHT` where
+    titles name works, so a filing the query names by company and year comes first, 1 where
+    pages have titles of their own: :func:`corpus_shape`), fused by reciprocal rank with
     :data:`SEARCH_RRF_K`. Returns the fused scores (best first), the best sentence of the
     chunks that have one, and the most a chunk could score."""
     rankings: list[list[Hit]] = [
@@ -215,7 +246,7 @@ def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
     named = index.titles().match(content_words(query))
     if named:
         rankings.append(index.bm25_search(query, top_k=depth, doc_ids=named))
-        weights.append(TITLE_WEIGHT)
+        weights.append(corpus_shape(index).title_weight)
     snippet: dict[str, str] = {}
     for hits in rankings:  # the first ranking that gives a chunk a sentence supplies it
         for h in hits:

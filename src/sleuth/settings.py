@@ -171,6 +171,10 @@ class AgentSettings(BaseModel):
         "tool", description="A question a page-fact tool settles before the model's first "
         "call (compare_dates, person_fact) is answered with the tool's verdict and the "
         "chunks it read ('tool', no model call), or by the model from that verdict ('model')")
+    answer_span: bool = Field(
+        False, description="After the default agent's draft, one more call for the span of "
+        "the evidence that answers, checked against its passage: it becomes the answer, "
+        "quoted and cited; 'no passage states it' makes the agent say so")
 
 
 class MemorySettings(BaseModel):

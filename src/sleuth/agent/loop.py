@@ -16,12 +16,20 @@ from typing import Any
 
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.run import ModelRunner, Run, StepCallback, abstention
+from sleuth.agent.span import answer_step
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
 from sleuth.text.ids import cite, strip_citations
-from sleuth.text.querytext import asks_beyond_bridge, covers, relation_cues, stem, stops_at_bridge
+from sleuth.text.querytext import (
+    asks_beyond_bridge,
+    covers,
+    identifier_terms,
+    relation_cues,
+    stem,
+    stops_at_bridge,
+)
 from sleuth.text.tokens import count_tokens
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, lead_block
 from sleuth.types import Step
@@ -61,6 +69,9 @@ class Agent(ModelRunner):
     # for "where did Edsel Ford's father die?") gets that entity's passages and one more
     # turn (:func:`sleuth.text.querytext.stops_at_bridge`)
     check_bridge: bool = False
+    # after the draft, one call for the span of the evidence that answers, checked against
+    # its passage (:mod:`sleuth.agent.span`)
+    answer_span: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -90,6 +101,10 @@ class Agent(ModelRunner):
             final = settled_answer(settled)
         else:
             final = self._steps(run, ctx, messages, watch, tools, first_choice)
+            if self.answer_span and self.settings.answer_span and \
+                    strip_citations(final).strip():
+                final = answer_step(run, self.index, question, final) or final
+            final = self._unfounded(run, question, final) or final
         if not strip_citations(final).strip():  # nothing but ids, or nothing at all
             final = f"{abstention(self._silence(run))} {final}".strip()
         messages.append({"role": "assistant", "content": final})
@@ -143,6 +158,27 @@ class Agent(ModelRunner):
             answer.forced = "max_steps"
         messages.append({"role": "user", "content": prompt("force_answer")})
         return self._chat(run, messages, schemas, tool_choice="none").content or ""
+
+    def _unfounded(self, run: Run, question: str, final: str) -> str | None:
+        """The documents' silence, in place of an answer about a term of the question the
+        corpus never holds ("The default CONN_MAX_AGE in Django is 6 seconds", asked of the
+        PostgreSQL manual) that names no identifier the corpus does hold ("string_agg" for
+        "the equivalent of MySQL's GROUP_CONCAT" stands); None: the answer stands. The
+        model was told the corpus never mentions the term and answered from memory anyway
+        (BENCHMARKS §25)."""
+        unseen = run.scratch.get("unseen") or []
+        text = strip_citations(final).lower()
+        named = [t for t in unseen if t.lower() in text]
+        if not named:
+            return None
+        own = {t.lower() for t in identifier_terms(question)}
+        held = [t for t in identifier_terms(strip_citations(final)) if t.lower() not in own
+                and self.index.keyword_search(t, 1)]
+        if held:
+            return None
+        run.answer.abstained = True
+        return f"The documents do not say: the corpus never mentions " \
+               f"{', '.join(repr(t) for t in named)}."
 
     @staticmethod
     def _silence(run: Run) -> str:
@@ -220,11 +256,21 @@ class Agent(ModelRunner):
         started = time.perf_counter()
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
+        # a term of the question the corpus never holds ("io_combine_limit" asked of a
+        # manual of a version without it): said beside the passages, so the model says the
+        # documents do not answer rather than answering from memory
+        unseen = [t for t in identifier_terms(question) if not self.index.keyword_search(t, 1)]
+        run.scratch["unseen"] = unseen
+        if unseen:
+            result = ToolResult(result.text + "\n\nNot in the documents: the corpus never "
+                                f"mentions {', '.join(repr(t) for t in unseen)}.",
+                                result.data, result.tokens)
         call = ToolCall("call_first", self.first_tool, json.dumps(arguments))
         messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
                      {"role": "tool", "tool_call_id": call.id, "content": result.text}]
         evidence = " ".join(c.text for c in self.index.read(result.chunk_ids).chunks)
         covered = covers(question, evidence)
+        covered = covered or bool(unseen)  # nothing to search for: it may say so at once
         run.record(Step(
             1, self.first_tool, arguments, result.text,
             "retrieved before the first call; " + ("it covers the question" if covered else
@@ -247,7 +293,10 @@ class Agent(ModelRunner):
                    messages: list[dict[str, Any]]) -> ToolResult | None:
         """Call ``name`` for the whole question when it applies, written into the dialogue as
         the model's call and recorded as a step; its result (None: it does not apply)."""
-        arguments = TOOLS[name].question_arguments(question, self.retrieve_first)
+        chosen = TOOLS[name]
+        if chosen.suits is not None and not chosen.suits(self.index):
+            return None  # not a corpus it reads (the facts pack off entity pages)
+        arguments = chosen.question_arguments(question, self.retrieve_first)
         if arguments is None:
             return None
         started = time.perf_counter()

@@ -7,6 +7,7 @@ functions; :mod:`sleuth.eval.evaluate` also has ``retrieval``, ``graph_loss`` an
 
 from sleuth.eval.evaluate import run, score
 from sleuth.eval.metrics import (
+    abstains,
     contain_match,
     contain_words,
     exact_match,
@@ -16,5 +17,5 @@ from sleuth.eval.metrics import (
     recall_at_k,
 )
 
-__all__ = ["contain_match", "contain_words", "exact_match", "f1_score", "normalize_answer",
-           "percentile", "recall_at_k", "run", "score"]
+__all__ = ["abstains", "contain_match", "contain_words", "exact_match", "f1_score",
+           "normalize_answer", "percentile", "recall_at_k", "run", "score"]

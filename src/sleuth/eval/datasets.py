@@ -2,7 +2,10 @@
 ``chunks.json``, and custom JSON / JSONL question files.
 
 Questions marked ``"doc_available": false`` (FinanceBench: their filing is not in the
-corpus) are left out of runs and scores; :attr:`Dataset.unanswerable` counts them.
+corpus) are left out of runs and scores; :attr:`Dataset.unanswerable` counts them. Questions
+the corpus does not answer on purpose (no gold answer, or ``"answerable": false``, as in
+``bench/sets/pgdocs``) are run like the others and scored by whether the agent abstains
+(:attr:`Question.answerable`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ class Question:
     gold_ids: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def answerable(self) -> bool:
+        """Whether the corpus answers the question: it has a gold answer and is not marked
+        ``"answerable": false``. The right reply to any other is an abstention."""
+        return bool(self.answers) and self.metadata.get("answerable") is not False
 
     @property
     def gold_docs(self) -> tuple[str, ...]:
@@ -63,7 +71,9 @@ class Dataset:
     name: str
     questions: list[Question]
     corpus: Path | None  # the file to index, when the dataset ships one
-    unanswerable: int = 0  # questions left out because their document is not in the corpus
+    # questions left out because their document is not in the corpus (not those without an
+    # answer: they are run, see Question.answerable)
+    unanswerable: int = 0
 
 
 def load_dataset(path: str | Path, questions: str | Path | None = None) -> Dataset:

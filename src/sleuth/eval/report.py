@@ -1,6 +1,13 @@
 """Scoring ``predictions.jsonl`` files: answer metrics, evidence recall, cost and latency,
 overall and by question type, as a Markdown table and JSON. The optional LLM judge's
-verdicts are cached next to the predictions so re-scoring costs nothing."""
+verdicts are cached next to the predictions so re-scoring costs nothing.
+
+A question the corpus does not answer (no gold answer, or ``"answerable": false``) is
+scored apart: by whether the answer abstains (``abstain_unanswerable``), never in EM, F1,
+Contain-Acc or LLM-Acc, which are over the answerable questions. ``cited_contains_answer``
+is the share of answers, of answerable questions answered with at least one cited chunk,
+whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from sleuth.agent.loop import prompt
 from sleuth.errors import IngestError
 from sleuth.eval.datasets import doc_key
 from sleuth.eval.metrics import (
+    abstains,
     contain_match,
     contain_words,
     exact_match,
@@ -110,12 +118,25 @@ class Judge:
         return verdict
 
 
+def golds_of(record: dict[str, Any]) -> list[str]:
+    """The gold answers of a record (Sleuth's ``gold_answers``, A-RAG's ``gold_answer``)."""
+    return record.get("gold_answers") or ([record["gold_answer"]]
+                                          if record.get("gold_answer") else [])
+
+
+def answerable(record: dict[str, Any]) -> bool:
+    """Whether the record's question has an answer in the corpus: a gold answer, and not
+    marked ``"answerable": false``."""
+    return bool(golds_of(record)) and record.get("answerable") is not False
+
+
 def score_record(record: dict[str, Any], ks: Sequence[int],
                  judge: Judge | None = None) -> dict[str, float]:
-    """Per-question metrics of one prediction record."""
+    """Per-question metrics of one prediction record. An unanswerable question's row has
+    ``unanswerable`` and ``abstain_unanswerable``; its answer metrics are 0 and
+    :func:`aggregate` leaves them out."""
     answer = strip_citations(prediction_of(record))
-    golds = record.get("gold_answers") or ([record["gold_answer"]]
-                                           if record.get("gold_answer") else [])
+    golds = golds_of(record)
     gold_ids = record.get("gold_ids") or []
     row: dict[str, float] = {
         "em": exact_match(answer, golds), "f1": f1_score(answer, golds),
@@ -135,8 +156,15 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
         "latency": float(record.get("latency") or record.get("seconds") or 0.0),
         "error": float(bool(record.get("error"))),
     }
-    if "abstained" in record:
-        row["abstained"] = float(bool(record.get("abstained")))
+    abstained = bool(record.get("abstained")) or abstains(answer)
+    if "abstained" in record:  # written by `sleuth eval run` (and the agents that abstain)
+        row["abstained"] = float(abstained)
+    if not answerable(record):
+        row["unanswerable"] = 1.0
+        row["abstain_unanswerable"] = float(abstained)
+    elif row["answered"] and not abstained and record.get("cited_passages"):
+        row["cited_contains_answer"] = float(any(
+            contain_words(str(p.get("text") or ""), golds) for p in record["cited_passages"]))
     if gold_ids:
         retrieved = record.get("retrieved_doc_ids") or []
         for k in ks:
@@ -147,9 +175,13 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
     if gold_docs and "document_ranking" in record:
         ranking = [doc_key(d) for d in record.get("document_ranking") or []]
         row["doc_recall@1"] = recall_at_k(ranking, gold_docs, 1)
-    if judge is not None:
+    if judge is not None and "unanswerable" not in row:
         row["llm_acc"] = float(judge(str(record.get("question", "")), golds, answer))
     return row
+
+
+# Answer accuracy: averaged over the answerable questions only
+_ANSWER_METRICS = ("em", "f1", "contain", "contain_words", "answered", "llm_acc")
 
 
 def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
@@ -158,9 +190,17 @@ def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
         return {"n": 0}
     keys = sorted({k for r in rows for k in r})
     out: dict[str, float] = {"n": len(rows)}
+    answerable_rows = [r for r in rows if "unanswerable" not in r]
     for key in keys:
-        values = [r[key] for r in rows if key in r]
-        out[key] = statistics.fmean(values)
+        over = answerable_rows if key in _ANSWER_METRICS else rows
+        values = [r[key] for r in over if key in r]
+        if values:
+            out[key] = statistics.fmean(values)
+    out.pop("unanswerable", None)
+    if len(answerable_rows) < len(rows):  # a count, not a share
+        out["unanswerable"] = float(len(rows) - len(answerable_rows))
+    if "cited_contains_answer" in out:
+        out["cited"] = float(sum("cited_contains_answer" in r for r in rows))  # its count
     latencies = [r["latency"] for r in rows]
     out["latency_p95"] = percentile(latencies, 95)
     for key in ("llm_tokens", "llm_calls"):
@@ -169,13 +209,14 @@ def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
             out[f"{key}_p95"] = percentile(values, 95)
     out["cost_total"] = sum(r["cost"] for r in rows)
     out["errors"] = sum(r["error"] for r in rows)
-    _over_answered(rows, out)
+    _over_answered(answerable_rows, out)
     return out
 
 
 def _over_answered(rows: list[dict[str, float]], out: dict[str, float]) -> None:
     """Contain-Acc and LLM-Acc as A-RAG's scorer reports them: over the answered questions
-    (a non-empty prediction); over every question under ``contain_all`` / ``llm_acc_all``."""
+    (a non-empty prediction); over every question under ``contain_all`` / ``llm_acc_all``
+    (of ``rows``: the answerable questions)."""
     answered = sum(r.get("answered", 1.0) for r in rows)
     out["answered"] = answered
     for key in ("contain", "llm_acc"):
@@ -232,6 +273,9 @@ _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%
          ("answer_chars", "ans chars", "{:.0f}"),
          ("cost_total", "cost $", "{:.4f}"), ("latency", "lat s", "{:.2f}"),
          ("latency_p95", "p95 s", "{:.2f}"), ("abstained", "abstain", "{:.1%}"),
+         ("unanswerable", "unans. n", "{:.0f}"),
+         ("abstain_unanswerable", "abstain unans.", "{:.1%}"),
+         ("cited_contains_answer", "cited has ans", "{:.1%}"),
          ("errors", "errors", "{:.0f}")]
 
 

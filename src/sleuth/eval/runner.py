@@ -1,7 +1,10 @@
 """Batch runs: one agent over a dataset, concurrently, resumable, one JSON line per question.
 
 Each record is the A-RAG prediction record plus gold answers, gold evidence ids, the
-documents behind retrieved and read chunks, timings, LLM calls and any error. Records are
+documents behind retrieved and read chunks, timings, LLM calls and any error; whether the
+question is answerable, whether the answer abstains (:func:`~sleuth.eval.metrics.abstains`,
+or the agent's own flag) and the text of the chunks it cites (``cited_passages``), so a
+score can tell whether the cited passages hold the gold answer without the index. Records are
 appended and flushed as questions finish, so an interrupted run loses nothing finished and
 ``resume=True`` skips every id already in ``predictions.jsonl``.
 """
@@ -24,7 +27,7 @@ from sleuth.agent.citations import strip_citations
 from sleuth.agent.variants import build_agent
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.eval.datasets import Dataset, Question
-from sleuth.eval.metrics import contain_match
+from sleuth.eval.metrics import abstains, contain_match
 from sleuth.index.write import Index, IndexProgress
 from sleuth.llm import LLM
 from sleuth.llm.factory import llm_from_settings
@@ -42,12 +45,14 @@ class RunStats:
     skipped: int = 0
     answered: int = 0
     errors: int = 0
+    unanswerable: int = 0  # finished without error, with no gold answer to contain
     contain: float = 0.0
     cost: float = 0.0
 
     @property
     def contain_acc(self) -> float:
-        scored = self.done - self.errors
+        """Contain-Acc so far over the answerable questions that finished without error."""
+        scored = self.done - self.errors - self.unanswerable
         return self.contain / scored if scored else 0.0
 
 
@@ -117,9 +122,10 @@ class EvalRun:
         except Exception as exc:  # noqa: BLE001 - one question's bug must not end the run
             detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
             record = _failed(q, self.agent, f"unexpected {detail}")
+        answer = strip_citations(str(record.get("answer") or ""))
         record.update({
             # the answer without citation markers, under the A-RAG scorer's field name
-            "pred_answer": strip_citations(str(record.get("answer") or "")),
+            "pred_answer": answer,
             "gold_answer": q.answers[0] if q.answers else None,
             "gold_answers": list(q.answers),
             "gold_ids": list(q.gold_ids),
@@ -127,9 +133,19 @@ class EvalRun:
             "question_type": q.type,
             "retrieved_doc_ids": self._doc_ids(record.get("retrieved_ids", [])),
             "read_doc_ids": self._doc_ids(record.get("chunks_read_ids", [])),
+            "answerable": q.answerable,
+            "abstained": bool(record.get("abstained")) or abstains(answer),
+            "cited_passages": self._cited(record.get("citations") or []),
             "latency": round(time.perf_counter() - started, 3),
         })
         return record
+
+    def _cited(self, citations: list[dict[str, Any]]) -> list[dict[str, str]]:
+        """The chunks the answer cites, with their text (a reference id cited stands for
+        the chunk its passage is in; a whole document cited names no chunk)."""
+        ids = list(dict.fromkeys(c["chunk_id"] for c in citations if c.get("chunk_id")))
+        texts = {c.chunk_id: c.text for c in self.index.read(ids).chunks}
+        return [{"chunk_id": i, "text": texts[i]} for i in ids if i in texts]
 
     def _doc_ids(self, chunk_ids: list[str]) -> list[str]:
         chunks = {c.chunk_id: c.doc_id for c in self.index.read(chunk_ids).chunks}
@@ -146,8 +162,11 @@ class EvalRun:
                 stats.errors += 1
             else:
                 stats.answered += bool(str(record.get("answer") or "").strip())
-                stats.contain += contain_match(strip_citations(record.get("answer") or ""),
-                                               record["gold_answers"])
+                if record["answerable"]:
+                    stats.contain += contain_match(record["pred_answer"],
+                                                   record["gold_answers"])
+                else:
+                    stats.unanswerable += 1
         if self.on_progress:
             self.on_progress(stats)
 

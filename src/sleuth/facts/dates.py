@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sleuth.facts.fields import fields
+
 Event = Literal["born", "died", "lived", "date"]
 Order = Literal["earliest", "latest"]
 
@@ -104,6 +106,9 @@ def event_date(text: str, event: Event) -> Date | None:
                 return near[0][1]
         found = parse_dates(text)
         return found[0][1] if found else None
+    stated = fields(text).get(event)  # "Born: 14 August 1968, Chennai"
+    if stated and parse_dates(stated):
+        return parse_dates(stated)[0][1]
     life = _life_span(text)
     if life is not None:
         born, died = life
@@ -119,10 +124,10 @@ def event_date(text: str, event: Event) -> Date | None:
 
 def lifespan(text: str) -> tuple[Date, Date] | None:
     """Birth and death dates of a person's page, when it gives both."""
-    life = _life_span(text)
-    if life is None or life[0] is None or life[1] is None:
+    born, died = event_date(text, "born"), event_date(text, "died")
+    if born is None or died is None or died < born:
         return None
-    return life[0], life[1]
+    return born, died
 
 
 # A year run into the next date, its dash lost ("17 September 190030 April 1985",
@@ -176,70 +181,3 @@ class Comparison:
     def arguments(self) -> dict[str, object]:
         return {"entities": list(self.entities), "event": self.event, "order": self.order,
                 "relation": self.relation}
-
-
-MAX_NAME_WORDS = 14  # an option longer than this is a clause of a longer question
-EARLIEST = {"first", "earlier", "earliest", "older", "oldest", "sooner", "longer"}
-LATEST = {"later", "latest", "last", "younger", "youngest", "recently", "recent", "newer",
-          "newest"}
-ROLES = {"director", "directors", "producer", "producers", "composer", "composers", "writer",
-         "writers", "screenwriter", "author", "authors", "performer", "performers", "creator",
-         "founder", "father", "mother", "spouse", "husband", "wife", "editor",
-         "cinematographer", "lyricist"}
-_OPTIONS = [
-    # "Which film came out first, A or B?" (the options follow the first comma after the
-    # comparison, so a title with a comma in it stays whole)
-    re.compile(r",\s*(?P<a>[^,]*?\S.*?)\s+or\s+(?P<b>[\w\"'“].*?)\s*\??\s*$"),
-    # "Who was born first out of A and B?", "... between A and B?"
-    re.compile(r"\b(?:out of|between)\s+(?P<a>[A-Z0-9].*?)\s+and\s+(?P<b>[A-Z0-9].*?)\s*\??\s*$"),
-    # "Was A or B born first?"
-    re.compile(r"^(?:was|is|were|did)\s+(?P<a>[A-Z0-9].*?)\s+or\s+(?P<b>[A-Z0-9].*?)\s+"
-               r"(?:born|die|died|released|founded|established|come|came|older|younger)\b",
-               re.IGNORECASE),
-]
-
-
-def comparison(question: str) -> Comparison | None:
-    """The comparison a question asks for, or None when it asks for none that dates can
-    settle ("Who was born first, A or B?", "Which film has the director who died later, X
-    or Y?", "Which film came out earlier, X or Y?", "Who lived longer, A or B?")."""
-    words = re.findall(r"[a-z]+", question.lower())
-    orders = [w for w in words if w in EARLIEST | LATEST]
-    if not orders:
-        return None
-    order: Order = "earliest" if orders[0] in EARLIEST else "latest"
-    cut = re.search(rf"\b{orders[0]}\b", question, re.IGNORECASE)
-    after = cut.end() if cut else 0  # the options follow the comparison word ...
-    for pattern in _OPTIONS:
-        found = pattern.search(question, after if pattern is _OPTIONS[0] else 0)
-        if found:
-            entities = (found["a"].strip(" ,?"), found["b"].strip(" ,?"))
-            # ... which, with the event, is said before them (or, "Was A or B born
-            # first?", after them)
-            head = question.lower() if pattern is _OPTIONS[2] else \
-                question[:found.start()].lower()
-            break
-    else:
-        return None
-    if not all(entities) or entities[0].lower() == entities[1].lower() or \
-            any(len(e.split()) > MAX_NAME_WORDS for e in entities):
-        return None  # a clause, not a name ("between A and B depicted, ...")
-    head_words = set(re.findall(r"[a-z]+", head))
-    role = next((w for w in re.findall(r"[a-z]+", head) if w in ROLES), None)
-    if "longer" in head_words and "lived" in head_words:
-        event: Event = "lived"
-        order = "latest"
-    elif head_words & {"born", "birth", "older", "younger", "oldest", "youngest"}:
-        event = "born"
-    elif head_words & {"died", "die", "death", "dies"}:
-        event = "died"
-    elif "longer" in head_words:
-        return None  # "longer" of something other than a life
-    elif role is None and head_words & {"who", "whom"}:
-        return None  # "who ... first" with no event: not a date question
-    else:
-        event = "date"
-    if role and event == "date":
-        event = "born"  # "the director who is older": the person's birth
-    return Comparison(entities, event, order, role.rstrip("s") if role else None)
-

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from sleuth.facts.fields import fields
 from sleuth.text.querytext import wordset
 
 Sex = Literal["male", "female"]
@@ -222,6 +223,11 @@ def family(text: str) -> Family:
     parent's; a phrase that goes on from the first ("son of A and the only child of B")
     names the other parent; one after another name and a comma ("His mother was Anne, the
     daughter of C") is about that other person, and read only when nothing else is."""
+    return _stated_family(text) or _lead_family(text)
+
+
+def _lead_family(text: str) -> Family:
+    """The family a lead's sentences name (:func:`family`)."""
     text = _tidy(text)
     parents: list[Relative] = []
     taken: list[tuple[int, int]] = []
@@ -253,6 +259,32 @@ def family(text: str) -> Family:
             if named.name not in {s.name for s in spouses} | {p.name for p in parents}:
                 spouses.append(named)
     return Family(tuple(parents), tuple(spouses))
+
+
+def _stated_family(text: str) -> Family | None:
+    """Parents and spouses from labelled fields ("Father: A", "Parents: A, B", "Spouse(s):
+    C (m. 1990), D"), or None when the page has none."""
+    stated = fields(text)
+    if not stated.keys() & {"father", "mother", "parents", "spouse"}:
+        return None
+    parents = [Relative(_field_name(stated[k]), "male" if k == "father" else "female")
+               for k in ("father", "mother") if k in stated]
+    if not parents and "parents" in stated:
+        parents = [Relative(_field_name(p)) for p in re.split(r",|\band\b|&", stated["parents"])
+                   if _field_name(p)][:2]
+    spouses = [Relative(_field_name(p)) for p in re.split(r",|;|\band\b", stated.get("spouse", ""))
+               if _field_name(p)]
+    return Family(tuple(_with_opposite_sexes(parents)), tuple(spouses))
+
+
+def _field_name(value: str) -> str:
+    """A name as a field writes it, without its dates ("Jane Roe (m. 1990)")."""
+    return re.sub(r"\([^()]*\)", "", value).strip(" .")
+
+
+def _with_opposite_sexes(parents: list[Relative]) -> list[Relative]:
+    sexes = opposite_sexes([p.sex for p in parents])
+    return [Relative(p.name, sex) for p, sex in zip(parents, sexes, strict=True)]
 
 
 def _paired(parents: list[Relative]) -> list[Relative]:
@@ -296,6 +328,9 @@ def nationality(text: str) -> str | None:
     """The nationality a person's lead gives ("was an Austrian-born American film
     composer" → "American"; "is a former Pakistani singer" → "Pakistani"): the first word
     that reads as one after "is a", "was an" and at most two lowercase words, or None."""
+    stated = fields(text).get("nationality")  # "Nationality: Indian"
+    if stated:
+        return stated.split(",")[0].strip()
     text = _tidy(text)
     for match in _SUBJECT.finditer(text[:600]):
         words = re.findall(r"[\w'’-]+", text[match.end():match.end() + 80])[:5]

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sleuth.facts.dates import DATE, Date, event_date, life_parenthesis
+from sleuth.facts.dates import DATE, MONTH_NAMES, Date, event_date, life_parenthesis
+from sleuth.facts.fields import fields
+from sleuth.facts.places import not_a_place
 from sleuth.text.querytext import wordset
 
 LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
@@ -87,7 +89,12 @@ def life(text: str) -> Life:
     ("(29 November 1690, in Dornburg – 16 March 1747, in Zerbst)", "(Madrid, 23 June 1862
     – Munich, 4 December 1946)", "(born 1966 in Montreal, Quebec)"), then sentences ("was
     born in Santa Rosa, California", "He died in Ukiah, California.")."""
-    born_at = died_at = None
+    stated = fields(text)  # "Born: 14 August 1968, Chennai": stated, so read first
+    born_at = stated.get("born_at") or _place_in(stated.get("born", ""))
+    died_at = stated.get("died_at") or _place_in(stated.get("died", ""))
+    if stated.get("born") or stated.get("died"):
+        return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at,
+                    stated.get("buried_at") or _after_cue(text, r"\b(?:buried|interred)\b"))
     inside = life_parenthesis(text)
     if inside is not None:
         parts = _DASH.split(_GLUED.sub(r"\1 ", inside), maxsplit=1)
@@ -102,6 +109,7 @@ def life(text: str) -> Life:
 def _place_in(part: str) -> str | None:
     """The place in one side of a life's parenthesis: what is left when its dates, "born"
     and "c." are taken out ("August 21, 1901 Oklahoma City, Oklahoma")."""
+    part = re.sub(r"\([^()]*\)", " , ", part)  # "(aged 34)"
     rest = DATE.sub(" , ", re.sub(r"\b(?:born|died|c\.|circa|ca\.|or|d\.)\s*", " , ", part,
                                   flags=re.IGNORECASE))
     rest = re.sub(r"^[\s,]+", "", rest)
@@ -113,12 +121,21 @@ def _after_cue(text: str, cue: str) -> str | None:
     immigrants in Hoboken, New Jersey"), in the same sentence."""
     for match in re.finditer(cue, text, re.IGNORECASE):
         clause = re.split(r"(?<=[a-z]{2})\.\s|;", text[match.end():match.end() + 90])[0]
-        where = re.search(r"\b(?:in|at)\s+(?=[^\W\d_])", clause)
-        if where and where.start() < 50:
+        for where in re.finditer(r"\b(?:in|at)\s+(?=[^\W\d_])", clause):
+            if where.start() >= 50:
+                break
             place = place_at(clause[where.start():])
-            if place and not DATE.fullmatch(place):
+            # "born in March 1975 in Cork", "died in World War II": not a place; the next
+            if place and not _dated(place) and not not_a_place(place):
                 return place
     return None
+
+
+def _dated(place: str) -> bool:
+    """Whether a name read as a place starts a date instead ("March", "May 1901")."""
+    first = place.split()[0].lower().rstrip(",.")
+    return bool(DATE.fullmatch(place)) or first in MONTH_NAMES or \
+        any(first == m[:3] for m in MONTH_NAMES if len(first) == 3)
 
 
 @dataclass(frozen=True)
@@ -132,70 +149,3 @@ class FactQuestion:
 
     def arguments(self) -> dict[str, object]:
         return {"entity": self.entity, "fact": self.fact, "relation": self.relation}
-
-
-ROLES = wordset("director composer performer producer writer screenwriter author founder "
-                "husband wife spouse father mother creator lyricist editor cinematographer")
-WORKS = r"(?:(?:the\s+)?(?:film|movie|song|album|single|magazine|band|book|novel|play|show|" \
-        r"series|opera|game|newspaper|company)\s+)?"
-# a relative a question asks for: (the relation to go through, the relative read there)
-KIN: dict[str, tuple[str | None, Fact]] = {
-    "paternal grandfather": ("father", "father"), "paternal grandmother": ("father", "mother"),
-    "maternal grandfather": ("mother", "father"), "maternal grandmother": ("mother", "mother"),
-    "father-in-law": ("spouse", "father"), "mother-in-law": ("spouse", "mother"),
-    "father": (None, "father"), "mother": (None, "mother"), "spouse": (None, "spouse"),
-    "husband": (None, "spouse"), "wife": (None, "spouse")}
-_KIN = "|".join(sorted(KIN, key=len, reverse=True))
-_ASKS = [
-    (re.compile(r"^(?:what|where) (?:is|was) the (?P<what>place|date) of (?P<ev>birth|death) "
-                r"of (?P<s>.+?)\s*\??$", re.IGNORECASE), None),
-    (re.compile(r"^where (?:was|is) (?P<s>.+?) born\s*\??$", re.IGNORECASE), "birth_place"),
-    (re.compile(r"^where did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_place"),
-    (re.compile(r"^when (?:was|is) (?P<s>.+?) born\s*\??$", re.IGNORECASE), "birth_date"),
-    (re.compile(r"^when did (?P<s>.+?) die\s*\??$", re.IGNORECASE), "death_date"),
-    (re.compile(r"^where (?:was|is) the place of burial of (?P<s>.+?)\s*\??$", re.IGNORECASE),
-     "burial_place"),
-    (re.compile(r"^where (?:was|is) (?P<s>.+?) buried\s*\??$", re.IGNORECASE), "burial_place"),
-    (re.compile(r"^what (?:is the )?nationality (?:is|was|of) (?P<s>.+?)\s*\??$",
-                re.IGNORECASE), "nationality"),
-    (re.compile(r"^which country (?:is |was |does |did )?(?P<s>.+?) (?:is |was )?(?:comes? |"
-                r"came )?from\s*\??$", re.IGNORECASE), "nationality"),
-    (re.compile(rf"^who (?:is|was) the (?P<kin>{_KIN}) of (?P<s>.+?)\s*\??$", re.IGNORECASE),
-     "kin"),
-    (re.compile(rf"^who (?:is|was) (?P<s>.+?)['’]s? (?P<kin>{_KIN})\s*\??$", re.IGNORECASE),
-     "kin"),
-]
-
-
-def fact_question(question: str) -> FactQuestion | None:
-    """What a question asks of a person, and of whom, or None: a birth, death or burial
-    ("What is the place of birth of the director of film X?" → X, birth_place,
-    director), a nationality ("Which country X's father is from?"), a relative ("Who is
-    the paternal grandfather of X?" → X, father, father)."""
-    asked = next(((m, f) for p, f in _ASKS if (m := p.match(question.strip()))), None)
-    if asked is None:
-        return None
-    found, fact = asked
-    through = None
-    if fact == "kin":
-        through, fact = KIN[found["kin"].lower()]
-    elif fact is None:
-        fact = f"{'birth' if found['ev'].lower() == 'birth' else 'death'}_" \
-               f"{'place' if found['what'].lower() == 'place' else 'date'}"
-    subject = found["s"].strip()
-    role = re.match(rf"^the (?P<role>\w+) of {WORKS}(?P<x>.+)$", subject, re.IGNORECASE)
-    owned = re.match(r"^(?P<x>.+?)['’]s? (?P<role>\w+)$", subject)
-    relation = None
-    if role and role["role"].lower() in ROLES:
-        relation, subject = role["role"].lower(), role["x"]
-    elif owned and owned["role"].lower() in ROLES:
-        relation, subject = owned["role"].lower(), owned["x"]
-    elif re.match(r"^the \w+ of ", subject, re.IGNORECASE):
-        return None  # a relation no page names ("the uncle of X")
-    elif owned and owned["role"].islower():
-        return None
-    if through and relation:
-        return None  # three pages away ("the paternal grandfather of the director of X")
-    if not subject[:1].isupper() and not subject[:1].isdigit():
-        return None
-    return FactQuestion(subject, fact, relation or through)  # type: ignore[arg-type]

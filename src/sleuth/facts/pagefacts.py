@@ -21,9 +21,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sleuth.facts.dates import Date, Event, comparison, event_date, lifespan
+from sleuth.facts.asks import comparison, fact_question
+from sleuth.facts.dates import Date, Event, event_date, lifespan
 from sleuth.facts.kin import Sex, family, nationality, opposite_sexes, plain_name, pronoun_sex
-from sleuth.facts.lives import KIN_FACTS, fact_question, life
+from sleuth.facts.lives import KIN_FACTS, life
+from sleuth.facts.places import is_burial_site, is_place
 from sleuth.retrieval import HybridRetriever
 from sleuth.text.querytext import bridge_names, content_words, passage_names
 from sleuth.tools.base import QUERY, ToolContext, ToolResult, tool
@@ -74,7 +76,44 @@ def question_arguments(question: str, top_k: int) -> dict[str, Any] | None:
     return found.arguments() if found else None
 
 
-@tool(command="compare", from_question=question_arguments)
+SAMPLE_PAGES = 200  # documents whose first chunk is read to tell an entity-page corpus
+ENTITY_SHARE = 0.5  # of them that must open like an encyclopedia entry
+_LEAD = re.compile(r"\((?:born|b\.|died|d\.|c\.|[^()]{0,80}\d{3,4})|\b(?:is|was|are|were)\s+"
+                   r"(?:an?|the|one)\b", re.IGNORECASE)
+_SUITS: dict[tuple[str, int], bool] = {}
+
+
+def encyclopedia_share(index: Any, sample: int = SAMPLE_PAGES) -> float:
+    """The share of an index's documents (an even sample of ``sample``) that read as an
+    entity's page: the first chunk names the title's words in its first 100 characters and
+    says what it is within 300 ("X (born 1950) is an Irish writer", "X was a 1952 film")."""
+    docs = index.document_list()
+    chosen = docs[::max(1, len(docs) // sample)][:sample]
+    firsts = [spans[0][0] for d in chosen if (spans := index.chunk_spans(d.doc_id)[:1])]
+    chunks = {c.doc_id: c for c in index.read(firsts).chunks} if firsts else {}
+    hits = 0
+    for doc in chosen:
+        chunk = chunks.get(doc.doc_id)
+        if chunk is None:
+            continue
+        text = " ".join(chunk.text.split())
+        named = set(content_words(doc.title)) & set(content_words(text[:100 + len(doc.title)]))
+        hits += bool(named) and bool(_LEAD.search(text[:300 + len(doc.title)]))
+    return hits / len(chosen) if chosen else 0.0
+
+
+def encyclopedia_pages(index: Any) -> bool:
+    """Whether an index is made of entity pages (:func:`encyclopedia_share` ≥ ``ENTITY_SHARE``),
+    measured once per index and size: the facts pack's tools are tried before the model's
+    first call only there (2Wiki, an encyclopedia dump; not a manual, filings or novels:
+    BENCHMARKS §25)."""
+    key = (str(getattr(index, "location", id(index))), len(index.document_list()))
+    if key not in _SUITS:
+        _SUITS[key] = encyclopedia_share(index) >= ENTITY_SHARE
+    return _SUITS[key]
+
+
+@tool(command="compare", from_question=question_arguments, suits=encyclopedia_pages)
 def compare_dates(
     ctx: ToolContext,
     entities: Annotated[list[str], StrList, Field(min_length=2, max_length=5), QUERY],
@@ -157,19 +196,20 @@ KIN: dict[str, tuple[str, Sex | None]] = {
 def _kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
          relation: str) -> list[tuple[str, Chunk | None]]:
     """The people ``page`` names as ``relation`` ("father", "wife", ...), with their own
-    pages (None where no page is titled so). A parent's sex is what the words around the
-    name say ("his wife", "actress", "Duke"), else what their page's pronouns say, else
-    the first of two parents is the father; a parent the page does not name is the named
-    parent's spouse ("born to Frederick I": his page says whom he married)."""
+    pages (None where no page is titled so). A parent's sex is what is stated: the words
+    around the name ("his wife", "actress", "Duke"), else their own page's pronouns, else
+    the other parent's stated sex; where nothing states it, neither is taken for the father
+    (the order "son of A and B" does not say it). A parent the page does not name is the
+    named parent's spouse ("born to Frederick I": his page says whom he married)."""
     kind, sex = KIN[relation]
     read = family(page.text)
     named = read.spouses if kind == "spouse" else read.parents
     people = [(r, _person_page(ctx, retriever, r.name)) for r in named]
     sexes = [r.sex or (pronoun_sex(p.text) if p else None) for r, p in people]
     if kind == "parent":
-        sexes = _parent_sexes(sexes)
+        sexes = opposite_sexes(sexes)
     wanted = [(r.name, p) for (r, p), s in zip(people, sexes, strict=True)
-              if sex is None or s in (sex, None)]
+              if sex is None or s == sex or (kind == "spouse" and s is None)]
     if wanted or kind == "spouse":
         return wanted
     for (_, other), s in zip(people, sexes, strict=True):
@@ -178,12 +218,6 @@ def _kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
             if spouses:
                 return spouses[:1]
     return []
-
-
-def _parent_sexes(sexes: list[Sex | None]) -> list[Sex | None]:
-    """Two parents of whom one's sex is known: the other's is the other; of whom none is
-    known: father first (as encyclopedias write them)."""
-    return ["male", "female"] if sexes == [None, None] else opposite_sexes(sexes)
 
 
 def _person_page(ctx: ToolContext, retriever: HybridRetriever, name: str) -> Chunk | None:
@@ -325,7 +359,7 @@ def fact_arguments(question: str, top_k: int) -> dict[str, Any] | None:
     return found.arguments() if found else None
 
 
-@tool(command="fact", from_question=fact_arguments)
+@tool(command="fact", from_question=fact_arguments, suits=encyclopedia_pages)
 def person_fact(
     ctx: ToolContext,
     entity: Annotated[str, Field(min_length=1, max_length=300), QUERY],
@@ -350,6 +384,10 @@ def person_fact(
     retriever = HybridRetriever(ctx.index)
     found = _hop(ctx, retriever, entity, relation)
     value = _fact(ctx, retriever, found.source, fact) if found.source else None
+    unsure = None  # a place read where the gazetteer knows none: the model judges it
+    if value is not None and fact in PLACE_FACTS and \
+            (is_burial_site if fact == "burial_place" else is_place)(str(value)) is not True:
+        unsure, value = str(value), None
     cited = _read_chunks(ctx, [found.page, found.source])
     what = fact.replace("_", " ")
     asked = f"{what} of {f'the {relation} of ' if relation else ''}{entity}"
@@ -363,15 +401,20 @@ def person_fact(
     who = found.person or entity
     if found.page is not None and found.source is None and found.person:
         lines.append(f"- {who}: no page titled so found")
+    elif found.source is not None and unsure is not None:
+        lines.append(f"- {who}: {FACTS[fact]} {unsure}? [{found.source.chunk_id}] "
+                     f"\"{_quote(found.source, unsure)}\" ({unsure!r} is not a place the "
+                     "gazetteer knows: check what the passage says)")
     elif found.source is not None and value is None:
-        lines.append(f"- {who}: its page [{found.source.chunk_id}] gives no {what}: "
-                     f"\"{_lead(found.source)}\"")
+        lines.append(f"- {who}: its page [{found.source.chunk_id}] gives no {what}"
+                     f"{_unstated(fact, found.source)}: \"{_lead(found.source)}\"")
     elif found.source is not None:
         lines.append(f"- {who}: {FACTS[fact]} {value} [{found.source.chunk_id}] "
                      f"\"{_quote(found.source, str(value))}\"")
     # what was not found is said plainly: the agent's prompt says how to go on (a small
     # model told to search for it made 4.4 calls for 1 right answer in 22, BENCHMARKS §16)
     verdict = f"Answer: {value}" if value is not None else \
+        f"Not settled: read {unsure!r}, which may not be the {what}." if unsure else \
         f"Not found: the pages read do not state the {what}."
     text = f"Read from the pages ({asked}):\n" + "\n".join(lines) + "\n" + verdict
     return ToolResult(text, {"entity": entity, "fact": fact, "relation": relation,
@@ -391,6 +434,19 @@ def _fact(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     if fact == "nationality":
         return nationality(page.text)
     return life(page.text).fact(fact)  # type: ignore[arg-type]
+
+
+PLACE_FACTS = ("birth_place", "death_place", "burial_place")
+
+
+def _unstated(fact: str, page: Chunk) -> str:
+    """What a page names where it does not state the relative asked for: parents whose
+    sexes it does not say ("daughter of the singer Ana Marin and the director Paul Marin")."""
+    if fact not in ("father", "mother"):
+        return ""
+    parents = [r.name for r in family(page.text).parents]
+    return f" (it names the parents {' and '.join(parents)} without saying which is the " \
+           f"{fact})" if parents else ""
 
 
 def _quote(chunk: Chunk, said: str | None) -> str:

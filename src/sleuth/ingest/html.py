@@ -1,4 +1,13 @@
-"""Visible text of an HTML page, with block structure kept as line and paragraph breaks."""
+"""Visible text of an HTML page, with block structure kept as line and paragraph breaks,
+and without the page furniture a documentation site repeats on every page.
+
+Furniture is what surrounds a page's content: navigation (``<nav>``, ``role=navigation``),
+search boxes (``role=search``), the site's header, footer and side bars (``<header>``,
+``<footer>``, ``<aside>``, ``role=banner/contentinfo``, left alone inside the page's
+``<article>`` or ``<main>``, where they hold its title, a byline, footnotes), permalink
+anchors (Sphinx and MkDocs ``¶``), and the class names the common generators give theirs
+(:data:`FURNITURE_CLASSES`: Sphinx, MkDocs Material, Javadoc, DocBook).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +27,20 @@ figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html legend li 
 pre section summary table tbody tfoot thead tr ul
 """
 _BLOCKS = frozenset(_BLOCK_TAGS.split())
+# Furniture wherever it is
+_NAVIGATION = "nav, [role='navigation' i], [role='search' i], .headerlink"
+# Furniture unless inside the page's content (an article or main element)
+_PAGE_LEVEL = "header, footer, aside, [role='banner' i], [role='contentinfo' i], .footer"
+_CONTENT = frozenset({"article", "main"})  # tags, or the role ``main``
+FURNITURE_CLASSES = {
+    "Sphinx": "related sphinxsidebar rst-footer-buttons wy-nav-side wy-breadcrumbs",
+    "MkDocs": "md-header md-tabs md-sidebar md-footer md-search md-skip md-top md-source",
+    "Javadoc": "topNav subNav bottomNav fixedNav skipNav legalCopy top-nav sub-nav "
+               "bottom-nav skip-nav legal-copy",
+    "DocBook": "navheader navfooter",
+    "common": "breadcrumb breadcrumbs skip-link skip-to-content",
+}
+_PERMALINKS = frozenset("¶§#🔗")  # the text of an anchor that links a heading to itself
 _CELLS = frozenset({"td", "th"})
 _PARA = "\x00P"  # placeholder for a paragraph break while collecting text
 _SPACES = re.compile(r"[^\S\n]+")
@@ -43,11 +66,49 @@ def parse_html(source: str) -> HtmlPage:
     title = _title(tree)
     for node in tree.css(_INVISIBLE):
         node.decompose()
+    _drop(_furniture(tree))
     root = tree.body if tree.body is not None else tree.root
     parts: list[str] = []
     if root is not None:
         _collect(root, parts)
     return HtmlPage(title=title, text=_tidy("".join(parts)))
+
+
+def _furniture(tree: Any) -> list[Any]:
+    """The furniture nodes of a parsed page (see the module)."""
+    classes = " ".join(FURNITURE_CLASSES.values()).split()
+    nodes: list[Any] = tree.css(", ".join([_NAVIGATION] + [f".{name}" for name in classes]))
+    nodes += [node for node in tree.css(_PAGE_LEVEL) if not _in_content(node)]
+    nodes += [node for node in tree.css("a[href^='#']")
+              if node.text(strip=True) in _PERMALINKS]
+    return nodes
+
+
+def _in_content(node: Any) -> bool:
+    """Whether ``node`` is inside the page's content: an article or main element."""
+    return any(parent.tag in _CONTENT or
+               str(parent.attributes.get("role") or "").lower() == "main"
+               for parent in _ancestors(node))
+
+
+def _ancestors(node: Any) -> list[Any]:
+    """The elements ``node`` is inside, up to ``<html>``, nearest first."""
+    out = []
+    parent = node.parent
+    while parent is not None and parent.tag not in ("html", "-document"):
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _drop(nodes: list[Any]) -> None:
+    """Remove ``nodes`` from their tree, each once; one inside another goes with it (all
+    found before anything is removed: a removed node's descendants are freed)."""
+    unique = {node.mem_id: node for node in nodes}  # a node several selectors match
+    outermost = [node for node in unique.values()
+                 if not any(parent.mem_id in unique for parent in _ancestors(node))]
+    for node in outermost:
+        node.decompose()
 
 
 def _title(tree: Any) -> str | None:

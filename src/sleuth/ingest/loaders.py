@@ -6,6 +6,10 @@ Formats are chosen by extension: markdown (``.md``, ``.markdown``), plain text (
 (``.jsonl``, ``.ndjson``), and with the ``pdf`` extra PDF (``.pdf``, one paged document) and
 Word (``.docx``). Every document's text starts with its title on the first line.
 
+The HTML pages of a folder lose the site name their titles share
+(:func:`~sleuth.text.titles.site_affixes` over the ``<title>`` of the folder's first
+:data:`SITE_SAMPLE` pages, read without parsing).
+
 Every file is held to :class:`~sleuth.ingest.limits.ReadLimits` (size, expanded text, nesting);
 HTML, PDF and ``.docx`` are parsed in a child process bounded in time and memory
 (:mod:`sleuth.ingest.sandbox`). A file in a folder that is a link to a file outside that
@@ -15,7 +19,10 @@ folder is skipped and reported, and with ``within`` no file outside those folder
 from __future__ import annotations
 
 import contextlib
+import html
+import itertools
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -37,6 +44,7 @@ from sleuth.ingest.reading import (
 from sleuth.ingest.records import JsonFields, RecordItem, RecordSkip, json_records, jsonl_records
 from sleuth.ingest.sandbox import Sandbox
 from sleuth.ingest.textfiles import markdown_title, plain_title, with_title
+from sleuth.text.titles import site_affixes, without_site
 from sleuth.types import DocType, Document
 
 __all__ = [
@@ -64,6 +72,9 @@ SUPPORTED_SUFFIXES = (
     | DOCX_SUFFIXES
 )
 DEFAULT_FIELDS = JsonFields()
+SITE_SAMPLE = 200  # pages of a folder whose titles say what the site's name is
+_HEAD_BYTES = 16384  # where a page's <title> is looked for
+_TITLE = re.compile(r"<title[^>]*>([^<]{1,500})</title", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -188,8 +199,13 @@ def _documents(
     seen: dict[str, str] = {}
     with reading.sandbox if reading.owned else contextlib.nullcontext():
         for root in roots:
-            for source in _sources(root, include, exclude, report):
+            sources = _sources(root, include, exclude, report)
+            sample = list(itertools.islice(sources, SITE_SAMPLE))
+            site = site_affixes([title for source in sample
+                                 if (title := _head_title(source, reading))])
+            for source in itertools.chain(sample, sources):
                 for doc in _load(source, reading, report):
+                    doc = _without_site(doc, site)
                     first = seen.get(doc.doc_id)
                     if first is not None:
                         reason = f"duplicate doc_id {doc.doc_id!r} (first seen in {first})"
@@ -197,6 +213,32 @@ def _documents(
                         continue
                     seen[doc.doc_id] = _where(doc)
                     yield doc
+
+
+def _head_title(source: _Source, reading: _Reading) -> str | None:
+    """The ``<title>`` of an HTML page, read from its first bytes by a regular expression
+    (no parser: it only tells what titles share); ``None`` for other files."""
+    if source.path.suffix.lower() not in HTML_SUFFIXES:
+        return None
+    try:
+        _confine(source, reading.within)
+        check_regular(source.real)
+        with open(source.real, "rb") as file:
+            head = file.read(_HEAD_BYTES).decode("utf-8", "replace")
+    except (OSError, SkipSource):
+        return None
+    match = _TITLE.search(head)
+    return " ".join(html.unescape(match.group(1)).split()) if match else None
+
+
+def _without_site(doc: Document, site: tuple[str, str]) -> Document:
+    """An HTML page without its site's title prefix and suffix, in its title and on its
+    text's first line (the title's)."""
+    title = without_site(doc.title, site) if doc.type == "html" else doc.title
+    if title == doc.title:
+        return doc
+    body = doc.text.split("\n", 1)[1] if doc.text.startswith(doc.title + "\n") else doc.text
+    return replace(doc, title=title, text=with_title(title, body))
 
 
 def _where(doc: Document) -> str:
@@ -225,6 +267,10 @@ def _sources(
     for folder, dirnames, filenames in os.walk(root, onerror=on_error):
         base = Path(folder)
         rel_dir = PurePosixPath(base.relative_to(root).as_posix())
+        if GENERATED_SOURCES in dirnames and SPHINX_MARKERS & set(filenames):
+            dirnames.remove(GENERATED_SOURCES)
+            report.skipped.append(Skipped(str(base / GENERATED_SOURCES), "a Sphinx build's "
+                                          "copies of its pages' sources (the pages are read)"))
         dirnames[:] = sorted(
             d for d in dirnames if not d.startswith(".") and not _excluded(rel_dir / d, exclude)
         )
@@ -244,6 +290,12 @@ def _sources(
                                               "(not followed)"))
                 continue
             yield _Source(path, rel.as_posix().removeprefix("./"), explicit=False, real=real)
+
+
+# A Sphinx HTML build ships each page's reStructuredText beside it (``_sources/x.rst.txt``):
+# read too, every page would be indexed twice, once without its rendering
+GENERATED_SOURCES = "_sources"
+SPHINX_MARKERS = frozenset({"searchindex.js", "objects.inv"})
 
 
 def _wanted(rel: PurePosixPath, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:

@@ -24,7 +24,7 @@ from sleuth.server.openapi import (
     responses,
 )
 from sleuth.service.callers import LOCAL, Caller
-from sleuth.service.library import LIST_LIMIT, LIST_MAX, TITLE_MAX
+from sleuth.service.library import LIST_LIMIT, LIST_MAX, SUPPORT_MAX, TITLE_MAX
 from sleuth.service.service import Service
 
 try:
@@ -53,17 +53,21 @@ _PASSAGE_QUERY = {"type": "object", "additionalProperties": False, "properties":
     "lines": {"type": "string", "pattern": LINES_PATTERN, "description": "Lines to "
               "highlight, `a-b` or `a` (0-based, inclusive), shown with lines around them"},
     "page": {"type": "integer", "minimum": 1, "description": "A PDF's page (1-based): the "
-             "passage is that whole page"}},
+             "passage is that whole page"},
+    "support": {"type": "string", "maxLength": SUPPORT_MAX, "description": "The claim a "
+                "citation of `chunk` backs (the answer's sentence): `support` in the answer "
+                "is then the chunk's sentence(s) sharing the most words with it"}},
     "anyOf": [{"required": ["doc"]}, {"required": ["chunk"]}]}
 _PASSAGE_PARAMETERS = {"parameters": [{
     "name": "passage", "in": "query", "style": "form", "explode": True, "required": True,
-    "description": "doc, chunk or both; lines or page", "schema": _PASSAGE_QUERY}]}
+    "description": "doc, chunk or both; lines or page; support", "schema": _PASSAGE_QUERY}]}
 DocQuery = Annotated[str | None, Query(min_length=1, max_length=PATH_ID_MAX,
                                        pattern=PATH_ID_PATTERN, include_in_schema=False)]
 ChunkQuery = Annotated[str | None, Query(min_length=1, max_length=PATH_ID_MAX,
                                          pattern=PATH_ID_PATTERN, include_in_schema=False)]
 LinesQuery = Annotated[str | None, Query(pattern=LINES_PATTERN, include_in_schema=False)]
 PageQuery = Annotated[int | None, Query(ge=1, include_in_schema=False)]
+SupportQuery = Annotated[str | None, Query(max_length=SUPPORT_MAX, include_in_schema=False)]
 SessionPath = Annotated[str, PathParameter(
     description="Session id", json_schema_extra={"pattern": SESSION_PATTERN,
                                                  "maxLength": 64})]
@@ -112,14 +116,18 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
             caller, collection=collection, q=q, limit=limit, offset=offset))
 
     async def passage(caller: Who, doc: DocQuery = None, chunk: ChunkQuery = None,
-                      lines: LinesQuery = None, page: PageQuery = None) -> dict[str, Any]:
+                      lines: LinesQuery = None, page: PageQuery = None,
+                      support: SupportQuery = None) -> dict[str, Any]:
         """A window of a document's numbered lines (0-based): a chunk or lines highlighted
         with about 15 lines around them, a whole PDF page, or else the first 200 lines;
         ``image`` is the path of the page's image where one can be rendered. Name ``doc``,
-        ``chunk``, or both; a chunk, line or page the document does not have is 404."""
-        return await pool.run(lambda: service.passage(caller, doc=doc, chunk=chunk,
-                                                      lines=lines, page=page))
-
+        ``chunk``, or both; a chunk, line or page the document does not have is 404. With
+        ``support``, the claim a citation of the chunk backs, ``support`` in the answer is the
+        chunk's sentence that shares the most words with it (its ``lines``, per-line
+        ``marks``, ``sentences`` and shared ``terms``); null where none shares a word, and
+        the whole chunk stands."""
+        return await pool.run(lambda: service.passage(
+            caller, doc=doc, chunk=chunk, lines=lines, page=page, support=support))
 
     async def page_image(caller: Who, doc: Annotated[str, Query(
             min_length=1, max_length=PATH_ID_MAX, pattern=PATH_ID_PATTERN,

@@ -1,6 +1,7 @@
 """What the browser app reads of an index besides answers: the document list, a passage of a
-document with the cited lines marked, the image of a PDF page, and what became of each
-uploaded file.
+document with the cited lines marked (and, given the claim a citation backs, the sentences of
+the cited chunk that support it), the image of a PDF page, and what became of each uploaded
+file.
 
 Every function reads through the :class:`~sleuth.index.read.ReadIndex` it is given, which
 :meth:`sleuth.service.service.Service.view` scopes to the caller: a document the caller may not see
@@ -23,7 +24,9 @@ from sleuth.errors import NotFoundError, RequestError
 from sleuth.ingest import SUPPORTED_SUFFIXES
 from sleuth.store.base import DocumentInfo
 from sleuth.text.docview import MAX_LINE_CHARS, DocumentView
-from sleuth.types import Chunk, Document
+from sleuth.text.ids import CITATION
+from sleuth.text.querytext import CONTENT_STOPWORDS, content_words, stem
+from sleuth.types import Chunk, Document, Sentence
 
 if TYPE_CHECKING:
     from sleuth.index.read import ReadIndex
@@ -35,9 +38,13 @@ WINDOW_MAX = 400  # lines of a passage at most (a page of a PDF is shown whole)
 FIRST_LINES = 200  # lines shown when nothing in the document is asked for
 PAGE_ZOOM, PAGE_MAX_PIXELS = 1.5, 2000  # page images: the scale, and their longest side
 TITLE_MAX = 200  # characters of a session title
+SUPPORT_MAX = 2000  # characters of the claim a passage's sentences are matched against
+QUOTE_WEIGHT = 2  # what a quoted string of the claim found in a sentence counts, in words
 _RECORD_TYPES = {"corpus", "chunks", "json", "jsonl"}  # many documents from one file
 _LINES = re.compile(r"(\d+)(?:-(\d+))?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WORD = re.compile(r"\w+")
+_QUOTED = re.compile(r"[\"“”]([^\"“”\n]{2,200})[\"“”]")
 
 
 # -- the document list ---------------------------------------------------------------------
@@ -94,17 +101,35 @@ class _Window:
 
 
 def passage(index: ReadIndex, *, doc: str | None = None, chunk: str | None = None,
-            lines: str | None = None, page: int | None = None) -> dict[str, Any]:
+            lines: str | None = None, page: int | None = None,
+            support: str | None = None) -> dict[str, Any]:
     """A window of a document's numbered lines: around chunk ``chunk`` or lines ``lines``
     (``"a-b"`` or ``"a"``) with those lines highlighted, the whole of PDF page ``page``, or
-    else the first lines. ``doc`` may be left out when ``chunk`` is given."""
+    else the first lines. ``doc`` may be left out when ``chunk`` is given.
+
+    ``support`` is the claim a citation of ``chunk`` backs (the answer's sentence, at most
+    :data:`SUPPORT_MAX` characters; citation markers in it are left out). ``support`` in the
+    result is then the chunk's sentence that shares the most words with it (and the next
+    one where that shares as many), within the highlighted lines: their ``lines``, ``marks``
+    (per line, the characters the sentences cover), ``sentences`` and the shared ``terms``.
+    It is null without a chunk or claim, and where no sentence shares a word: then the
+    whole highlighted chunk stands as the evidence."""
+    if support is not None and len(support) > SUPPORT_MAX:
+        raise RequestError(f"support is {len(support)} characters; give the claim in at most "
+                           f"{SUPPORT_MAX}")
     document, found = _target(index, doc, chunk)
     view = DocumentView(document)
     span = (view.line_of(found.start), view.line_of(max(found.start, found.end - 1))) \
         if found is not None else None
     if lines is not None:
         span = _line_span(view, lines)
+    backing = _support(view, found, span, support) if found is not None and support else None
     window = _window(view, span, page)
+    if backing is not None and page is None and not (
+            window.first <= backing["lines"][0] and backing["lines"][1] <= window.last):
+        # a chunk longer than a window: the window around its supporting sentences
+        around = _window(view, (backing["lines"][0], backing["lines"][1]), None)
+        window = _Window(around.first, around.last, span, around.page)
     shown = [{"number": line.number, "text": _cut(line.text), "page": line.page}
              for line in view.lines(window.first, window.last)]
     pages = view.page_count or None
@@ -115,7 +140,64 @@ def passage(index: ReadIndex, *, doc: str | None = None, chunk: str | None = Non
             "page": window.page, "chunk_id": chunk, "start_line": window.first,
             "end_line": window.last,
             "highlight": list(window.highlight) if window.highlight else None,
-            "lines": shown, "image": image}
+            "support": backing, "lines": shown, "image": image}
+
+
+def _support(view: DocumentView, chunk: Chunk, span: tuple[int, int] | None,
+             claim: str) -> dict[str, Any] | None:
+    """The sentences of ``chunk`` within lines ``span`` that best support ``claim``, as
+    :func:`passage` returns them; None where none shares a word with it."""
+    terms = _claim_terms(claim)
+    quotes = [q.casefold() for q in _QUOTED.findall(claim) if q.strip()]
+    sentences = [s for s in chunk.sentences if span is None or (
+        view.line_of(s.start) <= span[1] and view.line_of(max(s.start, s.end - 1)) >= span[0])]
+    if not sentences or not (terms or quotes):
+        return None
+    shared = [terms & _sentence_terms(s.text) for s in sentences]
+    scores = [len(words) + QUOTE_WEIGHT * sum(q in s.text.casefold() for q in quotes)
+              for s, words in zip(sentences, shared, strict=True)]
+    best = max(range(len(sentences)), key=lambda i: scores[i])  # the first of the best
+    if scores[best] == 0:
+        return None
+    chosen = [best]
+    if best + 1 < len(sentences) and scores[best + 1] == scores[best]:
+        chosen.append(best + 1)
+    picked = [sentences[i] for i in chosen]
+    start, end = picked[0].start, picked[-1].end
+    first, last = view.line_of(start), view.line_of(max(start, end - 1))
+    by_stem = {stem(w): w for w in _WORD.findall(claim.casefold())}
+    return {"lines": [first, last], "marks": _marks(view, picked),
+            "sentences": [s.text for s in picked],
+            "terms": sorted({by_stem.get(t, t) for i in chosen for t in shared[i]})}
+
+
+def _claim_terms(claim: str) -> frozenset[str]:
+    """The stems of a claim's content words (numbers included, whatever their length),
+    without its citation markers."""
+    return frozenset(stem(w) for w in content_words(CITATION.sub(" ", claim))
+                     if w not in CONTENT_STOPWORDS and (len(w) > 2 or w.isdigit()))
+
+
+def _sentence_terms(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in _WORD.findall(text.casefold()))
+
+
+def _marks(view: DocumentView, sentences: Sequence[Sentence]) -> list[dict[str, int]]:
+    """Where ``sentences`` lie on their lines: per line, ``start`` and ``end`` characters of
+    the line's text (end exclusive, within what :func:`passage` shows of a long line)."""
+    marks: dict[int, list[int]] = {}
+    for sentence in sentences:
+        end = max(sentence.start, sentence.end - 1)
+        for number in range(view.line_of(sentence.start), view.line_of(end) + 1):
+            begin = view.line_start(number)
+            width = min(len(view.line_text(number)), MAX_LINE_CHARS)
+            first = min(max(0, sentence.start - begin), width)
+            last = min(max(0, sentence.end - begin), width)
+            if number in marks:  # two adjacent sentences on one line: one mark
+                marks[number] = [min(marks[number][0], first), max(marks[number][1], last)]
+            elif last > first:
+                marks[number] = [first, last]
+    return [{"line": n, "start": a, "end": b} for n, (a, b) in sorted(marks.items())]
 
 
 def _target(index: ReadIndex, doc: str | None,

@@ -428,9 +428,11 @@ class Service:
 
     def passage(self, caller: Caller = LOCAL, *, doc: str | None = None,
                 chunk: str | None = None, lines: str | None = None,
-                page: int | None = None) -> dict[str, Any]:
-        """A passage of a document ``caller`` sees (:func:`sleuth.service.library.passage`)."""
-        return passage(self.view(caller), doc=doc, chunk=chunk, lines=lines, page=page)
+                page: int | None = None, support: str | None = None) -> dict[str, Any]:
+        """A passage of a document ``caller`` sees (:func:`sleuth.service.library.passage`),
+        with the sentences that back ``support`` marked."""
+        return passage(self.view(caller), doc=doc, chunk=chunk, lines=lines, page=page,
+                       support=support)
 
     def page_image(self, doc_id: str, page: int, caller: Caller = LOCAL) -> bytes:
         """A PDF page ``caller`` sees as a PNG (:func:`sleuth.service.library.page_image`)."""

@@ -318,3 +318,17 @@ def covers(question: str, evidence: str) -> bool:
         return False
     words = [w for w in content_words(question) if len(w) > 2]
     return not words or sum(w in text for w in words) / len(words) >= COVERAGE
+
+
+# a term written as code or a product name: snake_case, dotted or hyphenated identifiers
+# with a digit or an underscore, CamelCase, an ACRONYM, a --flag
+_IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[a-z][\w-]+|[A-Za-z][\w.]*_[\w.]*\w|"
+                         r"[A-Za-z]+\d[\w]*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Za-z_]\w+\.[A-Za-z_]\w+|"
+                         r"[A-Z]{3,}\d*)(?![\w-])")
+
+
+def identifier_terms(question: str) -> list[str]:
+    """The terms of a question written as identifiers ("io_combine_limit", "CONN_MAX_AGE",
+    "UUIDv7", "pg_basebackup", "--incremental"): names a corpus either holds verbatim or
+    does not hold at all, unlike words, which it may phrase otherwise."""
+    return list(dict.fromkeys(m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(question)))

@@ -10,6 +10,12 @@ is named by its latest year ("between FY2021 and FY2022" asks the 2022 report). 
 matched token is weighted by its inverse document frequency over the distinct titles.
 :meth:`TitleIndex.match` returns the documents with the best score, the field search
 narrows to.
+
+A site's pages often carry its name in every title ("json — JSON encoder and decoder —
+Python 3.11.2 documentation", "PostgreSQL: Documentation: 15: SELECT"). :func:`site_affixes`
+finds the prefix and suffix that most of a set of titles share, :func:`without_site` takes
+them off one title (ingestion does, for the pages of one folder), so the site's name is not
+taken for what a page is about.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _YEAR_PREFIX = re.compile(r"((?:19|20)\d\d)([a-z]\w*)")
 MAX_MATCHES = 2000  # documents a title match may narrow to
 PARTIAL = 0.5  # weight of a prefix match, and of an earlier year among several
+SITE_SHARE = 0.5  # a site's prefix or suffix: carried by more than this share of titles ...
+SITE_LEAST = 3  # ... and by at least this many
+_SEPARATORS = frozenset(["—", "–", "-", "|", "·", "•", "::", "»", "/", "~"])
 
 
 def title_tokens(text: str) -> set[str]:
@@ -45,6 +54,48 @@ def query_tokens(terms: Sequence[str]) -> set[str]:
                 out.add(token)
                 out.update(_YEAR.findall(token))
     return out
+
+
+def site_affixes(titles: Sequence[str]) -> tuple[str, str]:
+    """The prefix and the suffix (``""`` for none) that more than :data:`SITE_SHARE` of the
+    distinct ``titles`` (and at least :data:`SITE_LEAST`) carry around a part of their own.
+
+    Both are whole words set off by a separator: a prefix ends with a separator word
+    (``—``, ``-``, ``|``, ``»``...) or a word ending in ``:`` or ``|``; a suffix starts with
+    a separator word or is a parenthesis (``String (Java Platform SE 8 )``). The longest
+    shared one is taken.
+    """
+    distinct = {" ".join(t.split()) for t in titles}
+    prefixes: Counter[str] = Counter()
+    suffixes: Counter[str] = Counter()
+    for title in distinct:
+        words = title.split()
+        for cut in range(1, len(words)):
+            head, tail = words[:cut], words[cut:]
+            if head[-1] in _SEPARATORS or head[-1].endswith((":", "|")):
+                prefixes[" ".join(head)] += 1
+            if tail[0] in _SEPARATORS or (tail[0].startswith("(") and tail[-1].endswith(")")):
+                suffixes[" ".join(tail)] += 1
+    need = max(SITE_LEAST, math.floor(SITE_SHARE * len(distinct)) + 1)
+
+    def longest(counts: Counter[str]) -> str:
+        shared = [affix for affix, n in counts.items() if n >= need]
+        return max(shared, key=lambda affix: (len(affix.split()), affix), default="")
+
+    return longest(prefixes), longest(suffixes)
+
+
+def without_site(title: str, affixes: tuple[str, str]) -> str:
+    """``title`` without the site prefix and suffix of :func:`site_affixes` (unchanged when
+    nothing of its own would be left)."""
+    prefix, suffix = affixes
+    out = " ".join(title.split())
+    if prefix and out.startswith(prefix + " "):
+        out = out[len(prefix) + 1:]
+    if suffix and out.endswith(" " + suffix):
+        out = out[:-len(suffix) - 1]
+    out = out.strip()
+    return out if any(ch.isalnum() for ch in out) else title
 
 
 class TitleIndex:

@@ -133,6 +133,10 @@ class Tool:
     # apply (``compare_dates`` on "who was born first, A or B?"); default: the question as
     # its query (:meth:`question_arguments`)
     from_question: FromQuestion | None = None
+    # whether :attr:`from_question` is worth trying on an index at all (None: everywhere);
+    # the facts pack's tools read encyclopedia-style entity pages, and only such a corpus
+    # gets them before the model's first call
+    suits: Callable[[Any], bool] | None = None
 
     def arg(self, name: str) -> Arg:
         """The Sleuth metadata of argument ``name`` (an empty :class:`Arg` when none)."""
@@ -298,22 +302,24 @@ def tool(function: ToolFunction, /) -> Tool: ...
 
 @overload
 def tool(*, command: str | None = None, session: str | None = None,
-         from_question: FromQuestion | None = None) -> Callable[[ToolFunction], Tool]: ...
+         from_question: FromQuestion | None = None,
+         suits: Callable[[Any], bool] | None = None) -> Callable[[ToolFunction], Tool]: ...
 
 
 def tool(function: ToolFunction | None = None, /, *, command: str | None = None,
-         session: str | None = None,
-         from_question: FromQuestion | None = None) -> Tool | Callable[[ToolFunction], Tool]:
+         session: str | None = None, from_question: FromQuestion | None = None,
+         suits: Callable[[Any], bool] | None = None) -> Tool | Callable[[ToolFunction], Tool]:
     """Build a :class:`Tool` from a typed function (first parameter: the ToolContext);
     ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`),
-    ``from_question`` how it applies to a whole question (:attr:`Tool.from_question`)."""
+    ``from_question`` how it applies to a whole question (:attr:`Tool.from_question`) and
+    ``suits`` on which indexes that is tried (:attr:`Tool.suits`)."""
     if function is None:
-        return lambda f: _build(f, Cli(command, session), from_question)
+        return lambda f: _build(f, Cli(command, session), from_question, suits)
     return _build(function, Cli())
 
 
-def _build(function: ToolFunction, cli: Cli,
-           from_question: FromQuestion | None = None) -> Tool:
+def _build(function: ToolFunction, cli: Cli, from_question: FromQuestion | None = None,
+           suits: Callable[[Any], bool] | None = None) -> Tool:
     description, docs = _split_docstring(function.__doc__ or "")
     hints = get_type_hints(function, include_extras=True)
     fields: dict[str, Any] = {}
@@ -325,7 +331,7 @@ def _build(function: ToolFunction, cli: Cli,
     model = create_model(
         f"{function.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(function.__name__, description, model, function, cli, from_question)
+    return Tool(function.__name__, description, model, function, cli, from_question, suits)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

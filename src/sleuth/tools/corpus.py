@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Literal
@@ -9,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from sleuth.retrieval import best_ranking
+from sleuth.text.querytext import content_words, identifier_terms
 from sleuth.text.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
@@ -206,7 +208,7 @@ def hybrid_search(
             blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "
                           "repeated ===")
             continue
-        blocks.append(lead_block(ctx, chunk, score))
+        blocks.append(lead_block(ctx, chunk, score, query=query))
     text = f"Top {len(hits)} chunks ({method} ranking) for {query!r}:\n\n" + "\n\n".join(blocks)
     return ToolResult(text, {"hits": hits, "method": method})
 
@@ -215,18 +217,49 @@ LEAD_CHARS = 800  # about 200 tokens of each chunk in hybrid_search's results
 
 
 def lead_block(ctx: ToolContext, chunk: Chunk, score: float | None = None,
-               chars: int = LEAD_CHARS) -> str:
-    """The chunk's text, or its first sentences up to ``chars`` with a pointer to the rest
-    (a small model's prompt stays short; the rest is one chunk_read away). Only a chunk
-    shown whole counts as read."""
+               chars: int = LEAD_CHARS, query: str | None = None) -> str:
+    """The chunk's text, or up to ``chars`` of it with a pointer to the rest (a small
+    model's prompt stays short; the rest is one chunk_read away): its first sentences, or,
+    for a ``query``, the sentences around the one that shares most of the query's words (a
+    manual's chunk holds a dozen settings; the one asked about is rarely the first). Only a
+    chunk shown whole counts as read."""
     if len(chunk.text) <= chars:
         ctx.tracker.mark_read(chunk.chunk_id)
         return _chunk_block(chunk, score=score)
-    cut = chunk.text.rfind(". ", 0, chars) + 1 or chars
-    rest = count_tokens(chunk.text[cut:])
-    lead = replace(chunk, text=chunk.text[:cut].rstrip())
-    return (f"{_chunk_block(lead, score=score)}\n[... {rest} more tokens: "
+    start, end = _window(chunk, query, chars) if query else (0, 0)
+    if end <= start:
+        end = chunk.text.rfind(". ", 0, chars) + 1 or chars
+    shown = replace(chunk, text=("[...] " if start else "") + chunk.text[start:end].strip())
+    rest = count_tokens(chunk.text[:start]) + count_tokens(chunk.text[end:])
+    return (f"{_chunk_block(shown, score=score)}\n[... {rest} more tokens: "
             f"chunk_read {chunk.chunk_id}]")
+
+
+def _window(chunk: Chunk, query: str, chars: int) -> tuple[int, int]:
+    """The span of ``chunk.text`` (offsets in it) of at most ``chars`` that starts a
+    sentence before the first that names an identifier of the query ("random_page_cost
+    (floating point)": where a manual defines it) or else the one sharing most of the
+    query's content words, and runs on to whole sentences; (0, 0) when none shares one."""
+    words = set(content_words(query))
+    exact = {t.lower() for t in identifier_terms(query)}
+    spans = [(s.start - chunk.start, s.end - chunk.start, s.text.lower())
+             for s in chunk.sentences]
+
+    def shared(text: str) -> int:
+        found = set(re.findall(r"\w+", text))
+        return len(words & found) + 2 * sum(t in text for t in exact)
+    scores = [shared(text) for _, _, text in spans]
+    if not scores or max(scores) == 0:
+        return 0, 0
+    named = [i for i, (_, _, text) in enumerate(spans) if any(t in text for t in exact)]
+    best = named[0] if named else scores.index(max(scores))
+    first = best - 1 if best and spans[best][1] - spans[best - 1][0] <= chars // 2 else best
+    start, end = spans[first][0], spans[first][1]
+    for _, stop, _ in spans[first + 1:]:
+        if stop - start > chars:
+            break
+        end = stop
+    return start, min(end, start + 2 * chars)  # one sentence longer than that: cut
 
 
 CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read, naive_embedding_search,

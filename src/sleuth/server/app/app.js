@@ -7,13 +7,19 @@
  *   #/                       ask (a new conversation)
  *   #/session/<id>           a saved conversation
  *   #/documents              the documents
- *   #/passage?doc=&chunk=&lines=a-b&page=n   one passage (the links chat answers carry)
+ *   #/passage?doc=&chunk=&lines=a-b&page=n&support=   one passage (the links chat answers
+ *                            carry); support: the claim it backs, whose sentences are marked
  */
 "use strict";
 
 const KEY_STORE = "sleuth.apiKey";
 const AGENT_STORE = "sleuth.agent";
 const OUTPUT_PREVIEW = 320;   // characters of a tool's output shown before "more"
+const SUPPORT_MAX = 2000;     // characters of the claim sent with a cited passage (the API's limit)
+const CLAIM_MIN_WORDS = 4;    // a sentence shorter than this is no claim: send the whole answer
+const CITE_MARK = /\[[^\[\]\n]{1,300}\]/g;        // a citation marker, ids or not
+// Where an answer's sentence ends: not after "Mr." or an initial.
+const SENTENCE_END = /(?<!\b(?:Mrs?|Ms|Dr|St|Jr|Sr|Prof|vs|etc|e\.g|i\.e|[A-Z]))[.!?]+["'”’)]*(?=\s)|\n/g;
 
 const state = {
   key: sessionStorage.getItem(KEY_STORE) || "",
@@ -144,13 +150,14 @@ function passageHash(citation) {
   if (Array.isArray(citation.lines)) params.set("lines", `${citation.lines[0]}-${citation.lines[1]}`);
   if (citation.page) params.set("page", String(citation.page));
   if (citation.tool) params.set("tool", citation.tool);
+  if (citation.support) params.set("support", citation.support);
   return `#/passage?${params}`;
 }
 
 function parsePassage(query) {
   const params = new URLSearchParams(query);
   const out = { doc_id: params.get("doc"), chunk_id: params.get("chunk"),
-    page: params.get("page"), tool: params.get("tool") };
+    page: params.get("page"), tool: params.get("tool"), support: params.get("support") };
   const lines = /^(\d+)-(\d+)$/.exec(params.get("lines") || "");
   if (lines) out.lines = [Number(lines[1]), Number(lines[2])];
   return out;
@@ -212,10 +219,35 @@ function renderAnswer(node, text, citations) {
     const found = ids.map((id) => byId.get(id));
     if (!found.every(Boolean)) continue;
     node.append(text.slice(last, match.index));
-    found.forEach((citation, i) => node.append(citeLink(citation, ids[i])));
+    const support = claimOf(text, match.index, match.index + match[0].length);
+    found.forEach((citation, i) => node.append(citeLink({ ...citation, support }, ids[i])));
     last = match.index + match[0].length;
   }
   node.append(text.slice(last));
+}
+
+// What a citation at text[at, end) backs: the answer's sentence holding it (the one before, when
+// the marker follows a sentence's end), without citation markers; the whole answer when that
+// sentence says too little. The passage view marks the cited chunk's sentences that support it.
+function claimOf(text, at, end) {
+  const bare = (part) => part.replace(CITE_MARK, " ").replace(/\s+/g, " ")
+    .replace(/ ([.,;:!?])/g, "$1").trim();
+  const before = text.slice(0, at);
+  const starts = [0, ...Array.from(before.matchAll(SENTENCE_END), (m) => m.index + m[0].length)];
+  let start = starts.pop();
+  let finish = null;
+  while (starts.length && !bare(before.slice(start))) {  // the marker follows a sentence's end
+    start = starts.pop();
+    finish = at;
+  }
+  if (finish === null) {
+    const after = text.slice(end);
+    const stop = Array.from(after.matchAll(SENTENCE_END), (m) => m.index + m[0].length)[0];
+    finish = stop === undefined ? text.length : end + stop;
+  }
+  let claim = bare(text.slice(start, finish));
+  if (claim.split(" ").length < CLAIM_MIN_WORDS) claim = bare(text);
+  return claim.slice(0, SUPPORT_MAX) || null;
 }
 
 function citeLink(citation, label) {
@@ -418,6 +450,7 @@ async function openPassage(citation, { full = false } = {}) {
   if (citation.chunk_id) params.set("chunk", citation.chunk_id);
   if (citation.lines) params.set("lines", `${citation.lines[0]}-${citation.lines[1]}`);
   if (citation.page) params.set("page", String(citation.page));
+  if (citation.support && citation.chunk_id) params.set("support", citation.support.slice(0, SUPPORT_MAX));
   const target = full ? $("#passage-full") : $("#passage-body");
   if (!full) {
     $("#passage").hidden = false;
@@ -446,6 +479,15 @@ function renderPassage(passage, citation, full) {
   const parts = [];
   if (full) parts.push(el("h2", {}, passage.title || passage.doc_id));
   parts.push(el("p", { class: "facts" }, facts));
+  if (passage.support) {
+    const terms = passage.support.terms.length ? ` (${passage.support.terms.join(", ")})` : "";
+    parts.push(el("p", { class: "facts support-note" },
+      el("mark", {}, "Marked"), `: what supports the claim, the sentence sharing the most words with it${terms}; `,
+      el("span", { class: "chunk-shade" }, "shaded"), ": the rest of the cited passage."));
+  } else if (citation.support && citation.chunk_id && passage.highlight) {
+    parts.push(el("p", { class: "facts support-note" },
+      "No sentence of the cited passage shares a word with the claim: the whole passage is highlighted."));
+  }
   if (passage.pages && passage.page) {
     const go = (page) => openPassage({ doc_id: passage.doc_id, title: passage.title, page,
       tool: citation.tool }, { full });
@@ -455,16 +497,23 @@ function renderPassage(passage, citation, full) {
       el("button", { type: "button", class: "small", disabled: passage.page >= passage.pages,
         onclick: () => go(passage.page + 1) }, "Next page ›")));
   }
+  // The cited lines are highlighted; with support, only its lines are ("hl"), the sentences
+  // marked on them, and the rest of the cited chunk is shaded ("hl-chunk").
   const [from, to] = passage.highlight || [-1, -2];
+  const [supportFrom, supportTo] = passage.support ? passage.support.lines : [from, to];
+  const marks = new Map((passage.support ? passage.support.marks : []).map((m) => [m.line, m]));
   let page = null;
   const lines = el("ol", { class: "lines", "aria-label": "Document lines" });
   for (const line of passage.lines || []) {
     const classes = [];
-    if (line.number >= from && line.number <= to) classes.push("hl");
+    if (line.number >= supportFrom && line.number <= supportTo) classes.push("hl");
+    else if (line.number >= from && line.number <= to) classes.push("hl-chunk");
+    const mark = marks.get(line.number);
+    if (mark) classes.push("marked");
     if (page !== null && line.page !== page) classes.push("page-break");
     page = line.page;
     lines.append(el("li", { class: classes.join(" ") || null },
-      el("span", { class: "n" }, String(line.number)), el("span", { class: "t" }, line.text)));
+      el("span", { class: "n" }, String(line.number)), lineText(line.text, mark)));
   }
   parts.push(lines);
   if (passage.image) {
@@ -473,6 +522,15 @@ function renderPassage(passage, citation, full) {
     loadImage(image, passage.image);
   }
   return parts;
+}
+
+// A line's text, with the characters [mark.start, mark.end) (code points, as the server counts
+// them) in a <mark>.
+function lineText(text, mark) {
+  if (!mark) return el("span", { class: "t" }, text);
+  const chars = Array.from(text);
+  return el("span", { class: "t" }, chars.slice(0, mark.start).join(""),
+    el("mark", {}, chars.slice(mark.start, mark.end).join("")), chars.slice(mark.end).join(""));
 }
 
 // The page image needs the API key, which an <img src> cannot send: fetch it, then show it.

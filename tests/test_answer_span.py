@@ -1,0 +1,123 @@
+"""The default agent's answer step and its honesty (issue 40): a span of the evidence,
+checked against its passage, becomes the answer; a span the passage does not hold leaves
+the draft; a question about something the corpus never mentions is said to be so, and the
+agent says the documents do not answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.conftest import records_index
+
+import sleuth
+from sleuth.llm import OpenAIClient
+from sleuth.settings import Settings
+from sleuth.testing.fake import FakeLLMServer, reply
+
+MANUAL = [
+    {"id": "conn", "title": "Connections and Authentication", "text":
+     "port (integer): The TCP port the server listens on; 5432 by default. Note that the "
+     "same port number is used for all IP addresses the server listens on. "
+     "max_connections (integer): Determines the maximum number of concurrent connections "
+     "to the database server. The default is typically 100 connections."},
+    {"id": "wal", "title": "Write Ahead Log", "text":
+     "wal_level (enum): wal_level determines how much information is written to the WAL. "
+     "The default value is replica, which writes enough data to support WAL archiving."},
+]
+FILLER = " ".join(f"Setting number {n} changes how the planner weighs plan {n}." for n in
+                 range(30))
+MANUAL.append({"id": "planner", "title": "Planner Cost Constants", "text":
+               f"{FILLER} random_page_cost (floating point): Sets the planner's estimate of "
+               "the cost of a non-sequentially-fetched disk page. The default is 4.0. "
+               f"{FILLER}"})
+SPAN_ON = {"settings": Settings.load(agent={"answer_span": True})}
+
+
+@pytest.fixture(scope="module")
+def manual_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return records_index(tmp_path_factory, "manual", MANUAL)
+
+
+def _span(**fields: object) -> dict[str, str]:
+    return reply(json.dumps(fields))
+
+
+def test_a_checked_span_becomes_the_cited_answer(manual_index: Path) -> None:
+    draft = reply("The default port is 80 [wal#0].\nRelevance: wal#0=0.9")
+    span = _span(answerable=True, chunk_id="conn#0", answer="5432",
+                 sentence="port (integer): The TCP port the server listens on; 5432 by default.")
+    with FakeLLMServer([draft, span]) as server:
+        answer = sleuth.ask("default port the server listens on?", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url), **SPAN_ON)
+        step_request = server.requests[-1]
+    assert answer.answer.startswith("5432 [conn#0]")
+    assert "5432 by default" in answer.answer
+    assert [c.chunk_id for c in answer.citations] == ["conn#0"]
+    assert answer.trajectory[-1].tool_name == "answer_span"
+    assert answer.trajectory[-1].kind == "observation"
+    # the step reads the passages with their ids, the draft as a hint
+    assert "[conn#0]" in step_request["messages"][-1]["content"]
+    assert "Draft answer: The default port is 80" in step_request["messages"][-1]["content"]
+
+
+def test_a_span_its_passage_does_not_hold_leaves_the_draft(manual_index: Path) -> None:
+    draft = reply("The default is replica [wal#0].\nRelevance: wal#0=1")
+    span = _span(answerable=True, chunk_id="conn#0", answer="replica",
+                 sentence="The default value is replica.")
+    with FakeLLMServer([draft, span]) as server:
+        answer = sleuth.ask("What is the default wal_level?", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url), **SPAN_ON)
+    assert answer.answer.startswith("The default is replica [wal#0]")
+    assert "not found in the passage" in answer.trajectory[-1].reasoning
+
+
+def test_a_term_the_corpus_never_mentions_is_said_and_the_agent_abstains(
+        manual_index: Path) -> None:
+    draft = reply("The default io_combine_limit is 128kB.")
+    span = _span(answerable=False, chunk_id="", answer="", sentence="")
+    with FakeLLMServer([draft, span]) as server:
+        answer = sleuth.ask("default value of io_combine_limit", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url), **SPAN_ON)
+        first = server.requests[0]
+    assert "the corpus never mentions 'io_combine_limit'" in first["messages"][-1]["content"]
+    assert "tool_choice" not in first  # nothing to search for: it may answer at once
+    assert answer.answer.startswith("The documents do not say")
+    assert answer.abstained
+
+
+def test_the_answer_step_is_off_unless_asked(manual_index: Path) -> None:
+    with FakeLLMServer([reply("5432 [conn#0].")]) as server:
+        answer = sleuth.ask("default port the server listens on?", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        assert len(server.requests) == 1
+    assert answer.answer.startswith("5432 [conn#0]")
+
+
+def test_a_long_chunk_is_shown_around_what_the_question_names(manual_index: Path,
+                                                              sleuth) -> None:  # type: ignore[no-untyped-def]
+    out = sleuth("tool", "hybrid_search", "random_page_cost default value?", "--index",
+                 str(manual_index)).out
+    block = out.split("=== chunk planner#0")[1].split("=== chunk")[0]
+    assert "The default is 4.0." in block  # not the chunk's first 800 characters
+    assert "[...] " in block and "more tokens: chunk_read planner#0" in out
+
+
+def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
+        manual_index: Path) -> None:
+    # the model was told the corpus never mentions CONN_MAX_AGE and answered from memory
+    with FakeLLMServer([reply("The default CONN_MAX_AGE is 6 seconds [conn#0].")]) as server:
+        answer = sleuth.ask("django CONN_MAX_AGE default value", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer == "The documents do not say: the corpus never mentions " \
+                            "'CONN_MAX_AGE'."
+    assert answer.abstained
+    # an answer that names what the corpus does hold stands ("the equivalent is ...")
+    held = "The PostgreSQL equivalent of SQLSERVER_PORT is the port setting, max_connections " \
+           "aside [conn#0]."
+    with FakeLLMServer([reply(held)]) as server:
+        answer = sleuth.ask("equivalent of SQLSERVER_PORT?", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer.startswith("The PostgreSQL equivalent of SQLSERVER_PORT")
+    assert not answer.abstained

