@@ -15,6 +15,7 @@ ids.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from datetime import date as calendar
 from typing import Annotated, Any, Literal
@@ -80,7 +81,7 @@ SAMPLE_PAGES = 200  # documents whose first chunk is read to tell an entity-page
 ENTITY_SHARE = 0.5  # of them that must open like an encyclopedia entry
 _LEAD = re.compile(r"\((?:born|b\.|died|d\.|c\.|[^()]{0,80}\d{3,4})|\b(?:is|was|are|were)\s+"
                    r"(?:an?|the|one)\b", re.IGNORECASE)
-_SUITS: dict[tuple[str, int], bool] = {}
+_SUITS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def encyclopedia_share(index: Any, sample: int = SAMPLE_PAGES) -> float:
@@ -103,14 +104,15 @@ def encyclopedia_share(index: Any, sample: int = SAMPLE_PAGES) -> float:
 
 
 def encyclopedia_pages(index: Any) -> bool:
-    """Whether an index is made of entity pages (:func:`encyclopedia_share` ≥ ``ENTITY_SHARE``),
-    measured once per index and size: the facts pack's tools are tried before the model's
-    first call only there (2Wiki, an encyclopedia dump; not a manual, filings or novels:
-    BENCHMARKS §25)."""
-    key = (str(getattr(index, "location", id(index))), len(index.document_list()))
-    if key not in _SUITS:
-        _SUITS[key] = encyclopedia_share(index) >= ENTITY_SHARE
-    return _SUITS[key]
+    """Whether an index is made of entity pages (:func:`encyclopedia_share` at least
+    ``ENTITY_SHARE``), decided once per version of the index, as
+    :func:`sleuth.retrieval.corpus_shape` is: the facts pack's tools are tried before the
+    model's first call only there (2Wiki, an encyclopedia dump; not a manual, filings or
+    novels: BENCHMARKS §25)."""
+    titles = index.titles()  # a new one after each change: the decision is made again
+    if titles not in _SUITS:
+        _SUITS[titles] = encyclopedia_share(index) >= ENTITY_SHARE
+    return _SUITS[titles]
 
 
 @tool(command="compare", from_question=question_arguments, suits=encyclopedia_pages)
