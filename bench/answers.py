@@ -89,6 +89,7 @@ SPECS = {
     "medical": Spec(("naive-rag", "hybrid"), judge=True),
 }
 COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
+           ("numeric", "figure ±1%", 100), ("numeric_n", "figures n", 1),
            ("llm_acc", "LLM-Acc*", 100), ("recall@5", "R@5 retrieved", 100),
            ("read_recall", "read R", 100), ("doc_recall@1", "doc R@1", 100),
            ("steps", "steps", 1), ("llm_calls", "calls", 1),

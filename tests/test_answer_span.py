@@ -113,6 +113,12 @@ def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
     assert answer.answer == "The documents do not say: the corpus never mentions " \
                             "'CONN_MAX_AGE'."
     assert answer.abstained
+    # nor one that answers in other words, without the term (innodb_buffer_pool_size)
+    with FakeLLMServer([reply("The InnoDB buffer pool defaults to 128 MB [conn#0].")]) as server:
+        answer = sleuth.ask("What's the default innodb_buffer_pool_size?", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer == "The documents do not say: the corpus never mentions " \
+                            "'innodb_buffer_pool_size'."
     # an answer that names what the corpus does hold stands ("the equivalent is ...")
     held = "The PostgreSQL equivalent of SQLSERVER_PORT is the port setting, max_connections " \
            "aside [conn#0]."
@@ -121,3 +127,50 @@ def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
                             llm=OpenAIClient("fake-model", server.base_url))
     assert answer.answer.startswith("The PostgreSQL equivalent of SQLSERVER_PORT")
     assert not answer.abstained
+
+
+PRODUCT = [{"id": f"p{n}", "title": f"PgLite chapter {n}", "text":
+            f"PgLite keeps table {n} in its own file. Chapter {n} of the PgLite manual."}
+           for n in range(24)] + [
+    {"id": "uuid", "title": "UUID functions", "text":
+     "The function gen_random_uuid returns a version 4 (random) UUID."}]
+
+
+@pytest.fixture(scope="module")
+def product_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return records_index(tmp_path_factory, "product", PRODUCT)
+
+
+def test_the_corpus_own_name_does_not_found_an_answer_about_an_unseen_term(
+        product_index: Path) -> None:
+    # "PgLite" is in nearly every chunk: naming it does not make the answer the corpus's
+    made_up = "The UUIDv7 function is built into PgLite [p1#0]."
+    with FakeLLMServer([reply(made_up)]) as server:
+        answer = sleuth.ask("built-in function to generate a UUIDv7?", index=product_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer == "The documents do not say: the corpus never mentions 'UUIDv7'."
+    # a function the corpus holds on one page is an answer from it
+    held = "There is none for UUIDv7; gen_random_uuid gives version 4 [uuid#0]."
+    with FakeLLMServer([reply(held)]) as server:
+        answer = sleuth.ask("built-in function to generate a UUIDv7?", index=product_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer.startswith("There is none for UUIDv7") and not answer.abstained
+
+
+def test_a_short_period_or_a_spelled_out_acronym_is_not_an_unseen_term(
+        product_index: Path) -> None:
+    # "FY2018" is "fiscal 2018" in a filing, "TPF" the words before it: phrased otherwise,
+    # so neither is said to be missing, nor is an answer without them withheld
+    with FakeLLMServer([reply("One table per file [p1#0].")]) as server:
+        answer = sleuth.ask("In FY2018, how many tables per file (TPF) did PgLite keep?",
+                            index=product_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        (request,) = server.requests
+    assert "never mentions" not in request["messages"][-1]["content"]
+    assert answer.answer.startswith("One table per file") and not answer.abstained
+    # an identifier stays one: "UUIDv7" is said to be missing
+    with FakeLLMServer([reply("The documents do not say.")]) as server:
+        sleuth.ask("Is there a UUIDv7 function in FY2018?", index=product_index,
+                   llm=OpenAIClient("fake-model", server.base_url))
+        (request,) = server.requests
+    assert "the corpus never mentions 'UUIDv7'." in request["messages"][-1]["content"]

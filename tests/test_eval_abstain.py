@@ -97,6 +97,9 @@ def test_a_run_scores_abstention_and_cited_passages(sleuth, tmp_path: Path,
     assert [records[q]["answerable"] for q in sorted(records)] == [True] * 3 + [False] * 2
     assert [records[q]["abstained"] for q in sorted(records)] == [False, False, True, True,
                                                                   False]
+    # A-RAG's scripts/eval.py takes `gold_answer or answer` as the gold: an unanswerable
+    # question is judged against the abstention, not against the prediction itself
+    assert [records[q]["gold_answer"] for q in ("q4", "q5")] == ["The documents do not say"] * 2
     cited = records["q1"]["cited_passages"]
     assert [c["chunk_id"] for c in cited] == ["p1#0"] and "born in London" in cited[0]["text"]
     assert records["q3"]["cited_passages"] == []

@@ -109,6 +109,18 @@ def test_citations_do_not_count_against_em_and_f1() -> None:
     assert score_record({"answer": "[citation needed]", "gold_answers": ["x"]}, [2])["em"] == 0
 
 
+def test_a_figure_is_scored_within_one_percent_only_where_the_gold_is_one() -> None:
+    from sleuth.eval.report import aggregate, score_record
+
+    rows = [score_record({"answer": "It was $1,580 million [p3#0].", "gold_answers": ["$1577.00"]},
+                         [2]),
+            score_record({"answer": "0.9 [p4#1]", "gold_answers": ["0.83"]}, [2]),
+            score_record({"answer": "Yes [p5#0]", "gold_answers": ["Yes, it improved."]}, [2])]
+    assert [r.get("numeric") for r in rows] == [1.0, 0.0, None]
+    overall = aggregate(rows)
+    assert (overall["numeric"], overall["numeric_n"]) == (0.5, 2.0)
+
+
 def test_document_recall_at_1_comes_from_cited_relevance() -> None:
     from sleuth.eval.report import score_record
 

@@ -10,6 +10,7 @@ from sleuth.eval import (
     exact_match,
     f1_score,
     normalize_answer,
+    numeric_match,
     percentile,
     recall_at_k,
 )
@@ -68,3 +69,17 @@ def test_percentile_matches_numpy() -> None:
     values = [3.0, 1.0, 7.0, 2.0, 10.0, 4.0]
     for q in (0, 50, 95, 100):
         assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
+
+
+def test_numeric_match_takes_a_figure_within_one_percent() -> None:
+    # FinanceBench's gold figures: "$1577.00" (USD millions), "24.26", "-3.7"
+    assert numeric_match("FY2018 capital expenditure was $1,577 million.", "$1577.00") == 1.0
+    assert numeric_match("The ratio is about 24.3.", "24.26") == 1.0  # 0.2 % off
+    assert numeric_match("The ratio is 24.6.", "24.26") == 0.0  # 1.4 % off
+    assert numeric_match("a decline of 3.7 %", "-3.7") == 1.0  # sign in words
+    assert numeric_match("Revenue grew 12% to 1.29 billion", "0.83") == 0.0
+    assert numeric_match("0.01", ["0.01"]) == 1.0 and numeric_match("0.011", "0.01") == 0.0
+    assert numeric_match("FY2019: 4,401", "(4401)") == 1.0  # an accountant's negative
+    # a gold answer in words is not a figure: the metric does not apply
+    assert numeric_match("It shrank 0.9%", "The consumer segment shrunk by 0.9%.") is None
+    assert numeric_match("1577", "") is None

@@ -358,6 +358,12 @@ def test_the_default_agent_reads_a_birthplace_before_its_first_call(films_index:
     ("Pirani Ameena Begum (8 May 1892 – 1 May 1949) was the wife of Sufi Master Inayat Khan.",
      Family((), (Relative("Sufi Master Inayat Khan"),))),
     ("His father was Jan Kowalski, a carpenter.", Family((Relative("Jan Kowalski", "male"),))),
+    # a spouse named again by a first name is the same one; the page's full form is kept
+    ("In 1932 Fernando Cortés married María del Pilar Cordero, who adopted the stage name of "
+     "Mapy Cortés. He promoted the career of his wife Mapy, who became a noted vedette.",
+     Family((), (Relative("María del Pilar Cordero (Mapy Cortés)"),))),
+    ("He married Anne Smith in 1900. His wife Anne was a painter.",
+     Family((), (Relative("Anne Smith"),))),
     ("Bjarne Henning-Jensen was a Danish film director.", Family()),
 ])
 def test_family_reads_parents_and_spouses_from_a_lead(text: str, expected: Family) -> None:

@@ -13,9 +13,10 @@ from sleuth.eval.metrics import (
     exact_match,
     f1_score,
     normalize_answer,
+    numeric_match,
     percentile,
     recall_at_k,
 )
 
 __all__ = ["abstains", "contain_match", "contain_words", "exact_match", "f1_score",
-           "normalize_answer", "percentile", "recall_at_k", "run", "score"]
+           "normalize_answer", "numeric_match", "percentile", "recall_at_k", "run", "score"]

@@ -71,11 +71,39 @@ def contain_words(prediction: str, gold: str | Sequence[str]) -> float:
     ))
 
 
+# a gold answer that is one figure ("$1577.00", "24.26", "-3.7", "12%"): FinanceBench's kind
+_FIGURE = re.compile(r"^\s*(?:USD|US\$|\$)?\s*(-?\(?[\d,]*\.?\d+\)?)\s*%?\s*$", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?|(?<![\w.])-?\.\d+")
+
+
+def _figure(text: str) -> float | None:
+    match = _FIGURE.match(text)
+    if not match:
+        return None
+    digits = match.group(1).replace(",", "")
+    negative = digits.startswith("(") and digits.endswith(")")
+    value = float(digits.strip("()"))
+    return -value if negative else value
+
+
+def numeric_match(prediction: str, gold: str | Sequence[str],
+                  tolerance: float = 0.01) -> float | None:
+    """For a gold answer that is one figure: 1.0 when the prediction states a number within
+    ``tolerance`` (relative, 1 %) of it, sign aside ("a decline of 3.7 %" for "-3.7"); None
+    when no gold answer is a figure (the metric does not apply)."""
+    figures = [f for g in _golds(gold) if (f := _figure(g)) is not None]
+    if not figures:
+        return None
+    stated = [abs(float(n.replace(",", ""))) for n in _NUMBER.findall(prediction)]
+    return float(any(abs(n - abs(f)) <= tolerance * abs(f) + 1e-9
+                     for f in figures for n in stated))
+
+
 # What an answer says when the documents do not answer: the agents' own abstention
 # (agent.run.abstention), and how models put it ("The documents do not mention ...", "not
 # found in the provided passages", "I could not find ...", "There is no information ...").
-_SOURCES = (r"(?:documents?|documentation|docs|passages?|context|sources?|texts?|excerpts?|"
-            r"articles?|search results?|information provided|manual|pages?)")
+_SOURCES = (r"(?:documents?|documentation|docs|passages?|context|corpus|sources?|texts?|"
+            r"excerpts?|articles?|search results?|information provided|manual|pages?)")
 _ABSTAINS = re.compile(
     re.escape(abstention("\0").partition("\0")[0].rstrip(": ").lower())
     + rf"|\b{_SOURCES} (?:do|does|did) ?(?:not|n't) (?:say|state|mention|specify|contain|"

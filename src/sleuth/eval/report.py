@@ -7,6 +7,8 @@ scored apart: by whether the answer abstains (``abstain_unanswerable``), never i
 Contain-Acc or LLM-Acc, which are over the answerable questions. ``cited_contains_answer``
 is the share of answers, of answerable questions answered with at least one cited chunk,
 whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises).
+``numeric`` is over the questions whose gold answer is one figure (FinanceBench's
+"$1577.00", "24.26"): a number of the answer within 1 % of it; ``numeric_n`` counts them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sleuth.eval.metrics import (
     contain_words,
     exact_match,
     f1_score,
+    numeric_match,
     percentile,
     recall_at_k,
 )
@@ -156,6 +159,9 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
         "latency": float(record.get("latency") or record.get("seconds") or 0.0),
         "error": float(bool(record.get("error"))),
     }
+    figure = numeric_match(answer, golds)
+    if figure is not None:  # a gold answer that is one figure (FinanceBench's kind)
+        row["numeric"] = figure
     abstained = bool(record.get("abstained")) or abstains(answer)
     if "abstained" in record:  # written by `sleuth eval run` (and the agents that abstain)
         row["abstained"] = float(abstained)
@@ -181,7 +187,7 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
 
 
 # Answer accuracy: averaged over the answerable questions only
-_ANSWER_METRICS = ("em", "f1", "contain", "contain_words", "answered", "llm_acc")
+_ANSWER_METRICS = ("em", "f1", "contain", "contain_words", "answered", "llm_acc", "numeric")
 
 
 def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
@@ -199,6 +205,8 @@ def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
     out.pop("unanswerable", None)
     if len(answerable_rows) < len(rows):  # a count, not a share
         out["unanswerable"] = float(len(rows) - len(answerable_rows))
+    if "numeric" in out:
+        out["numeric_n"] = float(sum("numeric" in r for r in answerable_rows))  # its count
     if "cited_contains_answer" in out:
         out["cited"] = float(sum("cited_contains_answer" in r for r in rows))  # its count
     latencies = [r["latency"] for r in rows]
@@ -265,7 +273,8 @@ def control_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
-            ("contain", "Contain", "{:.1%}"), ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}")]
+            ("contain", "Contain", "{:.1%}"), ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}"),
+            ("numeric", "figure ±1%", "{:.1%}"), ("numeric_n", "figures n", "{:.0f}")]
 _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%}"),
          ("retrieved_tokens", "tokens", "{:.0f}"),
          ("steps", "steps", "{:.1f}"), ("llm_calls", "calls", "{:.1f}"),

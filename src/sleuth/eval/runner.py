@@ -33,6 +33,8 @@ from sleuth.llm import LLM
 from sleuth.llm.factory import llm_from_settings
 from sleuth.settings import DEFAULT_AGENT, Settings, cache_dir
 
+UNANSWERABLE_GOLD = "The documents do not say"
+
 PREDICTIONS = "predictions.jsonl"
 
 
@@ -126,7 +128,10 @@ class EvalRun:
         record.update({
             # the answer without citation markers, under the A-RAG scorer's field name
             "pred_answer": answer,
-            "gold_answer": q.answers[0] if q.answers else None,
+            # what A-RAG's scorer compares with; it reads a question with none against the
+            # record's own "answer" (the prediction), so one the corpus does not answer
+            # gets the reply it should have
+            "gold_answer": q.answers[0] if q.answerable else UNANSWERABLE_GOLD,
             "gold_answers": list(q.answers),
             "gold_ids": list(q.gold_ids),
             "gold_docs": list(q.gold_docs),

@@ -251,14 +251,34 @@ def _lead_family(text: str) -> Family:
         names, used = _names_after(text[apposed[0].end():], pair=True)
         parents = _paired(names)
         taken.append((apposed[0].start(), apposed[0].end() + used))
+    return Family(tuple(parents), tuple(_spouses(text, taken, parents)))
+
+
+def _spouses(text: str, taken: list[tuple[int, int]],
+             parents: list[Relative]) -> list[Relative]:
+    """The spouses a lead names outside the parents' phrases (``taken``)."""
     spouses: list[Relative] = []
     for match in _SPOUSE.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue  # a parent's spouse
         for named in _names_after(text[match.end():], pair=False)[0]:
-            if named.name not in {s.name for s in spouses} | {p.name for p in parents}:
+            if " " not in named.name and spouses:  # "his wife Mapy": one named before
+                spouses[-1] = _also_named(spouses[-1], named.name, text)
+            elif named.name not in {s.name for s in spouses} | {p.name for p in parents}:
                 spouses.append(named)
-    return Family(tuple(parents), tuple(spouses))
+    return spouses
+
+
+def _also_named(spouse: Relative, first: str, text: str) -> Relative:
+    """A spouse named in full ("married María del Pilar Cordero, who adopted the stage name
+    of Mapy Cortés") and later by a first name alone ("his wife Mapy"): the same person, and
+    where the page gives that first name in full, under both names."""
+    for match in re.finditer(rf"\b{re.escape(first)}((?:\s+[^\W\d_][\w'’-]*)+)", text):
+        surname = list(itertools.takewhile(lambda w: w[:1].isupper(), match.group(1).split()))
+        full = " ".join([first, *surname])
+        if surname and full not in spouse.name:
+            return Relative(f"{spouse.name} ({full})", spouse.sex)
+    return spouse
 
 
 def _stated_family(text: str) -> Family | None:
