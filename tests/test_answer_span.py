@@ -159,10 +159,11 @@ def test_the_corpus_own_name_does_not_found_an_answer_about_an_unseen_term(
 
 def test_a_short_period_or_a_spelled_out_acronym_is_not_an_unseen_term(
         product_index: Path) -> None:
-    # "FY2018" is "fiscal 2018" in a filing, "TPF" the words before it: phrased otherwise,
-    # so neither is said to be missing, nor is an answer without them withheld
+    # "FY2018" is "fiscal 2018" in a filing, "TKPSF" the words before it, "PPNE" short:
+    # phrased otherwise, so none is said to be missing, nor is an answer without them withheld
     with FakeLLMServer([reply("One table per file [p1#0].")]) as server:
-        answer = sleuth.ask("In FY2018, how many tables per file (TPF) did PgLite keep?",
+        answer = sleuth.ask("In FY2018, how many tables kept per single file (TKPSF) and "
+                            "PPNE did PgLite have?",
                             index=product_index,
                             llm=OpenAIClient("fake-model", server.base_url))
         (request,) = server.requests

@@ -80,6 +80,11 @@ def test_numeric_match_takes_a_figure_within_one_percent() -> None:
     assert numeric_match("Revenue grew 12% to 1.29 billion", "0.83") == 0.0
     assert numeric_match("0.01", ["0.01"]) == 1.0 and numeric_match("0.011", "0.01") == 0.0
     assert numeric_match("FY2019: 4,401", "(4401)") == 1.0  # an accountant's negative
+    # the filing's unit: $381,603 thousand is $382 million; a short number is not rescaled
+    assert numeric_match("$381,603", "$382.00") == 1.0
+    assert numeric_match("$1.577 billion", "$1577.00") == 1.0
+    assert numeric_match("$1.58 billion", "$1577.00") == 0.0  # three digits: too loose
+    assert numeric_match("$830 million", "0.83") == 0.0
     # a gold answer in words is not a figure: the metric does not apply
     assert numeric_match("It shrank 0.9%", "The consumer segment shrunk by 0.9%.") is None
     assert numeric_match("1577", "") is None

@@ -26,6 +26,7 @@ from sleuth.text.querytext import (
     asks_beyond_bridge,
     covers,
     identifier_terms,
+    phrased_otherwise,
     relation_cues,
     stem,
     stops_at_bridge,
@@ -262,7 +263,8 @@ class Agent(ModelRunner):
         # a term of the question the corpus never holds ("io_combine_limit" asked of a
         # manual of a version without it): said beside the passages, so the model says the
         # documents do not answer rather than answering from memory
-        unseen = [t for t in identifier_terms(question) if not self.index.keyword_search(t, 1)]
+        unseen = [t for t in identifier_terms(question)
+                  if not phrased_otherwise(t, question) and not self.index.keyword_search(t, 1)]
         run.scratch["unseen"] = unseen
         if unseen:
             result = ToolResult(result.text + "\n\nNot in the documents: the corpus never "

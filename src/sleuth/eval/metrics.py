@@ -89,14 +89,22 @@ def _figure(text: str) -> float | None:
 def numeric_match(prediction: str, gold: str | Sequence[str],
                   tolerance: float = 0.01) -> float | None:
     """For a gold answer that is one figure: 1.0 when the prediction states a number within
-    ``tolerance`` (relative, 1 %) of it, sign aside ("a decline of 3.7 %" for "-3.7"); None
-    when no gold answer is a figure (the metric does not apply)."""
-    figures = [f for g in _golds(gold) if (f := _figure(g)) is not None]
+    ``tolerance`` (relative, 1 %) of it, sign aside ("a decline of 3.7 %" for "-3.7"), or
+    one of at least four digits in another unit ("$381,603" thousand for "$382.00"
+    million); None when no gold answer is a figure (the metric does not apply)."""
+    figures = [abs(f) for g in _golds(gold) if (f := _figure(g)) is not None]
     if not figures:
         return None
-    stated = [abs(float(n.replace(",", ""))) for n in _NUMBER.findall(prediction)]
-    return float(any(abs(n - abs(f)) <= tolerance * abs(f) + 1e-9
-                     for f in figures for n in stated))
+    stated: list[float] = []
+    for written in _NUMBER.findall(prediction):
+        number = abs(float(written.replace(",", "")))
+        digits = len(written.replace(",", "").replace(".", "").lstrip("-0"))
+        stated += [number * scale for scale in _UNITS] if digits >= 4 else [number]
+    return float(any(abs(n - f) <= tolerance * f + 1e-9 for f in figures for n in stated))
+
+
+# a filing's figures in thousands or millions against a gold in millions or billions
+_UNITS = (1.0, 1e-3, 1e3, 1e-6, 1e6)
 
 
 # What an answer says when the documents do not answer: the agents' own abstention

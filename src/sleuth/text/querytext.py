@@ -327,25 +327,28 @@ _IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[a-z][\w-]+|[A-Za-z][\w.]*_[\w.]*\w|"
                          r"[A-Z]{3,}\d*)(?![\w-])")
 
 
+def identifier_terms(question: str) -> list[str]:
+    """The terms of a question written as identifiers ("io_combine_limit", "CONN_MAX_AGE",
+    "UUIDv7", "pg_basebackup", "--incremental", "WAL"): names a corpus either holds
+    verbatim or does not hold at all, unlike words, which it may phrase otherwise."""
+    return list(dict.fromkeys(m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(question)))
+
+
 # a period written short ("FY2018", "Q3", "H1'23", "CY2020"): a filing says "fiscal 2018"
 _PERIOD = re.compile(r"(?:FY|CY|Q[1-4]|H[12])(?:['’]?\d{2}|\d{4})?", re.IGNORECASE)
 
 
-def identifier_terms(question: str) -> list[str]:
-    """The terms of a question written as identifiers ("io_combine_limit", "CONN_MAX_AGE",
-    "UUIDv7", "pg_basebackup", "--incremental"): names a corpus either holds verbatim or
-    does not hold at all, unlike words, which it may phrase otherwise. A period written
-    short ("FY2018") and an acronym the question spells out ("days payable outstanding
-    (DPO)") are words phrased otherwise, not identifiers."""
-    terms = [m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(question)]
-    return list(dict.fromkeys(t for t in terms if not _PERIOD.fullmatch(t)
-                              and not _spelled_out(t, question)))
-
-
-def _spelled_out(term: str, question: str) -> bool:
-    """Whether ``term`` is an acronym of the words the question writes just before it."""
+def phrased_otherwise(term: str, question: str) -> bool:
+    """Whether an identifier term of ``question`` is one a corpus may well write otherwise,
+    so that its absence does not mean the corpus is silent: a period written short
+    ("FY2018"), an acronym of four letters or fewer ("PPNE", "DPO": a filing says "property,
+    plant and equipment") or one the question spells out just before it ("cash conversion
+    cycle (CCC)"). "SQLSTATE", "BLCKSZ", "CONN_MAX_AGE", "UUIDv7" are not."""
+    if _PERIOD.fullmatch(term):
+        return True
     if not term.isalpha() or not term.isupper():
         return False
+    if len(term) <= 4:
+        return True
     before = re.findall(r"[A-Za-z]+", question[:question.find(term)])[-len(term) - 2:]
-    initials = "".join(w[0] for w in before).upper()
-    return term in initials
+    return term in "".join(w[0] for w in before).upper()
