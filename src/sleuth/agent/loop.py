@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.agent.context import ContextWatch
-from sleuth.agent.run import ModelRunner, Run, StepCallback, abstention
+from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.span import answer_step
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
@@ -181,7 +181,7 @@ class Agent(ModelRunner):
         if held:
             return None
         run.answer.abstained = True
-        return f"The documents do not say: the corpus never mentions " \
+        return f"{NOT_SAID}: the corpus never mentions " \
                f"{', '.join(repr(t) for t in unseen)}."
 
     @staticmethod

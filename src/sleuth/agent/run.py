@@ -55,6 +55,12 @@ class Runner(Protocol):
             history: Sequence[dict[str, Any]] = ()) -> Answer: ...
 
 
+# how the agents say that the documents hold no answer (the prompts ask for these words;
+# the answer step and the check for unfounded answers write them; eval's gold for an
+# unanswerable question)
+NOT_SAID = "The documents do not say"
+
+
 def abstention(reason: str) -> str:
     """What an agent answers when it has no answer to give, and why."""
     return f"I cannot answer this reliably from the indexed documents: {reason}."

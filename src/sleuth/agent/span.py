@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.agent.run import Run
+from sleuth.agent.run import NOT_SAID, Run
 from sleuth.agent.verify import complete
 from sleuth.index.read import ReadIndex
 from sleuth.llm.jsontools import json_objects
@@ -124,7 +124,7 @@ def spanned(span: Span) -> str:
         relevance_line({span.chunk_id: 1.0})
 
 
-NOT_STATED = "The documents do not say: none of the passages retrieved states the answer " \
+NOT_STATED = f"{NOT_SAID}: none of the passages retrieved states the answer " \
     "to this question."
 
 

@@ -72,7 +72,8 @@ def contain_words(prediction: str, gold: str | Sequence[str]) -> float:
 
 
 # a gold answer that is one figure ("$1577.00", "24.26", "-3.7", "12%"): FinanceBench's kind
-_FIGURE = re.compile(r"^\s*(?:USD|US\$|\$)?\s*(-?\(?[\d,]*\.?\d+\)?)\s*%?\s*$", re.IGNORECASE)
+_FIGURE = re.compile(r"^\s*(?:USD|US\$|\$)?\s*(-?\(?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\)?)\s*%?\s*$",
+                     re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?|(?<![\w.])-?\.\d+")
 
 

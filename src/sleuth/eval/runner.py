@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.citations import strip_citations
+from sleuth.agent.run import NOT_SAID
 from sleuth.agent.variants import build_agent
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.eval.datasets import Dataset, Question
@@ -32,8 +33,6 @@ from sleuth.index.write import Index, IndexProgress
 from sleuth.llm import LLM
 from sleuth.llm.factory import llm_from_settings
 from sleuth.settings import DEFAULT_AGENT, Settings, cache_dir
-
-UNANSWERABLE_GOLD = "The documents do not say"
 
 PREDICTIONS = "predictions.jsonl"
 
@@ -131,7 +130,7 @@ class EvalRun:
             # what A-RAG's scorer compares with; it reads a question with none against the
             # record's own "answer" (the prediction), so one the corpus does not answer
             # gets the reply it should have
-            "gold_answer": q.answers[0] if q.answerable else UNANSWERABLE_GOLD,
+            "gold_answer": q.answers[0] if q.answerable else NOT_SAID,
             "gold_answers": list(q.answers),
             "gold_ids": list(q.gold_ids),
             "gold_docs": list(q.gold_docs),
