@@ -104,6 +104,29 @@ def test_a_long_chunk_is_shown_around_what_the_question_names(manual_index: Path
     assert "[...] " in block and "more tokens: chunk_read planner#0" in out
 
 
+def test_a_long_chunk_shows_each_place_the_question_is_answered(
+        tmp_path_factory: pytest.TempPathFactory, sleuth) -> None:  # type: ignore[no-untyped-def]
+    # two settings asked about, far apart in one chunk, each with its default a few
+    # sentences after its name: both are shown, in text order, the filler between left out
+    filler = " ".join(f"Setting {n} weighs plan {n}." for n in range(25))
+    text = (f"{filler}\n\nseq_page_cost (floating point): Sets the planner's estimate of the "
+            "cost of a disk page fetch that is part of a series of sequential fetches. It "
+            "can be overridden per tablespace. The default is 1.0. "
+            f"{filler} {filler}\n\nrandom_page_cost (floating point): Sets the planner's "
+            "estimate of the cost of a non-sequentially-fetched disk page. It can be "
+            f"overridden per tablespace. The default is 4.0. {filler}")
+    index = records_index(tmp_path_factory, "costs",
+                          [{"id": "costs", "title": "Costs", "text": text}])
+    out = sleuth("tool", "hybrid_search", "seq_page_cost and random_page_cost defaults?",
+                 "--index", str(index)).out
+    block = out.split("=== chunk costs#0")[1].split("more tokens: chunk_read")[0]
+    assert block.index("The default is 1.0.") < block.index("The default is 4.0.")
+    assert "seq_page_cost (floating point): Sets" in block
+    assert "[...] " in block.split("The default is 1.0.")[1]
+    assert "plan 10" not in block  # the filler between is not shown
+    assert len(block) < 1200
+
+
 def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
         manual_index: Path) -> None:
     # the model was told the corpus never mentions CONN_MAX_AGE and answered from memory

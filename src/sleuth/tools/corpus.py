@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
 from sleuth.retrieval import best_ranking
-from sleuth.text.querytext import content_words, identifier_terms
+from sleuth.text.querytext import content_words, identifier_terms, stem
 from sleuth.text.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
@@ -179,12 +182,13 @@ def hybrid_search(
     query: Annotated[str, Field(min_length=1, max_length=2000), QUERY],
     top_k: Annotated[int, Field(ge=1, le=10), TOP_K] = 5,
 ) -> ToolResult:
-    """Search with Sleuth's strongest ranking and get the text of the best chunks (a long
-    chunk's first sentences, with its id for chunk_read). On pages about one entity each:
-    exact keyword search for each name in the query, meaning-based search, a second hop to
-    the entity the question goes through, and the knowledge graph when one is built; on
-    longer documents: BM25, meaning-based search and the documents the query names by
-    title. Ask it the whole question; chunks already shown are not repeated.
+    """Search with Sleuth's strongest ranking and get the text of the best chunks (of a long
+    chunk, its sentences that match the query best, with its id for chunk_read). On pages
+    about one entity each: exact keyword search for each name in the query, meaning-based
+    search, a second hop to the entity the question goes through, and the knowledge graph
+    when one is built; on longer documents: BM25, meaning-based search and the documents
+    the query names by title. Ask it the whole question; chunks already shown are not
+    repeated.
 
     Args:
         query: The question, or a description of the information you need.
@@ -196,6 +200,7 @@ def hybrid_search(
         return ToolResult(f"No chunks match {query!r}.", {"hits": [], "method": method})
     best = next(iter(top.values()))
     chunks = {c.chunk_id: c for c in ctx.index.read(list(top)).chunks}
+    weights = sentence_weights(chunks.values())
     blocks, hits = [], []
     for chunk_id, fused in top.items():
         chunk = chunks.get(chunk_id)
@@ -208,7 +213,7 @@ def hybrid_search(
             blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "
                           "repeated ===")
             continue
-        blocks.append(lead_block(ctx, chunk, score, query=query))
+        blocks.append(lead_block(ctx, chunk, score, query=query, weights=weights))
     text = f"Top {len(hits)} chunks ({method} ranking) for {query!r}:\n\n" + "\n\n".join(blocks)
     return ToolResult(text, {"hits": hits, "method": method})
 
@@ -217,49 +222,89 @@ LEAD_CHARS = 800  # about 200 tokens of each chunk in hybrid_search's results
 
 
 def lead_block(ctx: ToolContext, chunk: Chunk, score: float | None = None,
-               chars: int = LEAD_CHARS, query: str | None = None) -> str:
+               chars: int = LEAD_CHARS, query: str | None = None,
+               weights: Mapping[str, float] | None = None) -> str:
     """The chunk's text, or up to ``chars`` of it with a pointer to the rest (a small
     model's prompt stays short; the rest is one chunk_read away): its first sentences, or,
-    for a ``query``, the sentences around the one that shares most of the query's words (a
-    manual's chunk holds a dozen settings; the one asked about is rarely the first). Only a
-    chunk shown whole counts as read."""
+    for a ``query``, the few runs of sentences that cover most of it (:func:`_passages`; a
+    manual's chunk holds a dozen settings, and the one asked about is rarely the first, its
+    default two sentences after its name). Only a chunk shown whole counts as read."""
     if len(chunk.text) <= chars:
         ctx.tracker.mark_read(chunk.chunk_id)
         return _chunk_block(chunk, score=score)
-    start, end = _window(chunk, query, chars) if query else (0, 0)
-    if end <= start:
-        end = chunk.text.rfind(". ", 0, chars) + 1 or chars
-    shown = replace(chunk, text=("[...] " if start else "") + chunk.text[start:end].strip())
-    rest = count_tokens(chunk.text[:start]) + count_tokens(chunk.text[end:])
-    return (f"{_chunk_block(shown, score=score)}\n[... {rest} more tokens: "
+    spans = _passages(chunk, query, chars, weights) if query else []
+    if not spans:
+        spans = [(0, chunk.text.rfind(". ", 0, chars) + 1 or chars)]
+    pieces = [("[...] " if start else "") + chunk.text[start:end].strip()
+              for start, end in spans]
+    shown = replace(chunk, text=" ".join(pieces))
+    rest = count_tokens(chunk.text) - sum(count_tokens(chunk.text[a:b]) for a, b in spans)
+    return (f"{_chunk_block(shown, score=score)}\n[... {max(rest, 0)} more tokens: "
             f"chunk_read {chunk.chunk_id}]")
 
 
-def _window(chunk: Chunk, query: str, chars: int) -> tuple[int, int]:
-    """The span of ``chunk.text`` (offsets in it) of at most ``chars`` that starts a
-    sentence before the first that names an identifier of the query ("random_page_cost
-    (floating point)": where a manual defines it) or else the one sharing most of the
-    query's content words, and runs on to whole sentences; (0, 0) when none shares one."""
-    words = set(content_words(query))
-    exact = {t.lower() for t in identifier_terms(query)}
-    spans = [(s.start - chunk.start, s.end - chunk.start, s.text.lower())
-             for s in chunk.sentences]
+PASSAGES = 2  # runs of sentences a long chunk is shown by, for a query
+FADE = 0.7  # what a word of the query counts for in each later sentence of a run
 
-    def shared(text: str) -> int:
-        found = set(re.findall(r"\w+", text))
-        return len(words & found) + 2 * sum(t in text for t in exact)
-    scores = [shared(text) for _, _, text in spans]
-    if not scores or max(scores) == 0:
-        return 0, 0
-    named = [i for i, (_, _, text) in enumerate(spans) if any(t in text for t in exact)]
-    best = named[0] if named else scores.index(max(scores))
-    first = best - 1 if best and spans[best][1] - spans[best - 1][0] <= chars // 2 else best
-    start, end = spans[first][0], spans[first][1]
-    for _, stop, _ in spans[first + 1:]:
-        if stop - start > chars:
-            break
-        end = stop
-    return start, min(end, start + 2 * chars)  # one sentence longer than that: cut
+
+def sentence_weights(chunks: Iterable[Chunk]) -> dict[str, float]:
+    """Each word stem's rarity among the sentences of ``chunks``, ``log(1 + n / df)``: what
+    tells one sentence of a search's results from the others ("random_page_cost" weighs
+    more than "default", which a manual's settings chapter says in every paragraph)."""
+    counts: Counter[str] = Counter()
+    n = 0
+    for chunk in chunks:
+        texts = [s.text for s in chunk.sentences] or [chunk.text]
+        counts.update(w for text in texts for w in _stems(text))
+        n += len(texts)
+    return {word: math.log(1 + n / df) for word, df in counts.items()}
+
+
+@lru_cache(maxsize=4096)  # a search's sentences: weighed, then matched to the query
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in re.findall(r"\w+", text.lower()))
+
+
+def _passages(chunk: Chunk, query: str, chars: int,
+              weights: Mapping[str, float] | None = None) -> list[tuple[int, int]]:
+    """Up to :data:`PASSAGES` runs of whole sentences of ``chunk.text`` (offsets in it),
+    none longer than ``chars // PASSAGES`` but a run of one long sentence, that cover most
+    of the query: its content words weighted by ``weights`` (:func:`sentence_weights`; the
+    chunk's own when None), an identifier of the query ("random_page_cost",
+    "pg_stat_statements.max") 3, each counted once, where it first appears in the run,
+    and less the later that is (:data:`FADE` a sentence): the best run starts where the
+    query does ("random_page_cost (floating point)", then its default), not at the
+    sentences before it. The best run, then the best that does not overlap it; in text
+    order, ``[]`` when no sentence shares a word with the query."""
+    weights = weights if weights is not None else sentence_weights([chunk])
+    wanted = {stem(w) for w in content_words(query)}
+    exact = [t.lower() for t in identifier_terms(query)]
+    spans = [(s.start - chunk.start, s.end - chunk.start) for s in chunk.sentences]
+    found = [_stems(s.text) & wanted for s in chunk.sentences]
+    named = [{t for t in exact if t in s.text.lower()} for s in chunk.sentences]
+    width = chars // PASSAGES
+    runs = []
+    for first in range(len(spans)):
+        gained: dict[str, float] = {}
+        last = first - 1
+        while last + 1 < len(spans) and (last < first or
+                                         spans[last + 1][1] - spans[first][0] <= width):
+            last += 1
+            fade = FADE ** (last - first)
+            for w in found[last]:
+                gained.setdefault(w, fade * weights.get(w, 1.0))
+            for t in named[last]:
+                gained.setdefault("=" + t, fade * 3.0)
+        score = sum(gained.values())
+        if score > 0:
+            runs.append((-score, first, last))
+    chosen: list[tuple[int, int]] = []
+    for _, first, last in sorted(runs):
+        if all(last < a or first > b for a, b in chosen):
+            chosen.append((first, last))
+            if len(chosen) == PASSAGES:
+                break
+    return [(spans[a][0], min(spans[b][1], spans[a][0] + 2 * width)) for a, b in sorted(chosen)]
 
 
 CORPUS_TOOLS = (keyword_search, semantic_search, chunk_read, naive_embedding_search,
