@@ -198,3 +198,33 @@ def test_a_short_period_or_a_spelled_out_acronym_is_not_an_unseen_term(
                    llm=OpenAIClient("fake-model", server.base_url))
         (request,) = server.requests
     assert "the corpus never mentions 'UUIDv7'." in request["messages"][-1]["content"]
+
+
+def test_a_name_the_corpus_never_mentions_is_said_and_an_answer_about_it_withheld(
+        product_index: Path) -> None:
+    # "an Aurora cluster" asked of PgLite's manual: a name capitalised mid-sentence that no
+    # chunk holds; the model answers from the limits page anyway
+    made_up = "The maximum storage size is unlimited [p3#0]."
+    with FakeLLMServer([reply(made_up)]) as server:
+        answer = sleuth.ask("Maximum storage size of an Aurora PgLite cluster?",
+                            index=product_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        (request,) = server.requests
+    assert "the corpus never mentions 'Aurora'." in request["messages"][-1]["content"]
+    assert answer.answer == "The documents do not say: the corpus never mentions 'Aurora'."
+    assert answer.abstained
+
+
+@pytest.mark.parametrize("question", [
+    "How many tables does a PgLite Chaptr keep?",  # misspelt: the passages hold "Chapter"
+    "Summarize it. Which file holds table 3?",  # capitalised where a sentence opens
+    "what does Chapter 3 of the PgLite manual say about table 3?",  # both in the corpus
+])
+def test_a_misspelt_or_sentence_opening_word_is_not_an_unseen_name(
+        product_index: Path, question: str) -> None:
+    with FakeLLMServer([reply("Table 3 has its own file [p3#0].")]) as server:
+        answer = sleuth.ask(question, index=product_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        (request,) = server.requests
+    assert "never mentions" not in request["messages"][-1]["content"]
+    assert answer.answer.startswith("Table 3 has its own file") and not answer.abstained

@@ -81,7 +81,8 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
     script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
     with FakeLLMServer(script) as server:
-        answer = sleuth.ask("What did Greatorex show Napoleon about levers?", agent="hybrid",
+        answer = sleuth.ask("What did Greatorex show about levers and the orbits of comets?",
+                            agent="hybrid",
                             index=sample_index, llm=OpenAIClient("fake-model", server.base_url))
         requests = server.requests
     assert [t["function"]["name"] for t in requests[0]["tools"]] == [
@@ -90,7 +91,8 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
     assert user == {"role": "user", "content": answer.question}
     assert first["tool_calls"][0]["function"]["name"] == "hybrid_search"
     assert "(passage ranking)" in result["content"] and "=== chunk" in result["content"]
-    assert requests[0]["tool_choice"] == "required"  # nothing names Napoleon: search on
+    # the passages hold too few of its words (comets, orbits): search on
+    assert requests[0]["tool_choice"] == "required"
     assert "tool_choice" not in requests[1]
     first_step, second = answer.trajectory
     assert (first_step.tool_name, first_step.tool_input) == (

@@ -27,7 +27,9 @@ from sleuth.text.querytext import (
     covers,
     identifier_terms,
     phrased_otherwise,
+    proper_names,
     relation_cues,
+    spelled_like,
     stem,
     stops_at_bridge,
 )
@@ -260,11 +262,16 @@ class Agent(ModelRunner):
         started = time.perf_counter()
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
+        evidence = " ".join(c.text for c in self.index.read(result.chunk_ids).chunks)
         # a term of the question the corpus never holds ("io_combine_limit" asked of a
-        # manual of a version without it): said beside the passages, so the model says the
-        # documents do not answer rather than answering from memory
+        # manual of a version without it; "an Aurora cluster" of one that never names
+        # Aurora): said beside the passages, so the model says the documents do not answer
+        # rather than answering from memory
         unseen = [t for t in identifier_terms(question)
                   if not phrased_otherwise(t, question) and not self.index.keyword_search(t, 1)]
+        unseen += [n for n in proper_names(question) if n not in unseen
+                   and not self.index.keyword_search(n, 1) and not spelled_like(n, evidence)
+                   and not self.index.keyword_search(n, 1, mode="substring")]  # "_Name_"
         run.scratch["unseen"] = unseen
         if unseen:
             result = ToolResult(result.text + "\n\nNot in the documents: the corpus never "
@@ -273,7 +280,6 @@ class Agent(ModelRunner):
         call = ToolCall("call_first", self.first_tool, json.dumps(arguments))
         messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
                      {"role": "tool", "tool_call_id": call.id, "content": result.text}]
-        evidence = " ".join(c.text for c in self.index.read(result.chunk_ids).chunks)
         covered = covers(question, evidence)
         covered = covered or bool(unseen)  # nothing to search for: it may say so at once
         run.record(Step(

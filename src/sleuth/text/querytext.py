@@ -7,6 +7,7 @@ importing each other.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 
@@ -332,6 +333,27 @@ def identifier_terms(question: str) -> list[str]:
     "UUIDv7", "pg_basebackup", "--incremental", "WAL"): names a corpus either holds
     verbatim or does not hold at all, unlike words, which it may phrase otherwise."""
     return list(dict.fromkeys(m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(question)))
+
+
+# a capitalised word after a lower-case one ("an Aurora PostgreSQL cluster", "a Rails
+# app"): a name; one that opens a sentence, a list or a parenthesis may be any word
+_NAME_WORD = re.compile(r"(?<=[a-z] )[A-Z][a-z]{2,}(?![\w'’-])")
+
+
+def proper_names(question: str) -> list[str]:
+    """The words of ``question`` capitalised mid-sentence ("Aurora", "Amazon", "Rails"):
+    names of things that a corpus about them holds verbatim, though perhaps in another
+    spelling (see :func:`spelled_like`)."""
+    found = [m.group(0) for m in _NAME_WORD.finditer(question)
+             if m.group(0).lower() not in ENTITY_STOPWORDS]
+    return list(dict.fromkeys(found))
+
+
+def spelled_like(word: str, text: str, cutoff: float = 0.8) -> bool:
+    """Whether ``text`` holds a word spelled nearly as ``word`` ("Notorius" in a question,
+    "Notorious" in the page; "Canadien", "Canadian"): a misspelling, not another name."""
+    words = set(re.findall(r"[a-z]{3,}", text.lower()))
+    return bool(difflib.get_close_matches(word.lower(), words, n=1, cutoff=cutoff))
 
 
 # a period written short ("FY2018", "Q3", "H1'23", "CY2020"): a filing says "fiscal 2018"
