@@ -15,6 +15,7 @@ import sleuth
 from sleuth.llm import OpenAIClient
 from sleuth.settings import Settings
 from sleuth.testing.fake import FakeLLMServer, reply
+from sleuth.text.querytext import phrased_otherwise
 
 MANUAL = [
     {"id": "conn", "title": "Connections and Authentication", "text":
@@ -228,3 +229,11 @@ def test_a_misspelt_or_sentence_opening_word_is_not_an_unseen_name(
         (request,) = server.requests
     assert "never mentions" not in request["messages"][-1]["content"]
     assert answer.answer.startswith("Table 3 has its own file") and not answer.abstained
+
+
+@pytest.mark.parametrize(("term", "otherwise"), [
+    ("FY2018", True), ("Q3", True), ("H1'23", True), ("FY2023Q1", True), ("Q1FY24", True),
+    ("PPNE", True), ("UUIDv7", False), ("CONN_MAX_AGE", False), ("BLCKSZ", False),
+])
+def test_what_a_corpus_may_phrase_otherwise(term: str, otherwise: bool) -> None:
+    assert phrased_otherwise(term, f"What about {term} here?") is otherwise

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
@@ -37,6 +37,9 @@ from sleuth.text.tokens import count_tokens
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, lead_block
 from sleuth.types import Step
 
+if TYPE_CHECKING:
+    from sleuth.index.read import ReadIndex
+
 __all__ = ["Agent", "StepCallback", "prompt"]
 
 MAX_REPEATS = 2  # turns in a row that only repeat earlier calls before the answer is forced
@@ -49,6 +52,21 @@ def settled_answer(result: ToolResult) -> str:
     call on two cores (``agent.settled_answers``)."""
     cited = " ".join(cite(c) for c in result.data.get("cited", []))
     return f"{result.data['answer']} {cited}".strip()
+
+
+def unseen_terms(index: ReadIndex, question: str, evidence: str) -> list[str]:
+    """The terms of ``question`` the corpus never holds: an identifier ("io_combine_limit"
+    asked of a manual of a version without it) that is not a word a corpus may phrase
+    otherwise ("FY2018", "DPO"), and a name capitalised mid-sentence ("an Aurora cluster"
+    asked of the PostgreSQL manual) that no word of ``evidence`` (the first passages) spells
+    nearly (a misspelt "Notorius" is not one) and no chunk holds even inside a word
+    ("_Euchologion_")."""
+    unseen = [t for t in identifier_terms(question)
+              if not phrased_otherwise(t, question) and not index.keyword_search(t, 1)]
+    unseen += [n for n in proper_names(question) if n not in unseen
+               and not index.keyword_search(n, 1) and not spelled_like(n, evidence)
+               and not index.keyword_search(n, 1, mode="substring")]
+    return unseen
 
 
 @dataclass
@@ -263,15 +281,9 @@ class Agent(ModelRunner):
         arguments = TOOLS[self.first_tool].question_arguments(question, self.retrieve_first)
         result = TOOLS[self.first_tool].run(ctx, arguments)
         evidence = " ".join(c.text for c in self.index.read(result.chunk_ids).chunks)
-        # a term of the question the corpus never holds ("io_combine_limit" asked of a
-        # manual of a version without it; "an Aurora cluster" of one that never names
-        # Aurora): said beside the passages, so the model says the documents do not answer
-        # rather than answering from memory
-        unseen = [t for t in identifier_terms(question)
-                  if not phrased_otherwise(t, question) and not self.index.keyword_search(t, 1)]
-        unseen += [n for n in proper_names(question) if n not in unseen
-                   and not self.index.keyword_search(n, 1) and not spelled_like(n, evidence)
-                   and not self.index.keyword_search(n, 1, mode="substring")]  # "_Name_"
+        # said beside the passages, so the model says the documents do not answer rather
+        # than answering from memory
+        unseen = unseen_terms(self.index, question, evidence)
         run.scratch["unseen"] = unseen
         if unseen:
             result = ToolResult(result.text + "\n\nNot in the documents: the corpus never "

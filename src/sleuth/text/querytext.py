@@ -356,8 +356,9 @@ def spelled_like(word: str, text: str, cutoff: float = 0.8) -> bool:
     return bool(difflib.get_close_matches(word.lower(), words, n=1, cutoff=cutoff))
 
 
-# a period written short ("FY2018", "Q3", "H1'23", "CY2020"): a filing says "fiscal 2018"
-_PERIOD = re.compile(r"(?:FY|CY|Q[1-4]|H[12])(?:['’]?\d{2}|\d{4})?", re.IGNORECASE)
+# a period written short ("FY2018", "Q3", "H1'23", "CY2020", "FY2023Q1", "Q1FY24"): a
+# filing says "fiscal 2018", "the first quarter of fiscal 2023"
+_PERIOD = re.compile(r"(?:(?:FY|CY|Q[1-4]|H[12])(?:['’]?\d{2}|\d{4})?)+", re.IGNORECASE)
 
 
 def phrased_otherwise(term: str, question: str) -> bool:
