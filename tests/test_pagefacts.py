@@ -11,7 +11,7 @@ from tests.conftest import records_index
 import sleuth
 from sleuth.facts.asks import comparison, fact_question
 from sleuth.facts.dates import Comparison, Date, event_date, lifespan
-from sleuth.facts.kin import Family, Relative, family, nationality
+from sleuth.facts.kin import Family, Relative, extends, family, nationality
 from sleuth.facts.lives import FactQuestion, Life, life
 from sleuth.llm import OpenAIClient
 from sleuth.settings import Settings
@@ -365,6 +365,13 @@ def test_the_default_agent_reads_a_birthplace_before_its_first_call(films_index:
     ("He married Anne Smith in 1900. His wife Anne was a painter.",
      Family((), (Relative("Anne Smith"),))),
     ("Bjarne Henning-Jensen was a Danish film director.", Family()),
+    # a title after a comma, and the one word after "and" that goes on with it
+    ("Ermesinda was a daughter of Bernard-Roger, Count of Bigorre and his wife Garsenda, "
+     "Heiress of Bigorre.",
+     Family((Relative("Bernard-Roger, Count of Bigorre", "male"),
+             Relative("Garsenda, Heiress of Bigorre", "female")))),
+    ("She was the wife of Prince Arthur, Duke of Connaught and Strathearn.",
+     Family((), (Relative("Prince Arthur, Duke of Connaught and Strathearn", "male"),))),
 ])
 def test_family_reads_parents_and_spouses_from_a_lead(text: str, expected: Family) -> None:
     assert family(text) == expected
@@ -372,7 +379,8 @@ def test_family_reads_parents_and_spouses_from_a_lead(text: str, expected: Famil
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("Alfred Zinnemann( April 29, 1907 – March 14, 1997) was an Austrian- born American film "
-     "director.", "American"),
+     "director.", "Austrian-born American"),
+    ("He was an Austrian-born composer.", "Austrian"),
     ("Hans J. Salter (January 14, 1896 – July 23, 1994) was an Austrian-American film "
      "composer.", "Austrian-American"),
     ("Aristarete was an ancient Greek painter.", "Greek"),
@@ -385,6 +393,21 @@ def test_family_reads_parents_and_spouses_from_a_lead(text: str, expected: Famil
 ])
 def test_nationality_reads_the_lead(text: str, expected: str | None) -> None:
     assert nationality(text) == expected
+
+
+@pytest.mark.parametrize(("longer", "name", "expected"), [
+    ("Prince Arthur, Duke of Connaught and Strathearn", "Prince Arthur, Duke of Connaught",
+     True),
+    ("Princess Madeleine, Duchess of Hälsingland", "Princess Madeleine", True),
+    ("Hugh de Stafford, 2nd Earl of Stafford", "Hugh Stafford, 2nd Earl of Stafford", True),
+    # a word of the name itself is another person, not a fuller form
+    ("Henry Ford II", "Henry Ford", False),
+    ("John Dickens Jr", "John Dickens", False),
+    ("Mary Smith, Countess of Arran", "Jane Smith", False),
+])
+def test_a_fuller_name_adds_only_particles_and_a_title(longer: str, name: str,
+                                                        expected: bool) -> None:
+    assert extends(longer, name) is expected
 
 
 FAMILY = [
@@ -404,6 +427,13 @@ FAMILY = [
     {"id": "frederick", "title": "Frederick of Simmern", "text": "Frederick of Simmern "
      "(1417–1480) was a count. In 1454 Frederick married Margaret of Guelders. He died in "
      "Simmern and was buried in Ravengiersburg Abbey."},
+    # a father with no page, named more fully by the mother's page
+    {"id": "margit", "title": "Princess Margit of Osterland", "text": "Princess Margit of "
+     "Osterland (1882–1920) was a princess. She was the elder daughter of Prince Aldric, "
+     "Duke of Varn, and his wife Princess Liese of Holm."},
+    {"id": "liese", "title": "Princess Liese of Holm", "text": "Princess Liese of Holm "
+     "(1860–1917) was a German princess, the wife of Prince Aldric, Duke of Varn and "
+     "Strathmoor."},
 ]
 
 
@@ -438,6 +468,9 @@ def test_person_fact_follows_relatives_from_page_to_page(family_index: Path,
     assert data["answer"] == "Indian"  # type: ignore[index]
     out = sleuth("fact", "Frederick of Simmern", "father", *index).out
     assert "its page [frederick#0] gives no father" in out
+    # a parent with no page of their own, as the other parent's page names them in full
+    data = sleuth("fact", "Princess Margit of Osterland", "father", *index, "--json").json()
+    assert data["answer"] == "Prince Aldric, Duke of Varn and Strathmoor"  # type: ignore[index]
 
 
 def test_the_default_agent_reads_a_grandfather_before_its_first_call(

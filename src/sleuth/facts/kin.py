@@ -35,7 +35,7 @@ FEMALE = wordset("queen princess duchess countess baroness marchioness margravin
 RANKS = wordset("king queen prince princess duke duchess count countess earl baron baroness "
                 "marquess marchioness margrave margravine landgrave elector electress emperor "
                 "empress archduke archduchess viscount viscountess lord lady sultan shah tsar "
-                "grand infante infanta dauphin crown palatine")
+                "grand infante infanta dauphin crown palatine heiress")
 # Honorifics a page title leaves out ("Queen Marie Leszczyńska" is "Marie Leszczyńska").
 HONORIFICS = RANKS | wordset("sir dame saint st. hon. dr. mr. mrs. the rev. master")
 LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y zu und")
@@ -198,6 +198,11 @@ def _names_after(text: str, *, pair: bool) -> tuple[list[Relative], int]:
             found[-1] = Relative(f"{found[-1].name} and {name}", found[-1].sex)
         else:
             found.append(Relative(name, _sex_of(said)))
+        if not pair and " of " in name and tokens[at:at + 1] == ["and"]:
+            more, said, end = _name(tokens, at + 1)  # "Duke of Connaught and Strathearn"
+            if more and " " not in more and len(said) == 1:
+                found[-1] = Relative(f"{name} and {more}", found[-1].sex)
+                at = end
         at = _skip_aside(tokens, at)
         if at < len(tokens) and tokens[at] == ",":
             at += 1
@@ -335,6 +340,23 @@ def pronoun_sex(text: str) -> Sex | None:
     return "male" if male > female else "female"
 
 
+def extends(longer: str, name: str) -> bool:
+    """Whether ``longer`` writes the person ``name`` more fully: every word of ``name`` in
+    order, with only particles between them ("Hugh de Stafford" for "Hugh Stafford") and
+    anything more only after a comma, as the rest of a title ("Princess Madeleine, Duchess
+    of Hälsingland", "Prince Arthur, Duke of Connaught and Strathearn")."""
+    long_words = re.findall(r"[\w'’.-]+|,", longer.lower())
+    short_words = re.findall(r"[\w'’.-]+|,", name.lower())
+    at = 0
+    for word in short_words:
+        while at < len(long_words) and long_words[at] != word and long_words[at] in LINKS:
+            at += 1
+        if at == len(long_words) or long_words[at] != word:
+            return False
+        at += 1
+    return at == len(long_words) or "," in long_words[:at + 1]
+
+
 def plain_name(name: str) -> str:
     """A name without its leading honorifics ("Queen Marie Leszczyńska" → "Marie
     Leszczyńska"), as a page would be titled."""
@@ -345,9 +367,11 @@ def plain_name(name: str) -> str:
 
 
 def nationality(text: str) -> str | None:
-    """The nationality a person's lead gives ("was an Austrian-born American film
-    composer" → "American"; "is a former Pakistani singer" → "Pakistani"): the first word
-    that reads as one after "is a", "was an" and at most two lowercase words, or None."""
+    """The nationality a person's lead gives ("is a former Pakistani singer" →
+    "Pakistani"): the first word that reads as one after "is a", "was an" and at most two
+    lowercase words, or None. Two nationalities are given as stated ("was an Austrian-born
+    American film composer" → "Austrian-born American"): which one a question means (where
+    they were from, what they became) is not the page's to say."""
     stated = fields(text).get("nationality")  # "Nationality: Indian"
     if stated:
         return stated.split(",")[0].strip()
@@ -362,8 +386,9 @@ def nationality(text: str) -> str | None:
         found: list[str] = list(itertools.takewhile(_is_demonym, words[lead:lead + 2]))
         after = words[lead + len(found)] if lead + len(found) < len(words) else ""
         if found and after[:1].islower():
-            plain = [w for w in found if not w.lower().endswith("-born")]
-            return plain[0] if plain else found[0][:-len("-born")]
+            if found[0].lower().endswith("-born"):
+                return " ".join(found) if len(found) == 2 else found[0][:-len("-born")]
+            return found[0]
     return None
 
 

@@ -24,7 +24,15 @@ from pydantic import Field
 
 from sleuth.facts.asks import comparison, fact_question
 from sleuth.facts.dates import Date, Event, event_date, lifespan
-from sleuth.facts.kin import Sex, family, nationality, opposite_sexes, plain_name, pronoun_sex
+from sleuth.facts.kin import (
+    Sex,
+    extends,
+    family,
+    nationality,
+    opposite_sexes,
+    plain_name,
+    pronoun_sex,
+)
 from sleuth.facts.lives import KIN_FACTS, life
 from sleuth.facts.places import is_burial_site, is_place
 from sleuth.retrieval import HybridRetriever
@@ -210,7 +218,9 @@ def _kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     sexes = [r.sex or (pronoun_sex(p.text) if p else None) for r, p in people]
     if kind == "parent":
         sexes = opposite_sexes(sexes)
-    wanted = [(r.name, p) for (r, p), s in zip(people, sexes, strict=True)
+    others = [p for _, p in people if p is not None]
+    wanted = [(r.name if p or kind == "spouse" else _fuller(r.name, others), p)
+              for (r, p), s in zip(people, sexes, strict=True)
               if sex is None or s == sex or (kind == "spouse" and s is None)]
     if wanted or kind == "spouse":
         return wanted
@@ -220,6 +230,19 @@ def _kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
             if spouses:
                 return spouses[:1]
     return []
+
+
+def _fuller(name: str, pages: list[Chunk]) -> str:
+    """A parent with no page of their own, named as the other parent's page names its
+    spouse where that is fuller ("Prince Arthur, Duke of Connaught" → "Prince Arthur, Duke
+    of Connaught and Strathearn"; "Hugh Stafford, 2nd Earl of Stafford" → "Hugh de
+    Stafford, ..."): a second page that states the same person, adding only particles and
+    the rest of a title after a comma, never a word of the name itself ("Henry Ford II")."""
+    for page in pages:
+        for spouse in family(page.text).spouses:
+            if spouse.name != name and extends(spouse.name, name):
+                return spouse.name
+    return name
 
 
 def _person_page(ctx: ToolContext, retriever: HybridRetriever, name: str) -> Chunk | None:
