@@ -60,13 +60,28 @@ def unseen_terms(index: ReadIndex, question: str, evidence: str) -> list[str]:
     otherwise ("FY2018", "DPO"), and a name capitalised mid-sentence ("an Aurora cluster"
     asked of the PostgreSQL manual) that no word of ``evidence`` (the first passages) spells
     nearly (a misspelt "Notorius" is not one) and no chunk holds even inside a word
-    ("_Euchologion_")."""
+    ("_Euchologion_"). A dotted identifier whose every part the corpus holds is held
+    ("pg_class.relkind": a manual writes the column under its table's name)."""
     unseen = [t for t in identifier_terms(question)
-              if not phrased_otherwise(t, question) and not index.keyword_search(t, 1)]
+              if not phrased_otherwise(t, question) and not index.keyword_search(t, 1)
+              and not _held_in_parts(index, t)]
     unseen += [n for n in proper_names(question) if n not in unseen
                and not index.keyword_search(n, 1) and not spelled_like(n, evidence)
                and not index.keyword_search(n, 1, mode="substring")]
     return unseen
+
+
+def _held_in_parts(index: ReadIndex, term: str) -> bool:
+    """Whether each part of a dotted identifier ("pg_class.relkind") is in the corpus."""
+    parts = [p for p in term.split(".") if p]
+    return len(parts) > 1 and all(index.keyword_search(p, 1) for p in parts)
+
+
+# a question that asks for something in place of a term ("the postgres equivalent of
+# mysql GROUP_CONCAT"): an answer naming what the corpus holds instead is one
+SUBSTITUTE = re.compile(r"\b(?:equivalents?|instead|alternatives?|replacements?|replac(?:e|es|ing)|"
+                        r"counterparts?|analog(?:ue)?s?|substitutes?|versus|vs|compared|"
+                        r"migrat(?:e|es|ing|ion)|port(?:ing)?\s+from)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -183,26 +198,32 @@ class Agent(ModelRunner):
     def _unfounded(self, run: Run, question: str, final: str) -> str | None:
         """The documents' silence, in place of an answer to a question about a term the
         corpus never holds ("The default CONN_MAX_AGE in Django is 6 seconds", "The default
-        size of the InnoDB buffer pool is 8MB", asked of the PostgreSQL manual) when the
-        answer names no identifier the corpus does hold, other than its common vocabulary
-        ("string_agg" for "the equivalent of MySQL's GROUP_CONCAT" stands, "PostgreSQL"
-        does not make "UUIDv7" an answer); None: the answer stands. The model was told the
-        corpus never mentions the term and answered from memory anyway (BENCHMARKS §25-26).
-        """
+        size of the InnoDB buffer pool is 8MB", asked of the PostgreSQL manual); None: the
+        answer stands. The model was told the corpus never mentions the term and answered
+        from memory anyway (BENCHMARKS §25-26). Only where the question asks for something
+        in its place does an answer stand that names an identifier the corpus holds, other
+        than its common vocabulary ("string_agg" for "the equivalent of MySQL's
+        GROUP_CONCAT" stands, "PostgreSQL" does not make "UUIDv7" an answer); what a term
+        does or defaults to is not told by another's description ("what does summarize_wal
+        do?" answered with auto_explain's log_wal)."""
         unseen = run.scratch.get("unseen") or []
         if not unseen:
             return None
-        own = {t.lower() for t in identifier_terms(question)}
-        # a term in a tenth of the corpus is its common vocabulary ("PostgreSQL" in the
-        # PostgreSQL manual), not a sign that the answer came from it
-        common = max(20, self.index.stats().chunks // 10)
-        held = [t for t in identifier_terms(strip_citations(final)) if t.lower() not in own
-                and 0 < len(self.index.keyword_search(t, common)) < common]
-        if held:
+        if SUBSTITUTE.search(question) and self._names_held(question, final):
             return None
         run.answer.abstained = True
         return f"{NOT_SAID}: the corpus never mentions " \
                f"{', '.join(repr(t) for t in unseen)}."
+
+    def _names_held(self, question: str, final: str) -> bool:
+        """Whether ``final`` names an identifier the corpus holds that ``question`` does not,
+        other than the corpus's common vocabulary: a term in a tenth of its chunks
+        ("PostgreSQL" in the PostgreSQL manual) is no sign the answer came from it."""
+        own = {t.lower() for t in identifier_terms(question)}
+        common = max(20, self.index.stats().chunks // 10)
+        return any(t.lower() not in own and
+                   0 < len(self.index.keyword_search(t, common)) < common
+                   for t in identifier_terms(strip_citations(final)))
 
     @staticmethod
     def _silence(run: Run) -> str:
