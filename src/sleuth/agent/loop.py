@@ -81,7 +81,8 @@ def _held_in_parts(index: ReadIndex, term: str) -> bool:
 # mysql GROUP_CONCAT"): an answer naming what the corpus holds instead is one
 SUBSTITUTE = re.compile(r"\b(?:equivalents?|instead|alternatives?|replacements?|replac(?:e|es|ing)|"
                         r"counterparts?|analog(?:ue)?s?|substitutes?|versus|vs|compared|"
-                        r"migrat(?:e|es|ing|ion)|port(?:ing)?\s+from)\b", re.IGNORECASE)
+                        r"migrat(?:e|es|ing|ion)|port(?:ing)?\s+from|in\s+place\s+of|"
+                        r"rather\s+than)\b", re.IGNORECASE)
 
 
 @dataclass
