@@ -199,8 +199,8 @@ def _names_after(text: str, *, pair: bool) -> tuple[list[Relative], int]:
         else:
             found.append(Relative(name, _sex_of(said)))
         if not pair and " of " in name and tokens[at:at + 1] == ["and"]:
-            more, said, end = _name(tokens, at + 1)  # "Duke of Connaught and Strathearn"
-            if more and " " not in more and len(said) == 1:
+            more, more_words, end = _name(tokens, at + 1)  # "Connaught and Strathearn"
+            if more and " " not in more and len(more_words) == 1:
                 found[-1] = Relative(f"{name} and {more}", found[-1].sex)
                 at = end
         at = _skip_aside(tokens, at)
