@@ -295,7 +295,7 @@ def _passages(chunk: Chunk, query: str, chars: int,
                 gained.setdefault(w, fade * weights.get(w, 1.0))
             for t in named[last]:
                 gained.setdefault("=" + t, fade * 3.0)
-        score = sum(gained.values())
+        score = math.fsum(gained.values())  # exact: the same whatever the set order
         if score > 0:
             runs.append((-score, first, last))
     chosen: list[tuple[int, int]] = []
