@@ -31,7 +31,8 @@ VARIANTS: tuple[Variant, ...] = (
             "or death read from the pages, settled without the model), then A-RAG's tools "
             "to search further",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
-                      also_first=None, check_bridge=True, answer_span=True),
+                      also_first=None, check_bridge=True, answer_span=True,
+                      read_facts=True),
             ("hybrid_search", "keyword_search", "semantic_search", "chunk_read"), "hybrid"),
     Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
             ("keyword_search", "semantic_search", "chunk_read")),

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.context import ContextWatch
+from sleuth.agent.readout import read_out
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.span import answer_step
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
-from sleuth.text.ids import cite, strip_citations
+from sleuth.text.ids import cite, cited_ids, strip_citations
 from sleuth.text.querytext import (
     asks_beyond_bridge,
     covers,
@@ -109,6 +110,9 @@ class Agent(ModelRunner):
     # after the draft, one call for the span of the evidence that answers, checked against
     # its passage (:mod:`sleuth.agent.span`)
     answer_span: bool = False
+    # a draft that says the documents do not say, where the model's own facts read the
+    # answer out of the passages shown, gives way to those facts (:mod:`sleuth.agent.readout`)
+    read_facts: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -138,6 +142,8 @@ class Agent(ModelRunner):
             final = settled_answer(settled)
         else:
             final = self._steps(run, ctx, messages, watch, tools, first_choice)
+            if self.read_facts:
+                final = self._read_facts(run, messages, final) or final
             if self.answer_span and self.settings.answer_span and \
                     strip_citations(final).strip():
                 final = answer_step(run, self.index, question, final) or final
@@ -164,6 +170,7 @@ class Agent(ModelRunner):
             if not response.tool_calls:
                 text = response.content or ""
                 if checked or not self._past_bridge(run, ctx, messages, text):
+                    run.scratch["facts"] = response.facts
                     return text
                 checked = True
                 continue
@@ -194,7 +201,32 @@ class Agent(ModelRunner):
         else:  # the step budget ran out
             answer.forced = "max_steps"
         messages.append({"role": "user", "content": prompt("force_answer")})
-        return self._chat(run, messages, schemas, tool_choice="none").content or ""
+        response = self._chat(run, messages, schemas, tool_choice="none")
+        run.scratch["facts"] = response.facts
+        return response.content or ""
+
+    def _read_facts(self, run: Run, messages: Sequence[dict[str, Any]],
+                    final: str) -> str | None:
+        """The facts the model read out of the passages, in place of its ``final`` answer
+        that the documents do not say, where the passages shown hold every value they add
+        to the question (:func:`sleuth.agent.readout.read_out`); recorded as a step. None:
+        the answer stands."""
+        facts = run.scratch.get("facts")
+        if not facts:
+            return None
+        started = time.perf_counter()
+        shown = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
+        ids = list(dict.fromkeys([*cited_ids(final), *run.tracker.retrieved]))
+        chunks = {c.chunk_id: c.text for c in self.index.read(ids).chunks}
+        answer = read_out(run.answer.question, final, facts, shown, chunks, cited_ids(final),
+                          common=self._common)
+        if answer is None:
+            return None
+        run.record(Step(run.next_step, "read_facts", {"chunk_ids": cited_ids(answer)}, facts,
+                        "the model's facts hold values the passages state, but its answer "
+                        "said the documents do not: the facts are the answer", 0, None,
+                        time.perf_counter() - started, kind="observation"))
+        return answer
 
     def _unfounded(self, run: Run, question: str, final: str) -> str | None:
         """The documents' silence, in place of an answer to a question about a term the
@@ -221,10 +253,14 @@ class Agent(ModelRunner):
         other than the corpus's common vocabulary: a term in a tenth of its chunks
         ("PostgreSQL" in the PostgreSQL manual) is no sign the answer came from it."""
         own = {t.lower() for t in identifier_terms(question)}
+        return any(t.lower() not in own and self.index.keyword_search(t, 1) and
+                   not self._common(t) for t in identifier_terms(strip_citations(final)))
+
+    def _common(self, term: str) -> bool:
+        """Whether ``term`` is the corpus's common vocabulary: in a tenth of its chunks
+        ("PostgreSQL" in the PostgreSQL manual) or more, at least 20."""
         common = max(20, self.index.stats().chunks // 10)
-        return any(t.lower() not in own and
-                   0 < len(self.index.keyword_search(t, common)) < common
-                   for t in identifier_terms(strip_citations(final)))
+        return len(self.index.keyword_search(term, common)) >= common
 
     @staticmethod
     def _silence(run: Run) -> str:

@@ -78,25 +78,17 @@ def register_variant(variant: Variant) -> Variant:
 VARIANTS: Registry[Variant] = Registry(AGENTS, register_variant)
 
 
-def tool_loop(*, full_chunks: bool = False, retrieve_first: int = 0,
-              first_tool: str = "naive_embedding_search", first_as_call: bool = False,
-              also_first: tuple[str, ...] | None = (), check_bridge: bool = False,
-              answer_span: bool = False) -> Factory:
-    """The ReAct loop over the variant's tools; ``retrieve_first`` chunks are retrieved by
-    ``first_tool`` before the first call (naive RAG; the hybrid agent, as its first call),
-    then the ``also_first`` tools that apply to the question are called (None: every
-    registered tool that reads its arguments from a question, ``Tool.from_question``, such
-    as the facts pack's);
-    ``full_chunks`` makes searches return them whole, ``check_bridge`` gives an answer
-    that stops at a multi-hop question's bridge entity one more turn, ``answer_span``
-    replaces the draft with the span of the evidence that answers, where one is found
-    (:mod:`sleuth.agent.span`)."""
+def tool_loop(*, also_first: tuple[str, ...] | None = (), **options: Any) -> Factory:
+    """The ReAct loop over the variant's tools, with ``options`` for the
+    :class:`~sleuth.agent.loop.Agent`'s fields (``retrieve_first`` chunks retrieved by
+    ``first_tool`` before the first call, ``check_bridge``, ``answer_span``, ``read_facts``
+    ...); ``also_first`` names the tools called after the first retrieval where they apply
+    to the question (None: every registered tool that reads its arguments from a question,
+    ``Tool.from_question``, such as the facts pack's)."""
     def build(setup: Setup) -> Runner:
         first = also_first if also_first is not None else tuple(
             name for name, t in TOOLS.items() if t.from_question is not None)
-        return Agent(**setup.fields(), full_chunks=full_chunks, retrieve_first=retrieve_first,
-                     first_tool=first_tool, first_as_call=first_as_call,
-                     also_first=first, check_bridge=check_bridge, answer_span=answer_span)
+        return Agent(**setup.fields(), also_first=first, **options)
 
     return build
 

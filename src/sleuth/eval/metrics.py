@@ -1,7 +1,7 @@
 """Answer metrics as in the A-RAG evaluation: SQuAD-normalised EM and F1, Contain-Acc, and
 evidence Recall@k. Each answer metric takes the best score over the gold answer's aliases.
-:func:`abstains` tells an answer that says the documents do not answer from one that
-answers.
+:func:`abstains` (from :mod:`sleuth.text.abstain`) tells an answer that says the documents do
+not answer from one that answers.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from sleuth.agent.run import abstention
+from sleuth.text.abstain import abstains as abstains  # re-exported: eval scores with it
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -106,33 +106,6 @@ def numeric_match(prediction: str, gold: str | Sequence[str],
 
 # a filing's figures in thousands or millions against a gold in millions or billions
 _UNITS = (1.0, 1e-3, 1e3, 1e-6, 1e6)
-
-
-# What an answer says when the documents do not answer: the agents' own abstention
-# (agent.run.abstention), and how models put it ("The documents do not mention ...", "not
-# found in the provided passages", "I could not find ...", "There is no information ...").
-_SOURCES = (r"(?:documents?|documentation|docs|passages?|context|corpus|sources?|texts?|"
-            r"excerpts?|articles?|search results?|information provided|manual|pages?)")
-_ABSTAINS = re.compile(
-    re.escape(abstention("\0").partition("\0")[0].rstrip(": ").lower())
-    + rf"|\b{_SOURCES} (?:do|does|did) ?(?:not|n't) (?:say|state|mention|specify|contain|"
-    r"include|provide|give|answer|indicate|address|cover|discuss|list|describe|have)\b"
-    rf"|\bnot (?:explicitly |directly |clearly )?(?:found|mentioned|stated|specified|given|"
-    rf"provided|available|present|included|covered|addressed) (?:in|by) "
-    rf"(?:the |these |any )?(?:\w+ )?{_SOURCES}"
-    r"|\bi (?:could|can|was|am|did|do)? ?(?:not|n't|unable to|not able to) "
-    r"(?:be able to )?(?:find|locate|determine|answer)\b"
-    r"|\b(?:cannot|can't|can not|unable to|could not|couldn't) (?:be )?"
-    r"(?:answer|answered|determine|determined)\b"
-    r"|\bno (?:information|mention)\b|\b(?:insufficient|not enough) (?:information|evidence|"
-    r"context)\b|\bi (?:do not|don't) know\b|^\W*(?:unknown|not known|not stated)\W*$",
-    re.IGNORECASE)
-
-
-def abstains(answer: str) -> bool:
-    """Whether ``answer`` says the documents do not answer the question (an abstention)
-    rather than giving an answer."""
-    return bool(_ABSTAINS.search(" ".join(answer.replace("\u2019", "'").split())))
 
 
 def recall_at_k(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:

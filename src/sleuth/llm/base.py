@@ -69,6 +69,9 @@ class ChatResponse:
     model: str = ""
     finish_reason: str | None = None
     reasoning: str | None = None
+    # the facts a facts-first answer object read out before its answer (JsonToolCalls'
+    # ``facts_first``): what the passages state, in the model's words
+    facts: str | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the history (OpenAI chat format).

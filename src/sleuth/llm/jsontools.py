@@ -165,9 +165,10 @@ class JsonToolCalls:
                             "Reply again with one JSON object as instructed."}]
                 continue
             _finish(reader, answer)
+            facts = _facts_of(text) if answer is not None else None
             return ChatResponse(answer, tuple(calls), usage, response.model,
                                 "tool_calls" if calls else response.finish_reason,
-                                _facts_of(text) if answer is not None else response.reasoning)
+                                facts if answer is not None else response.reasoning, facts)
         _finish(reader, text)
         return ChatResponse(text, (), usage, response.model, response.finish_reason)
 

@@ -8,6 +8,7 @@ importing each other.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Sequence
 
@@ -171,6 +172,21 @@ def _intent_of() -> dict[str, frozenset[str]]:
 
 
 _INTENT_OF = _intent_of()
+
+
+def relation_stems(text: str) -> list[str]:
+    """The stems of ``text``'s relational words (those of :data:`RELATION_INTENTS`:
+    "grandfather", "born", "directed"), in order."""
+    stems = (stem(w) for w in re.findall(r"[a-z]+", text.lower()))
+    return list(dict.fromkeys(s for s in stems if s in _INTENT_OF))
+
+
+def same_stem(one: str, other: str) -> bool:
+    """Whether two crude stems are forms of one word: one begins the other, or they share
+    their first four letters ("die", "died"; "marry", "married"), but "father" and
+    "grandfather" are two relations."""
+    shared = len(os.path.commonprefix([one, other]))
+    return shared >= min(4, len(one), len(other))
 
 
 def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
