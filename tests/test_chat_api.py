@@ -17,7 +17,7 @@ openai = pytest.importorskip("openai")
 from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.agent.variants import VARIANTS  # noqa: E402
-from sleuth.server.chat import passage_link  # noqa: E402
+from sleuth.server.chat import REVISED, passage_link  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
 from sleuth.service.service import Service  # noqa: E402
 from sleuth.testing.fake import call, error, reply  # noqa: E402
@@ -111,6 +111,31 @@ def test_answers_streamed_and_not_with_linked_citations(serve: Any) -> None:
     assert steps[0].startswith("- hybrid_search(") and "keyword_search" in steps[1]
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+def test_a_streamed_draft_the_agent_withholds_is_marked_and_followed_by_the_answer(
+        serve: Any) -> None:
+    """A draft the agent withholds after the model wrote it (the corpus never mentions the
+    term asked about) has already streamed: the answer follows it under a mark, and the
+    turn sent back as history is the answer alone."""
+    draft = "The default io_combine_limit is 128kB."
+    chat, server = serve([reply(draft), reply(draft), reply("Nothing more.")])
+    client = chat.client()
+    question = [{"role": "user", "content": "What is the default io_combine_limit?"}]
+    final = client.chat.completions.create(model="sleuth-hybrid",
+                                           messages=question).choices[0].message.content
+    assert final == "The documents do not say: the corpus never mentions 'io_combine_limit'."
+    chunks = list(client.chat.completions.create(model="sleuth-hybrid", messages=question,
+                                                 stream=True))
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert "".join(d.content or "" for d in deltas) == draft + REVISED + final
+    assert any("unseen_terms" in (getattr(d, "reasoning_content", None) or "")
+               for d in deltas)
+    client.chat.completions.create(model="sleuth-hybrid", messages=[
+        *question, {"role": "assistant", "content": draft + REVISED + final},
+        {"role": "user", "content": "And anything else?"}])
+    history = [m for m in server.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert history[0]["content"] == final
 
 
 def test_passage_link_format() -> None:

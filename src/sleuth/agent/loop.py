@@ -238,13 +238,18 @@ class Agent(ModelRunner):
         than its common vocabulary ("string_agg" for "the equivalent of MySQL's
         GROUP_CONCAT" stands, "PostgreSQL" does not make "UUIDv7" an answer); what a term
         does or defaults to is not told by another's description ("what does summarize_wal
-        do?" answered with auto_explain's log_wal)."""
+        do?" answered with auto_explain's log_wal). The withheld answer is recorded as a step
+        (a listener that heard it streamed hears the abstention after that step)."""
         unseen = run.scratch.get("unseen") or []
         if not unseen:
             return None
         if SUBSTITUTE.search(question) and self._names_held(question, final):
             return None
         run.answer.abstained = True
+        run.record(Step(run.next_step, "unseen_terms", {"terms": unseen},
+                        strip_citations(final).strip()[:600], "the question names what the "
+                        "corpus never holds: the model's answer (this step's output) is "
+                        "withheld", 0, None, 0.0, kind="observation"))
         return f"{NOT_SAID}: the corpus never mentions " \
                f"{', '.join(repr(t) for t in unseen)}."
 

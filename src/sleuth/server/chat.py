@@ -52,6 +52,10 @@ except ImportError as exc:  # pragma: no cover - the serve extra is missing
 
 PREFIX = "sleuth-"
 SOURCES = "\n\nSources:\n"  # heads the links after the answer (and is cut from history)
+# between streamed text that turned out not to be the answer (a model that wrote before it
+# called a tool; a draft the agent withheld or revised against the evidence) and the answer;
+# an earlier answer sent back as history is what follows the last one
+REVISED = "\n\n---\nRevised after checking the evidence:\n\n"
 _SHORT = 160  # characters of a tool's result shown in its reasoning line
 _WHERE_PAGE = re.compile(r"\bpages? (\d+)")
 _WHERE_LINES = re.compile(r"\blines? (\d+)(?:\s*[–-]\s*(\d+))?")
@@ -316,9 +320,10 @@ def _text(content: Any) -> str:
 
 
 def _answer_only(text: str) -> str:
-    """An earlier answer as the agent wrote it: without reasoning inlined by a client and
-    without the sources this server added."""
-    return (split_thinking(text)[1] or "").split(SOURCES, 1)[0].strip()
+    """An earlier answer as the agent wrote it: without reasoning inlined by a client,
+    without the sources this server added, and without a streamed draft it revised."""
+    answer = (split_thinking(text)[1] or "").split(SOURCES, 1)[0]
+    return answer.rsplit(REVISED, 1)[-1].strip()
 
 
 def _step_line(step: Any) -> str:
@@ -419,12 +424,17 @@ class _Reply:
         """``chat.completion.chunk`` events: reasoning per step, content per token, the
         sources, the finish, the usage when asked for, ``[DONE]``."""
         yield self.chunk({"role": "assistant", "content": ""})
+        spoken = resumed = False  # content streamed since the last step; and before it
         async for event, data in events:
             if event == "step":
+                resumed, spoken = resumed or spoken, False
                 yield self.chunk({"reasoning_content": _step_line(data)})
             elif event == "context":
                 yield self.chunk({"reasoning_content": _context_line(data)})
             elif event == "token":
+                if resumed and not spoken:  # what came before was not the answer
+                    yield self.chunk({"content": REVISED})
+                spoken = True
                 yield self.chunk({"content": data})
             elif event == "error":
                 yield f"data: {json.dumps(ChatError.of(data).body(), ensure_ascii=False)}\n\n"
