@@ -22,6 +22,7 @@ from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeate
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
+from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, cited_ids, strip_citations
 from sleuth.text.querytext import (
     asks_beyond_bridge,
@@ -246,10 +247,11 @@ class Agent(ModelRunner):
         if SUBSTITUTE.search(question) and self._names_held(question, final):
             return None
         run.answer.abstained = True
-        run.record(Step(run.next_step, "unseen_terms", {"terms": unseen},
-                        strip_citations(final).strip()[:600], "the question names what the "
-                        "corpus never holds: the model's answer (this step's output) is "
-                        "withheld", 0, None, 0.0, kind="observation"))
+        if not abstains(final):  # the model's answer, withheld: on the record
+            run.record(Step(run.next_step, "unseen_terms", {"terms": unseen},
+                            strip_citations(final).strip()[:600], "the question names what "
+                            "the corpus never holds: the model's answer (this step's output) "
+                            "is withheld", 0, None, 0.0, kind="observation"))
         return f"{NOT_SAID}: the corpus never mentions " \
                f"{', '.join(repr(t) for t in unseen)}."
 
