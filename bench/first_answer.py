@@ -104,7 +104,8 @@ def main() -> None:
             rows.append(got)
             print(f"  {label}: {got}", flush=True)
     result["asks"] = rows
-    print(f"import sleuth.cli.main {result['import_cli_s']} s, embedder {result['embedder_load_s']} s, "
+    print(f"import sleuth.cli.main {result['import_cli_s']} s, "
+          f"embedder {result['embedder_load_s']} s, "
           f"model start {result['model_start_s']} s")
     print(md_table(["run", "question", "wall s", "prompt s", "prompt tok", "generate s",
                     "gen tok", "calls"],
