@@ -29,8 +29,10 @@ QUESTION = [{"role": "user", "content": "Who explained levers?"}]
 
 
 def _script() -> list[Any]:
-    """The hybrid agent: its own search after the retrieval it starts with, then the answer."""
-    return [call("keyword_search", keywords=["Greatorex"]),
+    """The hybrid agent: its answer from the first passages says they do not say (not
+    streamed), so its own search follows the retrieval it starts with, then the answer."""
+    return [reply("The passages do not say who explained levers."),
+            call("keyword_search", keywords=["Greatorex"]),
             reply(f"Greatorex explained the levers [{PEPYS}].")]
 
 
@@ -106,9 +108,12 @@ def test_answers_streamed_and_not_with_linked_citations(serve: Any) -> None:
     reasoning = [i for i, d in enumerate(deltas) if getattr(d, "reasoning_content", None)]
     first_text = next(i for i, d in enumerate(deltas) if d.content)
     assert reasoning and max(reasoning) < first_text
-    # one reasoning line per step, as it happened: the made retrieval, the model's search
+    # one reasoning line per step, as it happened: the made retrieval, the answer from it
+    # that said the passages do not say (as reasoning, never as the answer's text), the
+    # model's search
     steps = [deltas[i].reasoning_content for i in reasoning]
-    assert steps[0].startswith("- hybrid_search(") and "keyword_search" in steps[1]
+    assert steps[0].startswith("- hybrid_search(") and steps[1].startswith("- answer_first(")
+    assert "keyword_search" in steps[2] and "do not say" not in content
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
 
@@ -165,6 +170,24 @@ def test_earlier_turns_are_the_agents_history(serve: Any) -> None:
     assert sent[1:] == [{"role": "user", "content": "Who explained levers?"},
                         {"role": "assistant", "content": earlier},
                         {"role": "user", "content": "In which year?"}]
+
+
+def test_a_follow_up_goes_to_the_default_agents_tool_loop_with_its_history(
+        serve: Any) -> None:
+    """The default agent answers a first question from its first passages in one request
+    without tools; a later turn needs the earlier ones, so it goes to the tool loop."""
+    chat, server = serve([reply(f"In 1660 [{PEPYS}].")])
+    messages = [{"role": "user", "content": "Who explained levers to Pepys?"},
+                {"role": "assistant", "content": "Greatorex."},
+                {"role": "user", "content": "In which year?"}]
+    answer = chat.client().chat.completions.create(model="sleuth-hybrid", messages=messages)
+    assert answer.choices[0].message.content.startswith("In 1660")
+    (request,) = server.requests
+    assert "hybrid_search" in [t["function"]["name"] for t in request["tools"]]
+    sent = [m for m in request["messages"] if m["role"] in ("user", "assistant")
+            and m.get("content")]
+    assert [m["content"] for m in sent[:3]] == ["Who explained levers to Pepys?", "Greatorex.",
+                                               "In which year?"]
 
 
 def test_errors_in_openais_shape(serve: Any) -> None:

@@ -169,16 +169,18 @@ def test_body_and_json_errors(api: httpx.Client) -> None:
 
 
 def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
-    script = [call("keyword_search", keywords=["Greatorex"]), reply(f"Levers [{PEPYS}].")]
+    script = [reply("The passages do not say what levers are."),
+              call("keyword_search", keywords=["Greatorex"]), reply(f"Levers [{PEPYS}].")]
     server = endpoint(script + script)
     running = Running(Service(sample_copy, _settings()))
     try:
         with server:
             record = running.client.post("/v1/ask", json={"question": "levers?"}).json()
             assert record["answer"].startswith("Levers")
-            # the default agent: its hybrid retrieval first, then the model's own call
-            assert [s["tool_name"] for s in record["trajectory"]] == ["hybrid_search",
-                                                                      "keyword_search"]
+            # the default agent: its hybrid retrieval first, the answer from it that says
+            # the passages do not say, then the model's own call
+            assert [s["tool_name"] for s in record["trajectory"]] == [
+                "hybrid_search", "answer_first", "keyword_search"]
             events = []
             with running.client.stream("POST", "/v1/ask/stream",
                                        json={"question": "levers?"}) as response:
@@ -189,15 +191,16 @@ def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
                         event = line[7:]
                     elif line.startswith("data: "):
                         events.append((event, json.loads(line[6:])))
-        # the retrieval made for the agent shows live too, then the model's own call
-        assert [e for e, _ in events if e != "token"] == ["step", "step", "answer"]
-        assert [d["tool_name"] for e, d in events if e == "step"] == ["hybrid_search",
-                                                                      "keyword_search"]
+        # the retrieval made for the agent shows live too, then the model's own call; the
+        # answer that said the passages do not say is a step, never the answer's tokens
+        assert [e for e, _ in events if e != "token"] == ["step", "step", "step", "answer"]
+        assert [d["tool_name"] for e, d in events if e == "step"] == [
+            "hybrid_search", "answer_first", "keyword_search"]
         assert events[-1][1]["answer"] == record["answer"]
         # the answer's text arrived as it was written, in pieces, between step and answer
         tokens = [d["text"] for e, d in events if e == "token"]
         assert len(tokens) > 1 and "".join(tokens) == record["answer"]
-        assert [e for e, _ in events][2:-1] == ["token"] * len(tokens)
+        assert [e for e, _ in events][3:-1] == ["token"] * len(tokens)
     finally:
         running.close()
 

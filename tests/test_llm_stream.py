@@ -57,3 +57,24 @@ def test_the_json_protocol_streams_its_answer_string() -> None:
     assert answered.content == "Greatorex é [c1]."
     assert "".join(pieces) == answered.content and len(pieces) > 1
     assert answered.reasoning == answer["facts"]
+
+
+def test_an_answer_that_may_be_searched_past_streams_only_once_it_is_not_an_abstention() -> None:
+    """The default agent's answer from its first passages streams; one that says the
+    documents do not say is never spoken (the agent searches on and streams that answer)."""
+    from sleuth.agent.run import HELD_CHARS, Held
+
+    for text, spoken in [
+            ("The documents do not say which port the server listens on by default, nor "
+             "where it is set.", ""),
+            ("5432 [a#0]", "5432 [a#0]"),
+            ("5432 [a#0]: the server listens on TCP port 5432 unless the port setting or the "
+             "-p option says otherwise.", None)]:
+        said: list[str] = []
+        held = Held(said.append)
+        for char in text:
+            held.feed(char)
+        held.end()
+        assert "".join(said) == (text if spoken is None else spoken)
+        if spoken is None:  # held until it could not be an abstention, then as it came
+            assert said[0] == text[:HELD_CHARS] and len(said) == len(text) - HELD_CHARS + 1

@@ -110,7 +110,8 @@ def test_keyword_search_equals_the_cli(service: Service, sleuth: Any, sample_cop
 
 
 def test_ask(endpoint: Any, sample_copy: Path) -> None:
-    server = endpoint([call("keyword_search", keywords=["Greatorex"]),
+    server = endpoint([reply("The passages do not say who explained levers."),
+                       call("keyword_search", keywords=["Greatorex"]),
                        reply(f"Greatorex explained levers [{PEPYS}].")])
     service = Service(sample_copy, Settings.load())
 
@@ -125,9 +126,10 @@ def test_ask(endpoint: Any, sample_copy: Path) -> None:
         service.close()
     assert not got.is_error
     assert got.content[0].text.startswith("Greatorex explained levers")
-    # the default agent: its hybrid retrieval first, then the model's own call
+    # the default agent: its hybrid retrieval first, the answer from it that says the
+    # passages do not say, then the model's own call
     assert [s["tool_name"] for s in got.structured_content["trajectory"]] == [
-        "hybrid_search", "keyword_search"]
+        "hybrid_search", "answer_first", "keyword_search"]
 
 
 def test_stdio_subprocess(sample_copy: Path) -> None:

@@ -177,13 +177,15 @@ def test_a_settled_question_is_answered_with_the_verdict_without_a_model_call(
 
 def test_the_default_agent_compares_dates_before_its_first_call(films_index: Path) -> None:
     model = {"settled_answers": "model"}  # the model writes the answer from the verdict
-    with FakeLLMServer([reply("Salt And Iron [salt#0] [holm#0]."), reply("Unknown.")]) as server:
+    script = [reply("Salt And Iron [salt#0] [holm#0]."),
+              reply("The documents do not say."), reply("Unknown.")]
+    with FakeLLMServer(script) as server:
         answer = sleuth.ask(BORN_FIRST, index=films_index, agent="hybrid",
                             settings=Settings.load(agent=model),
                             llm=OpenAIClient("fake-model", server.base_url))
         other = sleuth.ask("Who directed The Quiet Harbour?", index=films_index,
                            agent="hybrid", llm=OpenAIClient("fake-model", server.base_url))
-        first, second = server.requests
+        first, said, second = server.requests
     assert [s.tool_name for s in answer.trajectory] == ["hybrid_search", "compare_dates"]
     assert answer.trajectory[1].tool_input == {
         "entities": ["The Quiet Harbour", "Salt And Iron"], "event": "born",
@@ -193,8 +195,11 @@ def test_the_default_agent_compares_dates_before_its_first_call(films_index: Pat
     assert result["content"].endswith("Answer: Salt And Iron")
     # offered where it applies; elsewhere the prompt stays as it was
     assert "compare_dates" in [t["function"]["name"] for t in first["tools"]]
+    # a question no tool applies to: the answer from the first passages (no tools offered),
+    # then, where that says the documents do not say, the loop without compare_dates
+    assert "tools" not in said
     assert "compare_dates" not in [t["function"]["name"] for t in second["tools"]]
-    assert [s.tool_name for s in other.trajectory] == ["hybrid_search"]
+    assert [s.tool_name for s in other.trajectory] == ["hybrid_search", "answer_first"]
     assert answer.answer.startswith("Salt And Iron") and \
         {"salt#0", "holm#0"} <= {c.chunk_id for c in answer.citations}
 

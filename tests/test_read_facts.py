@@ -35,7 +35,10 @@ def manual_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ask(index: Path, question: str, facts: str, agent: str = "hybrid") -> sleuth.Answer:
-    script = [reply(json.dumps({"facts": facts, "answer": NOT_SAID, "sources": ["stats#0"]}))]
+    """``agent``'s answer when the model says the documents do not say with ``facts``: the
+    default agent's answer from the first passages, then its tool loop's answer."""
+    said = reply(json.dumps({"facts": facts, "answer": NOT_SAID, "sources": ["stats#0"]}))
+    script = [said, said] if agent == "hybrid" else [said]
     with FakeLLMServer(script) as server:
         llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), facts_first=True)
         return sleuth.ask(question, index=index, llm=llm, agent=agent)

@@ -73,7 +73,8 @@ def test_ask_auto_sends_a_simple_question_to_naive_rag(endpoint, sleuth, sample_
 
 def test_ask_auto_runs_the_tool_agent_on_a_complex_question(endpoint, sleuth,
                                                             sample_index: Path):
-    script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
+    script = [reply("The passages do not say."),
+              call("keyword_search", keywords=["Greatorex"], top_k=2),
               reply(f"The diary does not say [{PEPYS}].")]
     with endpoint(script) as server:
         result = sleuth("ask", COMPLEX, "--agent", "auto", "--index", str(sample_index), "--json")
@@ -83,8 +84,9 @@ def test_ask_auto_runs_the_tool_agent_on_a_complex_question(endpoint, sleuth,
     assert record["agent"] == "hybrid" and record["loops"] == 1
     # the question compares dates, but the sample is no corpus of entity pages (book
     # excerpts): the facts pack's compare_dates is not tried
-    assert record["tool_usage_summary"] == {"hybrid_search": 1, "keyword_search": 1}
-    assert "keyword_search" in [t["function"]["name"] for t in requests[0]["tools"]]
+    assert record["tool_usage_summary"] == {"hybrid_search": 1, "answer_first": 1,
+                                            "keyword_search": 1}
+    assert "keyword_search" in [t["function"]["name"] for t in requests[1]["tools"]]
     assert record["route"]["decision"] == "complex" and record["route"]["agent"] == "hybrid"
     assert "comparison cue 'earlier'" in record["route"]["reason"]
 

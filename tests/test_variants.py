@@ -76,28 +76,39 @@ def test_naive_rag_retrieves_once_then_answers(sample_index: Path) -> None:
 
 def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path) -> None:
     """The default agent: the best ranking's chunks come first (for the sample's three books,
-    the passage ranking), as the model's own first call; passages that do not name
-    everything the question names make it search on."""
-    script = [call("keyword_search", keywords=["Greatorex"], top_k=2),
+    the passage ranking), shown to the model with no tools offered; where its answer says the
+    documents do not say, the same chunks are the model's own first call of the tool loop,
+    and passages that do not name everything the question names make it search on."""
+    script = [reply("The documents do not say what Greatorex showed about comets."),
+              call("keyword_search", keywords=["Greatorex"], top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
     with FakeLLMServer(script) as server:
         answer = sleuth.ask("What did Greatorex show about levers and the orbits of comets?",
                             agent="hybrid",
                             index=sample_index, llm=OpenAIClient("fake-model", server.base_url))
         requests = server.requests
-    assert [t["function"]["name"] for t in requests[0]["tools"]] == [
+    # the answer from the first passages: naive-rag's request
+    assert "tools" not in requests[0]
+    system, asked = requests[0]["messages"]
+    assert system["content"].startswith("Answer the question using the retrieved passages")
+    assert asked["content"].startswith(f"Question: {answer.question}\n\nRetrieved passages:")
+    assert "(passage ranking)" in asked["content"]
+    assert [t["function"]["name"] for t in requests[1]["tools"]] == [
         "hybrid_search", "keyword_search", "semantic_search", "chunk_read"]
-    system, user, first, result = requests[0]["messages"]
+    system, user, first, result = requests[1]["messages"]
     assert user == {"role": "user", "content": answer.question}
     assert first["tool_calls"][0]["function"]["name"] == "hybrid_search"
     assert "(passage ranking)" in result["content"] and "=== chunk" in result["content"]
+    assert result["content"] in asked["content"]
     # the passages hold too few of its words (comets, orbits): search on
-    assert requests[0]["tool_choice"] == "required"
-    assert "tool_choice" not in requests[1]
-    first_step, second = answer.trajectory
+    assert requests[1]["tool_choice"] == "required"
+    assert "tool_choice" not in requests[2]
+    first_step, said, second = answer.trajectory
     assert (first_step.tool_name, first_step.tool_input) == (
         "hybrid_search", {"query": answer.question, "top_k": 5})
     assert "does not cover the question" in first_step.reasoning
+    assert (said.tool_name, said.kind) == ("answer_first", "observation")
+    assert said.tool_output.startswith("The documents do not say what Greatorex showed")
     assert second.tool_name == "keyword_search" and answer.loops == 1
     assert PEPYS in answer.retrieved_ids[:5]
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
@@ -106,8 +117,12 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
 def test_hybrid_may_answer_at_once_when_the_passages_cover_the_question(
         sample_index: Path) -> None:
     answer, requests = _run(sample_index, "hybrid", [reply(f"Levers [{PEPYS}].")])
-    assert len(requests) == 1 and "tool_choice" not in requests[0]
+    # one request, no tools offered: the first passages and naive-rag's prompt
+    assert len(requests) == 1 and "tools" not in requests[0]
+    assert requests[0]["messages"][1]["content"].startswith(
+        f"Question: {answer.question}\n\nRetrieved passages:\nTop 5 chunks (passage ranking)")
     assert "it covers the question" in answer.trajectory[0].reasoning
+    assert [s.tool_name for s in answer.trajectory] == ["hybrid_search"]
     assert answer.loops == 0 and [c.chunk_id for c in answer.citations] == [PEPYS]
 
 

@@ -26,6 +26,7 @@ from sleuth.agent.citations import AnswerStream, found_by, parse_citations, reso
 from sleuth.llm import LLM, ChatResponse, cost
 from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
+from sleuth.text.abstain import abstains
 from sleuth.tools.tracker import Tracker
 from sleuth.types import Answer, Step
 
@@ -64,6 +65,35 @@ NOT_SAID = "The documents do not say"
 def abstention(reason: str) -> str:
     """What an agent answers when it has no answer to give, and why."""
     return f"I cannot answer this reliably from the indexed documents: {reason}."
+
+
+HELD_CHARS = 80  # of a reply held back until they show it is not an abstention
+
+
+class Held:
+    """A streamed reply passed on to ``say`` only once its first :data:`HELD_CHARS`
+    characters (or the whole, if shorter) do not say the documents do not say: a person
+    watching hears an answer, not an abstention the agent then searches past."""
+
+    def __init__(self, say: TextCallback) -> None:
+        self.say = say
+        self.held = ""
+        self.open = False
+
+    def feed(self, piece: str) -> None:
+        if self.open:
+            self.say(piece)
+            return
+        self.held += piece
+        if len(self.held) >= HELD_CHARS and not abstains(self.held):
+            self.open, held, self.held = True, self.held, ""
+            self.say(held)
+
+    def end(self) -> None:
+        """The reply is complete: what is held goes on unless it abstains."""
+        if not self.open and self.held and not abstains(self.held):
+            self.say(self.held)
+        self.held = ""
 
 
 @dataclass
@@ -131,17 +161,22 @@ class Run:
              tools: Sequence[Mapping[str, Any]] | None = None, *,
              tool_choice: str | None = None,
              parallel_tool_calls: bool | None = None,
-             may_answer: bool = False) -> ChatResponse:
+             may_answer: bool = False, unless_abstains: bool = False) -> ChatResponse:
         """One LLM call on this run's account. A call whose reply ``may_answer`` the question
-        is streamed when a listener wants the answer's tokens and the model streams."""
+        is streamed when a listener wants the answer's tokens and the model streams; with
+        ``unless_abstains``, a reply that says the documents do not say is not (the agent
+        searches on instead: :class:`Held`)."""
         listener = self.listener
         if may_answer and listener is not None and listener.token is not None and \
                 isinstance(self.llm, Streaming):
             spoken = AnswerStream(listener.say)
+            held = Held(spoken.feed) if unless_abstains else None
             response = self.llm.stream_chat(messages, tools, tool_choice=tool_choice,
                                             parallel_tool_calls=parallel_tool_calls,
-                                            on_text=spoken.feed)
+                                            on_text=held.feed if held else spoken.feed)
             if not response.tool_calls:
+                if held:
+                    held.end()
                 spoken.end()
             return self.account(response)
         return self.account(self.llm.chat(messages, tools, tool_choice=tool_choice,
