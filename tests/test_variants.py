@@ -126,6 +126,18 @@ def test_hybrid_may_answer_at_once_when_the_passages_cover_the_question(
     assert answer.loops == 0 and [c.chunk_id for c in answer.citations] == [PEPYS]
 
 
+def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Path) -> None:
+    settings = sleuth.Settings.load(agent={"answer_first": False})
+    with FakeLLMServer([reply(f"Levers [{PEPYS}].")]) as server:
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            agent="hybrid", settings=settings,
+                            llm=OpenAIClient("fake-model", server.base_url))
+        (request,) = server.requests
+    assert "hybrid_search" in [t["function"]["name"] for t in request["tools"]]
+    assert request["messages"][1] == {"role": "user", "content": answer.question}
+    assert answer.answer.startswith("Levers")
+
+
 def test_hybrid_is_the_default_agent(sample_index: Path) -> None:
     with FakeLLMServer([reply("Levers.")]) as server:
         answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index,

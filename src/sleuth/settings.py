@@ -171,6 +171,11 @@ class AgentSettings(BaseModel):
         "tool", description="A question a page-fact tool settles before the model's first "
         "call (compare_dates, person_fact) is answered with the tool's verdict and the "
         "chunks it read ('tool', no model call), or by the model from that verdict ('model')")
+    answer_first: bool = Field(
+        True, description="The default agent answers from its first search's passages in one "
+        "request without tools, and searches on with its tools only where that answer says "
+        "the documents do not say (False: the tools are offered from the first request; "
+        "longer answers, fewer short ones right, BENCHMARKS §31)")
     answer_span: bool = Field(
         False, description="After the default agent's draft, one more call for the span of "
         "the evidence that answers, checked against its passage: it becomes the answer, "

@@ -147,7 +147,7 @@ class Agent(ModelRunner):
             final = settled_answer(settled)
         else:
             first = self._answer_first(run, ctx, messages, history) \
-                if self.answer_first else None
+                if self.answer_first and self.settings.answer_first else None
             if first is not None:
                 final = first
             else:
