@@ -56,6 +56,12 @@ def settled_answer(result: ToolResult) -> str:
     return f"{result.data['answer']} {cited}".strip()
 
 
+def with_passages(question: str, passages: str) -> str:
+    """The user message of a request that answers from retrieved passages (naive RAG's,
+    and the default agent's first answer: the same text, so the same cached reply)."""
+    return f"Question: {question}\n\nRetrieved passages:\n{passages}"
+
+
 def unseen_terms(index: ReadIndex, question: str, evidence: str) -> list[str]:
     """The terms of ``question`` the corpus never holds: an identifier ("io_combine_limit"
     asked of a manual of a version without it) that is not a word a corpus may phrase
@@ -235,8 +241,7 @@ class Agent(ModelRunner):
             return None
         started = time.perf_counter()
         request = [{"role": "system", "content": prompt("naive_rag")},
-                   {"role": "user", "content": f"Question: {run.answer.question}\n\n"
-                                               f"Retrieved passages:\n{first}"}]
+                   {"role": "user", "content": with_passages(run.answer.question, first)}]
         response = run.chat(request, None, tool_choice="none", may_answer=True,
                             unless_abstains=True)
         text = response.content or ""
@@ -376,7 +381,7 @@ class Agent(ModelRunner):
         run.record(Step(1, self.first_tool, arguments, result.text,
                         "retrieved before the first call", result.retrieved_tokens, None,
                         time.perf_counter() - started, kind="retrieval"))
-        return f"Question: {question}\n\nRetrieved passages:\n{result.text}"
+        return with_passages(question, result.text)
 
     def _first_call(self, run: Run, ctx: ToolContext, question: str,
                     messages: list[dict[str, Any]],
