@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,14 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
     assert user == {"role": "user", "content": answer.question}
     assert first["tool_calls"][0]["function"]["name"] == "hybrid_search"
     assert "(passage ranking)" in result["content"] and "=== chunk" in result["content"]
-    assert result["content"] in asked["content"]
+    # the same chunks in the same order; the first answer sees the two best whole, the loop
+    # the search's windows of them
+    ids = re.findall(r"=== chunk (\S+)", result["content"])
+    assert re.findall(r"=== chunk (\S+)", asked["content"]) == ids and len(ids) == 5
+    shown = asked["content"].split("=== chunk ")[1:]
+    assert all("more tokens: chunk_read" not in block for block in shown[:2])
+    assert "more tokens: chunk_read" in result["content"]
+    assert len(asked["content"]) > len(result["content"])
     # the passages hold too few of its words (comets, orbits): search on
     assert requests[1]["tool_choice"] == "required"
     assert "tool_choice" not in requests[2]
@@ -124,6 +132,25 @@ def test_hybrid_may_answer_at_once_when_the_passages_cover_the_question(
     assert "it covers the question" in answer.trajectory[0].reasoning
     assert [s.tool_name for s in answer.trajectory] == ["hybrid_search"]
     assert answer.loops == 0 and [c.chunk_id for c in answer.citations] == [PEPYS]
+
+
+def test_hybrid_cites_the_chunk_that_holds_its_answer(sample_index: Path) -> None:
+    """An answer whose cited chunk does not hold its words cites the retrieved chunk that
+    does (checked without a model, recorded as a step); one whose cited chunk holds them,
+    and a yes or no, keep their citations."""
+    other = "pepys-diary-1660.md#4"
+    answer, _ = _run(sample_index, "hybrid",
+                     [reply(f"What is got in strength is lost in time [{other}]. He showed "
+                            f"it with a lever [{other}].")])
+    assert answer.answer.startswith(f"What is got in strength is lost in time [{PEPYS}]. He")
+    assert [c.chunk_id for c in answer.citations] == [PEPYS, other]
+    step = answer.trajectory[-1]
+    assert (step.tool_name, step.kind, step.tool_input) == (
+        "cite_holder", "observation", {"chunk_ids": [PEPYS]})
+    for said in (f"Strength is lost as to matter of time [{PEPYS}].", f"Yes [{other}]."):
+        answer, _ = _run(sample_index, "hybrid", [reply(said)])
+        assert answer.answer == said
+        assert "cite_holder" not in [s.tool_name for s in answer.trajectory]
 
 
 def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Path) -> None:
@@ -244,7 +271,7 @@ def harbour_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("hybrid", ["Marta Velasquez Orozco [film#0].", "Lucia Orozco [director#0]."],
      "Lucia Orozco", 2),
     ("hybrid", ["Marta Velasquez Orozco.", "Marta Velasquez Orozco directed it."],
-     "Marta Velasquez Orozco directed it.", 2),
+     "Marta Velasquez Orozco directed it [film#0].", 2),  # cited where it is read
     ("hybrid", ["Lucia Orozco [director#0]."], "Lucia Orozco", 1),
     # A-RAG's own loop is left as published
     ("full", ["Marta Velasquez Orozco."], "Marta Velasquez Orozco.", 1),
@@ -263,8 +290,8 @@ def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
         assert note["content"].startswith("Your answer names Marta Velasquez Orozco, the "
                                           "director this question goes through")
         assert "=== chunk director#0" in note["content"] and TEACHER in note["content"]
-        step = answer.trajectory[-1]
-        assert step.tool_name == "bridge_passages" and step.kind == "observation"
+        step = next(s for s in answer.trajectory if s.tool_name == "bridge_passages")
+        assert step.kind == "observation"
         assert step.tool_input["chunk_ids"][0] == "director#0"
         assert "director#0" in answer.chunks_read_ids
 

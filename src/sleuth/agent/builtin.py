@@ -29,11 +29,13 @@ VARIANTS: tuple[Variant, ...] = (
             "knowledge graph where one is built), then the tools that read their arguments "
             "from the question where one applies (the facts pack's: dates compared, a birth "
             "or death read from the pages, settled without the model); elsewhere the model "
-            "answers from those first passages in one request without tools, and searches "
-            "further with A-RAG's tools where that answer says the documents do not say",
+            "answers from those first passages (the two best chunks whole) in one request "
+            "without tools, and searches further with A-RAG's tools where that answer says "
+            "the documents do not say; an answer cites the chunk that holds its words",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
                       also_first=None, check_bridge=True, answer_span=True,
-                      read_facts=True, answer_first=True),
+                      read_facts=True, answer_first=True, first_whole=2,
+                      cite_holders=True),
             ("hybrid_search", "keyword_search", "semantic_search", "chunk_read"), "hybrid"),
     Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
             ("keyword_search", "semantic_search", "chunk_read")),

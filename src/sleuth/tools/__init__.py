@@ -12,6 +12,7 @@ from sleuth.plugins import Registry
 from sleuth.tools.base import QUERY, TOP_K, Arg, Cli, Tool, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import (
     chunk_read,
+    hybrid_passages,
     hybrid_search,
     keyword_search,
     lead_block,
@@ -45,8 +46,8 @@ TOOLS = Registry(TOOL_PLUGINS, register)
 
 __all__ = [
     "QUERY", "TOOLS", "TOP_K", "Arg", "Cli", "Tool", "ToolContext", "ToolResult", "chunk_read",
-    "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_search",
-    "keyword_search", "lead_block",
+    "find", "graph_entity", "graph_neighbors", "graph_path", "graph_ppr", "hybrid_passages",
+    "hybrid_search", "keyword_search", "lead_block",
     "naive_embedding_search", "open_document", "register", "register_tool", "search",
     "semantic_search", "summarize", "tool",
 ]

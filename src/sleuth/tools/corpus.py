@@ -199,26 +199,39 @@ def hybrid_search(
     if not top:
         return ToolResult(f"No chunks match {query!r}.", {"hits": [], "method": method})
     best = next(iter(top.values()))
-    chunks = {c.chunk_id: c for c in ctx.index.read(list(top)).chunks}
+    text, hits = hybrid_passages(ctx, query, {c: round(f / best, 3) for c, f in top.items()},
+                                 method)
+    return ToolResult(text, {"hits": hits, "method": method})
+
+
+def hybrid_passages(ctx: ToolContext, query: str, ranked: Mapping[str, float], method: str,
+                    whole: int = 0) -> tuple[str, list[dict[str, object]]]:
+    """hybrid_search's text for the chunks ``ranked`` (id: score, best first) and its hits: a
+    chunk shown before by its id only, the ``whole`` best of the others whole (up to
+    :data:`WHOLE_CHARS`: the default agent's first answer, BENCHMARKS §32), the rest by the
+    passages of :func:`lead_block`."""
+    chunks = {c.chunk_id: c for c in ctx.index.read(list(ranked)).chunks}
     weights = sentence_weights(chunks.values())
-    blocks, hits = [], []
-    for chunk_id, fused in top.items():
+    blocks: list[str] = []
+    hits: list[dict[str, object]] = []
+    for chunk_id, score in ranked.items():
         chunk = chunks.get(chunk_id)
         if chunk is None:
             continue
-        score = round(fused / best, 3)
         ctx.tracker.saw(chunk_id, score)
         hits.append({"chunk_id": chunk_id, "doc_id": chunk.doc_id, "score": score})
         if ctx.tracker.was_read(chunk_id):
             blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "
                           "repeated ===")
             continue
-        blocks.append(lead_block(ctx, chunk, score, query=query, weights=weights))
+        chars, whole = (WHOLE_CHARS if whole > 0 else LEAD_CHARS), whole - 1
+        blocks.append(lead_block(ctx, chunk, score, chars=chars, query=query, weights=weights))
     text = f"Top {len(hits)} chunks ({method} ranking) for {query!r}:\n\n" + "\n\n".join(blocks)
-    return ToolResult(text, {"hits": hits, "method": method})
+    return text, hits
 
 
 LEAD_CHARS = 800  # about 200 tokens of each chunk in hybrid_search's results
+WHOLE_CHARS = 6000  # of a chunk shown whole (a manual's chunk is 1,000 tokens at most)
 
 
 def lead_block(ctx: ToolContext, chunk: Chunk, score: float | None = None,
