@@ -200,20 +200,16 @@ def cite_holder(answer: str, question: str, chunks: Sequence[Chunk]) -> tuple[st
     words = _words(CITATION.sub("", head))
     asked = set(_words(question))
     new = {w for w in words if w not in asked and w not in CONTENT_STOPWORDS}
-    if not new or not words or words[0] in _NOT_VALUES:
+    if not new or words[0] in _NOT_VALUES:
+        return None
+    texts = [(c, _words(c.text)) for c in chunks]  # each chunk's words, read once
+    cited = set(cited_ids(answer))
+    if any(new <= set(text) for c, text in texts if c.chunk_id in cited):
         return None
     phrase = f" {' '.join(words)} "
-
-    def holds(chunk: Chunk, whole: bool) -> bool:
-        text = _words(chunk.text)
-        return phrase in f" {' '.join(text)} " if whole else new <= set(text)
-
-    cited = set(cited_ids(answer))
-    if any(holds(c, False) for c in chunks if c.chunk_id in cited):
-        return None
-    holder = next((c for c in chunks if holds(c, True)), None)
+    holder = next((c for c, text in texts if phrase in f" {' '.join(text)} "), None)
     if holder is None and len(new) <= LOOSE_WORDS:
-        holder = next((c for c in chunks if holds(c, False)), None)
+        holder = next((c for c, text in texts if new <= set(text)), None)
     if holder is None:
         return None
     bare = CITATION.sub("", head).rstrip()
