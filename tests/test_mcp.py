@@ -41,6 +41,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "graph_path": {"source": "Pepys", "target": "London"},
     "graph_ppr": {"entities": ["Pepys"]},
     "calculate": {"expression": "(5,120 - 4,800) / 4,800"},
+    "compute_metric": {"subject": "Pepys", "formula": "Ratio is defined as: total assets / "
+                       "revenue", "year": 1660},
 }
 
 

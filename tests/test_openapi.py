@@ -56,9 +56,10 @@ def _config(url: str, *, llm_down: bool = False) -> Any:
     # type arrives as the text "null", a valid group name, so it cannot be refused.
     operations.append({"include-name-regex": "^POST /v1/documents$",
                        "checks": {"negative_data_rejection": {"enabled": False}}})
-    # No JSON schema says which strings are arithmetic: an expression the schema admits may
-    # still be refused with the 400 the document declares ("1/0", "x + 1").
-    operations.append({"include-name-regex": "^POST /v1/tools/calculate$",
+    # No JSON schema says which strings are arithmetic: an expression (or a formula in words)
+    # the schema admits may still be refused with the 400 the document declares ("1/0",
+    # "x + 1", "000").
+    operations.append({"include-name-regex": "^POST /v1/tools/(calculate|compute_metric)$",
                        "checks": {"positive_data_acceptance": {"expected-statuses": [
                            "2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]}}})
     return schemathesis.config.SchemathesisConfig.from_dict({

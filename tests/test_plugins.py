@@ -191,7 +191,7 @@ def test_an_outside_tool_is_an_mcp_tool(outside: Path, sample_copy: Path) -> Non
         "MCP!" in json.dumps(got.model_dump(mode="json"))
 
 
-def test_the_core_runs_without_the_facts_pack(sample_copy: Path) -> None:
+def test_the_core_runs_without_the_packs(sample_copy: Path) -> None:
     code = textwrap.dedent("""
         import json
         from sleuth import Index, Settings
@@ -207,12 +207,14 @@ def test_the_core_runs_without_the_facts_pack(sample_copy: Path) -> None:
     on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                         env=_env(None), timeout=300)
     off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=_env(None, SLEUTH_PLUGINS__DISABLED='["facts"]'), timeout=300)
+                         env=_env(None, SLEUTH_PLUGINS__DISABLED='["facts", "statements"]'),
+                         timeout=300)
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
     with_pack, without = json.loads(on.stdout), json.loads(off.stdout)
-    assert with_pack["first"] == ["compare_dates", "person_fact"]
+    assert with_pack["first"] == ["compare_dates", "person_fact", "compute_metric"]
     assert without["first"] == [] and without["hits"] == 1
-    assert set(with_pack["tools"]) - set(without["tools"]) == {"compare_dates", "person_fact"}
+    assert set(with_pack["tools"]) - set(without["tools"]) == {"compare_dates", "person_fact",
+                                                               "compute_metric"}
     got = _sleuth(None, "tool", "keyword_search", "Greatorex", "--index", str(sample_copy),
-                  "--json", SLEUTH_PLUGINS__DISABLED='["facts"]')
+                  "--json", SLEUTH_PLUGINS__DISABLED='["facts", "statements"]')
     assert got.returncode == 0, got.stderr

@@ -39,7 +39,8 @@ BUILTIN: dict[str, list[EntryPoint]] = {
                                   ("postgresql", "sleuth.store.postgres.store:PostgresStore"),
                                   ("postgres", "sleuth.store.postgres.store:PostgresStore")]),
     TOOLS: _entries(TOOLS, [("core", "sleuth.tools.builtin:TOOLS"),
-                            ("facts", "sleuth.facts:TOOLS")]),
+                            ("facts", "sleuth.facts:TOOLS"),
+                            ("statements", "sleuth.statements:TOOLS")]),
     AGENTS: _entries(AGENTS, [("core", "sleuth.agent.builtin:VARIANTS")]),
 }
 log = logging.getLogger("sleuth")

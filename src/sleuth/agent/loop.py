@@ -55,7 +55,9 @@ def settled_answer(result: ToolResult) -> str:
     the model wrote from it 60 times in 61 on 2Wiki (BENCHMARKS §16), without its ~27 s
     call on two cores (``agent.settled_answers``)."""
     cited = " ".join(cite(c) for c in result.data.get("cited", []))
-    return f"{result.data['answer']} {cited}".strip()
+    answer = f"{result.data['answer']} {cited}".strip()
+    because = result.data.get("because")  # how the tool got it (a computation's figures)
+    return f"{answer}\n\n{because}" if because else answer
 
 
 def with_passages(question: str, passages: str) -> str:
