@@ -1,0 +1,100 @@
+"""``compute_metric`` (the statements pack) on every question of a question file it applies
+to: how many it reads, settles and settles right, and what a call costs. No model is
+involved: the tool reads the question itself (its ``from_question``), as the default agent
+does before its first model call, and its verdict (``data["answer"]``) is scored against
+the gold with the answer benchmark's figure test (a number within 1 %).
+
+    python bench/statements.py --index /tmp/fb-m2v \
+        --questions ../shared/data/financebench/questions.json
+    python bench/statements.py --applies ../shared/data/*/questions.json \
+        bench/sets/*/questions.json          # where it applies at all (no index needed)
+
+Writes ``bench/out/statements.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import OUT_DIR, command_line, machine_facts, write_json
+
+from sleuth.eval.metrics import numeric_match
+from sleuth.index.write import Index
+from sleuth.statements.metric import metric_arguments
+from sleuth.tools import TOOLS, ToolContext
+from sleuth.tools.tracker import Tracker
+
+
+def questions_of(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [q for q in (data.get("questions", []) if isinstance(data, dict) else data)
+            if isinstance(q, dict) and "question" in q]
+
+
+def applies(paths: list[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        asked = questions_of(path)
+        hits = sum(metric_arguments(q["question"], 5) is not None for q in asked)
+        rows.append({"file": str(path), "questions": len(asked), "applies": hits})
+        print(f"{path}: {hits} of {len(asked)}")
+    return rows
+
+
+def run(index: Index, asked: list[dict[str, Any]], show: bool) -> dict[str, Any]:
+    rows = []
+    for q in asked:
+        arguments = metric_arguments(q["question"], 5)
+        if arguments is None:
+            continue
+        started = time.perf_counter()
+        result = TOOLS["compute_metric"].run(ToolContext(index, Tracker()), arguments)
+        seconds = time.perf_counter() - started
+        answer = result.data.get("answer")
+        golds = [q.get("answer", "")] + list(q.get("answer_aliases") or [])
+        right = None if answer is None else bool(numeric_match(str(answer), golds))
+        rows.append({"id": q.get("id"), "subject": arguments["subject"], "answer": answer,
+                     "gold": golds[0], "right": right, "seconds": round(seconds, 3)})
+        print(f"{q.get('id')}: {arguments['subject']!r} -> {answer} (gold {golds[0]}) "
+              f"{'' if right is None else 'right' if right else 'WRONG'} {seconds:.2f} s")
+        if show and not right:
+            print(result.text)
+    settled = [r for r in rows if r["answer"] is not None]
+    summary = {"applies": len(rows), "settled": len(settled),
+               "right": sum(bool(r["right"]) for r in settled),
+               "wrong": sum(not r["right"] for r in settled),
+               "left_to_the_model": len(rows) - len(settled),
+               "seconds_max": max((r["seconds"] for r in rows), default=0.0)}
+    print(json.dumps(summary))
+    return {"summary": summary, "questions": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", help="the index the questions are asked of")
+    parser.add_argument("--questions", type=Path, help="a questions.json")
+    parser.add_argument("--applies", type=Path, nargs="*", default=[],
+                        help="question files to count the questions it applies to")
+    parser.add_argument("--show", action="store_true", help="print what the tool read where "
+                        "it did not settle right")
+    args = parser.parse_args()
+    if not (args.applies or (args.index and args.questions)):
+        parser.error("give --index and --questions, or --applies FILES")
+    out: dict[str, Any] = {"command": command_line(), "machine": machine_facts()}
+    if args.applies:
+        out["applies"] = applies(args.applies)
+    if args.index and args.questions:
+        with Index.open(args.index) as index:
+            out["run"] = run(index, questions_of(args.questions), args.show)
+    print(write_json(OUT_DIR / "statements.json", out))
+
+
+if __name__ == "__main__":
+    main()
