@@ -28,7 +28,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("hybrid", "the default: the best LLM-free ranking first (hybrid, fused with the "
             "knowledge graph where one is built), then the tools that read their arguments "
             "from the question where one applies (the facts pack's: dates compared, a birth "
-            "or death read from the pages, settled without the model); elsewhere the model "
+            "or death read from the pages; the statements pack's: a metric the question "
+            "defines, computed from the filings; settled without the model); elsewhere the model "
             "answers from those first passages (the two best chunks whole) in one request "
             "without tools, and searches further with A-RAG's tools where that answer says "
             "the documents do not say; an answer cites the chunk that holds its words",
