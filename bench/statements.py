@@ -8,8 +8,9 @@ the gold with the answer benchmark's figure test (a number within 1 %).
         --questions ../shared/data/financebench/questions.json
     python bench/statements.py --applies ../shared/data/*/questions.json \
         bench/sets/*/questions.json          # where it applies at all (no index needed)
+    ... --busy 1                             # beside a busy process
 
-Writes ``bench/out/statements.json``.
+Writes ``bench/out/statements-busy<N>.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import OUT_DIR, command_line, machine_facts, write_json
+from contention import spin
 
 from sleuth.eval.metrics import numeric_match
 from sleuth.index.write import Index
@@ -42,9 +44,16 @@ def applies(paths: list[Path]) -> list[dict[str, Any]]:
     rows = []
     for path in paths:
         asked = questions_of(path)
-        hits = sum(metric_arguments(q["question"], 5) is not None for q in asked)
-        rows.append({"file": str(path), "questions": len(asked), "applies": hits})
-        print(f"{path}: {hits} of {len(asked)}")
+        hits, seconds = 0, []
+        for q in asked:  # what the default agent pays on every question
+            started = time.perf_counter()
+            hits += metric_arguments(q["question"], 5) is not None
+            seconds.append(time.perf_counter() - started)
+        micros = sorted(1e6 * s for s in seconds)
+        p50, top = (micros[len(micros) // 2], micros[-1]) if micros else (0.0, 0.0)
+        rows.append({"file": str(path), "questions": len(asked), "applies": hits,
+                     "us_p50": round(p50, 1), "us_max": round(top, 1)})
+        print(f"{path}: {hits} of {len(asked)}; reading one: p50 {p50:.0f} us, max {top:.0f} us")
     return rows
 
 
@@ -67,7 +76,9 @@ def run(index: Index, asked: list[dict[str, Any]], show: bool) -> dict[str, Any]
         if show and not right:
             print(result.text)
     settled = [r for r in rows if r["answer"] is not None]
+    times = sorted(r["seconds"] for r in rows)
     summary = {"applies": len(rows), "settled": len(settled),
+               "seconds_p50": times[len(times) // 2] if times else 0.0,
                "right": sum(bool(r["right"]) for r in settled),
                "wrong": sum(not r["right"] for r in settled),
                "left_to_the_model": len(rows) - len(settled),
@@ -82,18 +93,26 @@ def main() -> None:
     parser.add_argument("--questions", type=Path, help="a questions.json")
     parser.add_argument("--applies", type=Path, nargs="*", default=[],
                         help="question files to count the questions it applies to")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy processes (a spinning core each) beside the run")
     parser.add_argument("--show", action="store_true", help="print what the tool read where "
                         "it did not settle right")
     args = parser.parse_args()
     if not (args.applies or (args.index and args.questions)):
         parser.error("give --index and --questions, or --applies FILES")
-    out: dict[str, Any] = {"command": command_line(), "machine": machine_facts()}
-    if args.applies:
-        out["applies"] = applies(args.applies)
-    if args.index and args.questions:
-        with Index.open(args.index) as index:
-            out["run"] = run(index, questions_of(args.questions), args.show)
-    print(write_json(OUT_DIR / "statements.json", out))
+    out: dict[str, Any] = {"command": command_line(), "machine": machine_facts(),
+                           "busy": args.busy}
+    busy = spin(args.busy)
+    try:
+        if args.applies:
+            out["applies"] = applies(args.applies)
+        if args.index and args.questions:
+            with Index.open(args.index) as index:
+                out["run"] = run(index, questions_of(args.questions), args.show)
+    finally:
+        for process in busy:
+            process.kill()
+    print(write_json(OUT_DIR / f"statements-busy{args.busy}.json", out))
 
 
 if __name__ == "__main__":

@@ -201,3 +201,29 @@ def test_metric_on_the_command_line(filings: Path, sleuth) -> None:  # type: ign
     assert "[BRIGHTWATER_2017_10K_p7#0]" in result.out
     bad = sleuth("metric", "Acme", "whatever it is", "--index", str(filings))
     assert bad.code != 0 and "cannot read the formula" in bad.err
+
+
+@pytest.mark.parametrize("defined", [
+    "M is defined as: " + "(" * 50_000 + "revenue" + ")" * 50_000 + ".",  # deep
+    "D0 is defined as: D1 + D1. " + " ".join(f"D{i} is defined as: D{i + 1} + D{i + 1}."
+                                               for i in range(1, 8)) + " D8 is defined as: x.",
+    "M is defined as: " + "a " * 500_000 + "- b.",  # a 1 MB "line item"
+    "M is defined as: " + " + ".join(f"item{i} in FY2017" for i in range(5_000)) + ".",
+])
+def test_a_hostile_definition_is_not_read(defined: str) -> None:
+    """Bounded: more than calculate computes (an expression over 500 characters, 24
+    figures, a line item of 12 words) is not read, quickly, and the agent goes on."""
+    assert metric_arguments("What is it in FY2017? " + defined, 5) is None
+
+
+def test_arguments_read_from_a_question_stay_within_the_tools_bounds(filings: Path) -> None:
+    """A subject of 300 characters, rounding to 50 places: read within the tool's limits,
+    so the agent's call before the model cannot fail on them."""
+    asked = ("What is the FY2017 ROA for " + " ".join(["Acme"] * 60) + "? ROA is defined as: "
+             "FY2017 net income / total assets. Round your answer to 50 decimal places.")
+    args = metric_arguments(asked, 5)
+    assert args is not None and len(args["subject"]) <= 200 and args["places"] is None
+    with FakeLLMServer([]) as server:
+        answer = sleuth.ask(asked, index=filings, agent="hybrid",
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer.startswith("0.095 [")  # 950 / 10,000, no model call

@@ -23,8 +23,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from sleuth.tools.calc import MAX_CHARS
+
 MAX_DEFINITIONS = 8
 MAX_TERMS = 24  # line-item figures one question may ask to read
+MAX_ITEM_WORDS = 12  # a line item's name ("accounts payable and accrued liabilities")
+MAX_PLACES = 10  # decimal places a result is rounded to
+MAX_FORMULA = 2000  # characters of the definitions as written (the tool's argument)
 _YEAR = r"(?:FY\s?|fiscal (?:year )?)?((?:19|20)\d\d)"
 _DEFINED = re.compile(r"(?:^|(?<=[.?!:]\s))([A-Z][\w&/()' -]{0,60}?)\s+(?:is|are)\s+defined\s+"
                       r"as:?\s*(.+?)(?=\.\s|\.$|\?|$)", re.S)
@@ -97,7 +102,8 @@ def places(question: str) -> int | None:
     if not match:
         return None
     word = match.group(1).lower()
-    return int(word) if word.isdigit() else _WORD_NUMBERS.get(word)
+    asked = int(word) if word.isdigit() and len(word) < 3 else _WORD_NUMBERS.get(word)
+    return asked if asked is not None and asked <= MAX_PLACES else None
 
 
 def parse(question: str, year: int | None = None) -> Formula | None:
@@ -111,8 +117,10 @@ def parse(question: str, year: int | None = None) -> Formula | None:
     metric = next(iter(defined))
     figures: dict[str, Figure] = {}
     expression = _expand(defined[metric], defined, year, figures, {metric})
-    if expression is None or not figures or len(figures) > MAX_TERMS:
-        return None
+    if expression is None or not figures or len(figures) > MAX_TERMS or \
+            len(expression) > MAX_CHARS or \
+            any(len(f.item.split()) > MAX_ITEM_WORDS for f in figures.values()):
+        return None  # more than a statement's figures and calculate's arithmetic hold
     return Formula(metric, expression, list(figures.values()), places(question))
 
 

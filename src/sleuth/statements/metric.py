@@ -24,13 +24,22 @@ from pydantic import Field
 
 from sleuth.errors import ToolError
 from sleuth.retrieval import HybridRetriever
-from sleuth.statements.formula import Figure, asked_year, definitions, parse, places
+from sleuth.statements.formula import (
+    MAX_FORMULA,
+    MAX_PLACES,
+    Figure,
+    asked_year,
+    definitions,
+    parse,
+    places,
+)
 from sleuth.statements.rows import STATEMENT, Row, labels, plain, read_row
 from sleuth.tools.base import QUERY, ToolContext, ToolResult, tool
 from sleuth.tools.calc import evaluate, rounded
 from sleuth.types import Chunk
 
 SEARCHED = 8  # chunks searched for each figure
+MAX_SUBJECT = 200  # characters of the subject (the tool's argument)
 _SUBJECT = re.compile(r"\b[A-Z][\w&.'’-]*(?:\s+(?:&\s+)?[A-Z][\w&.'’-]*)*")
 _NOT_SUBJECT = {"what", "which", "how", "is", "does", "did", "the", "for", "in", "of",
                 "fy", "round", "please", "give", "using", "based", "answer", "calculate"}
@@ -52,6 +61,8 @@ def metric_arguments(question: str, top_k: int) -> dict[str, Any] | None:
         return None
     written = ". ".join(f"{name} is defined as: {words}"
                         for name, words in definitions(question).items())
+    if len(written) > MAX_FORMULA:
+        return None
     return {"subject": subject(question, formula.metric), "formula": written,
             "year": asked_year(question), "places": places(question)}
 
@@ -70,16 +81,17 @@ def subject(question: str, metric: str) -> str:
                  and not re.match(r"(?:FY)?\d", w)]
         if words:
             names.append(" ".join(words))
-    return " ".join(dict.fromkeys(names))
+    found = " ".join(dict.fromkeys(names))
+    return found if len(found) <= MAX_SUBJECT else found[:MAX_SUBJECT].rsplit(" ", 1)[0]
 
 
 @tool(command="metric", from_question=metric_arguments)
 def compute_metric(
     ctx: ToolContext,
-    subject: Annotated[str, Field(max_length=200), QUERY],
-    formula: Annotated[str, Field(min_length=3, max_length=2000)],
+    subject: Annotated[str, Field(max_length=MAX_SUBJECT), QUERY],
+    formula: Annotated[str, Field(min_length=3, max_length=MAX_FORMULA)],
     year: Annotated[int | None, Field(ge=1900, le=2100)] = None,
-    places: Annotated[int | None, Field(ge=0, le=10)] = None,
+    places: Annotated[int | None, Field(ge=0, le=MAX_PLACES)] = None,
 ) -> ToolResult:
     """Compute a financial metric from the figures its definition names, read from the
     statements (balance sheet, income and cash flow statements) of the company: each
@@ -113,33 +125,27 @@ def compute_metric(
     for chunk_id in cited:
         ctx.tracker.saw(chunk_id, 1.0)
     missing = [r for r in found if r.row is None]
-    head = f"{parsed.written}\nFigures read from the statements ({subject or 'no subject'}):"
+    head = f"{parsed.written}\nFigures read from the statements ({subject or 'no subject'}):\n" \
+        + "\n".join(lines)
+    data = {"answer": None, "formula": parsed.written, "figures": [_data(r) for r in found],
+            "cited": cited}
     if missing:
-        text = f"{head}\n" + "\n".join(lines) + "\nNot computed: " + \
-            ", ".join(r.figure.name for r in missing) + " not found in a statement's row."
-        return ToolResult(text, {"answer": None, "formula": parsed.written,
-                                 "figures": [_data(r) for r in found], "cited": cited})
+        return ToolResult(f"{head}\nNot computed: {', '.join(r.figure.name for r in missing)} "
+                          "not found in a statement's row.", data)
     try:
         value, computed = evaluate(parsed.expression, [f"{r.figure.name} = {r.row.value}"
                                                        for r in found if r.row is not None])
     except ToolError as problem:  # a figure of 0 divided by: said, not raised mid-answer
-        return ToolResult(f"{head}\n" + "\n".join(lines) + f"\nNot computed: {problem}.",
-                          {"answer": None, "formula": parsed.written,
-                           "figures": [_data(r) for r in found], "cited": cited})
+        return ToolResult(f"{head}\nNot computed: {problem}.", data)
     shown = _shown(value, places if places is not None else parsed.places)
     result = f"{parsed.metric} = {computed} = {shown}"
-    strangers = [r.chunk_id for r in found if r.chunk_id and not _of_id(r.chunk_id, subject)]
+    strangers = [r.chunk_id for r in found if r.chunk_id and not _of(r.chunk_id, subject)]
     if strangers:  # a figure of another company's filing: evidence, not a verdict
-        return ToolResult(f"{head}\n" + "\n".join(lines) + f"\n{result}\nNot settled: "
-                          f"{', '.join(strangers)} not of {subject or 'the subject'}'s "
-                          "documents.", {"answer": None, "formula": parsed.written,
-                                         "figures": [_data(r) for r in found],
-                                         "cited": cited})
-    text = f"{head}\n" + "\n".join(lines) + f"\n{result}"
-    return ToolResult(text, {"answer": shown, "value": str(value), "formula": parsed.written,
-                             "because": f"{parsed.written}, with\n" + "\n".join(lines) +
-                             f"\n{result}",
-                             "figures": [_data(r) for r in found], "cited": cited})
+        return ToolResult(f"{head}\n{result}\nNot settled: {', '.join(strangers)} not of "
+                          f"{subject or 'the subject'}'s documents.", data)
+    because = f"{parsed.written}, with\n" + "\n".join(lines) + f"\n{result}"
+    return ToolResult(f"{head}\n{result}", {**data, "answer": shown, "value": str(value),
+                                             "because": because})
 
 
 def _read(ctx: ToolContext, retriever: HybridRetriever, subject: str, figure: Figure,
@@ -154,12 +160,13 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, subject: str, figure: Fi
     queries = list(dict.fromkeys(f"{subject} {name} {figure.year}".strip()
                                  for name in names[:2]))
     queries.append(f"{subject} consolidated statements {names[0]} {figure.year}".strip())
-    found = list(pages)
-    for query in [""] + ([] if again else queries):
-        found += [c for c in _found(ctx, retriever, query, subject) if c not in found] \
-            if query else []
+    tried: set[str] = set()  # a chunk read in an earlier batch had neither row
+    for query in [""] + ([] if again else queries):  # "": the pages read from so far
+        batch = [c for c in (_found(ctx, retriever, query, subject) if query else pages)
+                 if c.chunk_id not in tried]
+        tried.update(c.chunk_id for c in batch)
         for exact in (True, False):
-            for chunk in found:
+            for chunk in batch:
                 row = read_row(chunk.text, figure.item, figure.year, exact=exact)
                 if row is not None:
                     if chunk not in pages:
@@ -175,15 +182,11 @@ def _found(ctx: ToolContext, retriever: HybridRetriever, query: str,
     ids = retriever.hybrid(query, SEARCHED)
     chunks = {c.chunk_id: c for c in ctx.index.read(ids).chunks}
     ranked = [chunks[i] for i in ids if i in chunks]
-    own = [c for c in ranked if _of(c, subject)] or ranked
+    own = [c for c in ranked if _of(c.doc_id, subject)] or ranked
     return sorted(own, key=lambda c: not STATEMENT.search(c.text))  # the statements first
 
 
-def _of(chunk: Chunk, subject: str) -> bool:
-    return _of_id(chunk.doc_id, subject)
-
-
-def _of_id(doc_id: str, subject: str) -> bool:
+def _of(doc_id: str, subject: str) -> bool:
     """Whether a document (or chunk) id names the subject (``COCACOLA_2017_10K`` for
     "Coca Cola")."""
     name = plain(doc_id).replace(" ", "")
