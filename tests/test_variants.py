@@ -153,6 +153,23 @@ def test_hybrid_cites_the_chunk_that_holds_its_answer(sample_index: Path) -> Non
         assert "cite_holder" not in [s.tool_name for s in answer.trajectory]
 
 
+def test_hybrid_says_what_a_passage_says_when_the_answer_only_names_it(
+        sample_index: Path) -> None:
+    """An answer that is nothing but a chunk's name ("chunk X#0") is replaced by what that
+    chunk says to the question (its sentences sharing most words with it, quoted and
+    cited, recorded as a step); a name the run never retrieved is not read: the agent
+    says the documents do not say."""
+    answer, _ = _run(sample_index, "hybrid", [reply(f"chunk {PEPYS} [{PEPYS}]")])
+    assert answer.answer.startswith('"') and answer.answer.endswith(f'" [{PEPYS}]')
+    assert "lever" in answer.answer.lower() and "chunk " not in answer.answer
+    step = answer.trajectory[-1]
+    assert (step.tool_name, step.kind, step.tool_input) == (
+        "quote_named", "observation", {"chunk_ids": [PEPYS]})
+    assert [c.chunk_id for c in answer.citations] == [PEPYS]
+    answer, _ = _run(sample_index, "hybrid", [reply("See passage made-up.md#9")])
+    assert answer.abstained and not answer.citations
+
+
 def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Path) -> None:
     settings = sleuth.Settings.load(agent={"answer_first": False})
     with FakeLLMServer([reply(f"Levers [{PEPYS}].")]) as server:

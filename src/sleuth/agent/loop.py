@@ -18,7 +18,7 @@ from sleuth.agent.citations import cite_holder
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.readout import read_out
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
-from sleuth.agent.span import answer_step
+from sleuth.agent.span import answer_step, names_only, quote_named
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
@@ -176,8 +176,11 @@ class Agent(ModelRunner):
             final = self._unfounded(run, question, final) or final
             if self.cite_holders and not abstains(final):
                 final = self._cite_holder(run, question, final) or final
-        if not strip_citations(final).strip():  # nothing but ids, or nothing at all
+            if names_only(final):
+                final = self._quote_named(run, question, final) or final
+        if not strip_citations(final).strip() or names_only(final):  # nothing but ids
             final = f"{abstention(self._silence(run))} {final}".strip()
+            run.answer.abstained = True
         messages.append({"role": "assistant", "content": final})
         return final
 
@@ -306,6 +309,20 @@ class Agent(ModelRunner):
                         "retrieved chunk that does", 0, None, time.perf_counter() - started,
                         kind="observation"))
         return answer
+
+    def _quote_named(self, run: Run, question: str, final: str) -> str | None:
+        """For an answer that only names a chunk, what that chunk says to the question
+        (:func:`sleuth.agent.span.quote_named`), recorded as a step; None: it was not one the
+        run retrieved."""
+        started = time.perf_counter()
+        quoted = quote_named(self.index, question, names_only(final), list(run.tracker.retrieved))
+        if quoted is None:
+            return None
+        run.record(Step(run.next_step, "quote_named", {"chunk_ids": cited_ids(quoted)}, quoted,
+                        "the answer named a passage, not what it says: the passage's sentences "
+                        "on the question are the answer", 0, None,
+                        time.perf_counter() - started, kind="observation"))
+        return quoted
 
     def _unfounded(self, run: Run, question: str, final: str) -> str | None:
         """The documents' silence, in place of an answer to a question about a term the

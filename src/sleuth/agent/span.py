@@ -28,7 +28,7 @@ from sleuth.agent.verify import complete
 from sleuth.index.read import ReadIndex
 from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
-from sleuth.text.ids import cite, cited_ids, relevance_line
+from sleuth.text.ids import CHUNK_ID, cite, cited_ids, relevance_line, split_answer, strip_citations
 from sleuth.text.querytext import content_words
 from sleuth.types import Step
 
@@ -122,6 +122,33 @@ def spanned(span: Span) -> str:
     where = cite(span.chunk_id)
     return f"{span.answer} {where}\n\n\"{span.sentence}\" {where}\n\n" + \
         relevance_line({span.chunk_id: 1.0})
+
+
+# the words an answer may name a passage with and still say nothing of what it says
+_NAMING = re.compile(r"\b(?:the|chunks?|passages?|paragraphs?|documents?|sees?|and|in)\b",
+                     re.IGNORECASE)
+
+
+def names_only(answer: str) -> list[str]:
+    """The chunk ids ``answer`` is made of when it says nothing else ("chunk
+    Novel-54537#00170#0", asked which passages tell something: the 1.5B model names the
+    passage instead of saying what it says); ``[]`` for any other answer."""
+    body = strip_citations(split_answer(answer)[0])
+    named = list(dict.fromkeys(CHUNK_ID.findall(body)))
+    rest = _NAMING.sub(" ", CHUNK_ID.sub(" ", body))
+    return named if named and not re.search(r"[^\W_]", rest) else []
+
+
+def quote_named(index: ReadIndex, question: str, named: Sequence[str],
+                retrieved: Sequence[str]) -> str | None:
+    """What the first of the ``named`` chunks that was ``retrieved`` says to ``question``:
+    its sentences that share most words with it (:func:`evidence`), quoted and cited. None:
+    no chunk named was retrieved (an id the model made up is not read)."""
+    shown = evidence(index, question, "", [c for c in named if c in retrieved][:1])
+    if not shown:
+        return None
+    chunk_id, text = next(iter(shown.items()))
+    return f"\"{text}\" {cite(chunk_id)}"
 
 
 NOT_STATED = f"{NOT_SAID}: none of the passages retrieved states the answer " \

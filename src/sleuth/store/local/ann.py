@@ -196,8 +196,10 @@ def from_bytes(data: bytes, trained_on: int, dim: int) -> AnnIndex | None:
 def read(path: Path, record: Mapping[str, Any] | None, dim: int) -> AnnIndex | None:
     """The index at ``path`` when it matches the manifest ``record`` and ``dim``; None when
     it is missing, damaged, stale, of another kind or faiss is not installed."""
-    if not record or record.get("kind") != KIND or not path.is_file() \
-            or path.stat().st_size != record.get("bytes"):
+    try:
+        if not record or record.get("kind") != KIND or path.stat().st_size != record.get("bytes"):
+            return None
+    except OSError:  # missing, or removed since the caller's stat by a build: searches exact
         return None
     faiss = load_faiss()
     if faiss is None:

@@ -310,7 +310,11 @@ class _Segments(_Database):
                               f"has {stat.st_size} bytes where {size} were written")
             stamp = (path.name, stat.st_ino, stat.st_size, stat.st_mtime_ns)
             if stamp not in self._verified:
-                if file_digest(path) != digest:
+                try:
+                    matches = file_digest(path) == digest
+                except FileNotFoundError:  # deleted since its stat: a compaction, or damage
+                    raise _Broken(f"{VECTORS}/{path.name}", "is missing", retry=True) from None
+                if not matches:
                     raise _Broken(f"{VECTORS}/{path.name}", "does not match its checksum")
                 self._verified.add(stamp)
         dim = int((self.manifest.get("embedder") or {}).get("dim") or 0)
