@@ -265,10 +265,9 @@ class Agent(ModelRunner):
                 return None  # the loop goes on from its bridge passages (its step says so)
             run.scratch["facts"] = response.facts
             return text
-        run.record(Step(run.next_step, "answer_first", {}, strip_citations(text).strip()[:600],
-                        "the answer from the first passages (this step's output) says the "
-                        "documents do not say: the tools search on", 0, None,
-                        time.perf_counter() - started, kind="observation"))
+        run.observe("answer_first", {}, strip_citations(text).strip()[:600],
+                    "the answer from the first passages (this step's output) says the "
+                    "documents do not say: the tools search on", started)
         return None
 
     def _read_facts(self, run: Run, messages: Sequence[dict[str, Any]],
@@ -288,10 +287,9 @@ class Agent(ModelRunner):
                           common=self._common)
         if answer is None:
             return None
-        run.record(Step(run.next_step, "read_facts", {"chunk_ids": cited_ids(answer)}, facts,
-                        "the model's facts hold values the passages state, but its answer "
-                        "said the documents do not: the facts are the answer", 0, None,
-                        time.perf_counter() - started, kind="observation"))
+        run.observe("read_facts", {"chunk_ids": cited_ids(answer)}, facts,
+                    "the model's facts hold values the passages state, but its answer said "
+                    "the documents do not: the facts are the answer", started)
         return answer
 
     def _cite_holder(self, run: Run, question: str, final: str) -> str | None:
@@ -304,10 +302,9 @@ class Agent(ModelRunner):
         if found is None:
             return None
         answer, holder = found
-        run.record(Step(run.next_step, "cite_holder", {"chunk_ids": [holder]}, holder,
-                        "the chunks the answer cites do not hold its words: it cites the "
-                        "retrieved chunk that does", 0, None, time.perf_counter() - started,
-                        kind="observation"))
+        run.observe("cite_holder", {"chunk_ids": [holder]}, holder,
+                    "the chunks the answer cites do not hold its words: it cites the "
+                    "retrieved chunk that does", started)
         return answer
 
     def _quote_named(self, run: Run, question: str, final: str) -> str | None:
@@ -318,10 +315,9 @@ class Agent(ModelRunner):
         quoted = quote_named(self.index, question, names_only(final), list(run.tracker.retrieved))
         if quoted is None:
             return None
-        run.record(Step(run.next_step, "quote_named", {"chunk_ids": cited_ids(quoted)}, quoted,
-                        "the answer named a passage, not what it says: the passage's sentences "
-                        "on the question are the answer", 0, None,
-                        time.perf_counter() - started, kind="observation"))
+        run.observe("quote_named", {"chunk_ids": cited_ids(quoted)}, quoted,
+                    "the answer named a passage, not what it says: the passage's sentences on "
+                    "the question are the answer", started)
         return quoted
 
     def _unfounded(self, run: Run, question: str, final: str) -> str | None:
@@ -343,10 +339,9 @@ class Agent(ModelRunner):
             return None
         run.answer.abstained = True
         if not abstains(final):  # the model's answer, withheld: on the record
-            run.record(Step(run.next_step, "unseen_terms", {"terms": unseen},
-                            strip_citations(final).strip()[:600], "the question names what "
-                            "the corpus never holds: the model's answer (this step's output) "
-                            "is withheld", 0, None, 0.0, kind="observation"))
+            run.observe("unseen_terms", {"terms": unseen}, strip_citations(final).strip()[:600],
+                        "the question names what the corpus never holds: the model's answer "
+                        "(this step's output) is withheld")
         return f"{NOT_SAID}: the corpus never mentions " \
                f"{', '.join(repr(t) for t in unseen)}."
 
@@ -398,11 +393,10 @@ class Agent(ModelRunner):
         note = prompt("bridge_answer")
         for key, value in said.items():
             note = note.replace("{" + key + "}", value)
-        run.record(Step(run.next_step, "bridge_passages", {"chunk_ids": ids}, said["result"],
-                        f"the answer {text.strip()[:200]!r} stopped at {name}, the entity "
-                        "the question goes through: its passages shown with the question",
-                        sum(count_tokens(b) for b in blocks), None,
-                        time.perf_counter() - started, kind="observation"))
+        run.observe("bridge_passages", {"chunk_ids": ids}, said["result"],
+                    f"the answer {text.strip()[:200]!r} stopped at {name}, the entity the "
+                    "question goes through: its passages shown with the question", started,
+                    tokens=sum(count_tokens(b) for b in blocks))
         messages += [{"role": "assistant", "content": text}, {"role": "user", "content": note}]
         run.scratch["bridged"] = True  # once
         return True

@@ -79,9 +79,8 @@ class MemoryAgent(ModelRunner):
         run.tracker.mark_read(chunk.chunk_id)
         recalled.add(chunk)
         run.answer.loops += 1
-        run.record(Step(run.next_step, "chunk_read", {"chunk_ids": [chunk.chunk_id]},
-                        chunk.text, memory, count_tokens(chunk.text), None,
-                        time.perf_counter() - started, kind="observation"))
+        run.observe("chunk_read", {"chunk_ids": [chunk.chunk_id]}, chunk.text, memory, started,
+                    tokens=count_tokens(chunk.text))
         return memory, sufficient
 
     def _update_template(self) -> str:

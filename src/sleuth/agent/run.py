@@ -213,6 +213,15 @@ class Run:
             self.on_step(step)
         return step
 
+    def observe(self, name: str, arguments: dict[str, Any], output: str, reasoning: str,
+                started: float | None = None, tokens: int = 0) -> Step:
+        """Record a step no tool ran (kind "observation": a check, a reading, an answer
+        withheld): what it looked at, what it found, why; timed from ``started``
+        (``time.perf_counter()``; None: not timed)."""
+        seconds = 0.0 if started is None else time.perf_counter() - started
+        return self.record(Step(self.next_step, name, arguments, output, reasoning, tokens,
+                                None, seconds, kind="observation"))
+
     def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
         ``index`` and the tracker's reference ids (each with the tool that found it), and

@@ -30,7 +30,6 @@ from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
 from sleuth.text.ids import CHUNK_ID, cite, cited_ids, relevance_line, split_answer, strip_citations
 from sleuth.text.querytext import content_words
-from sleuth.types import Step
 
 MAX_CHUNKS = 6  # passages shown to the answer step
 MAX_SENTENCES = 6  # of each, those sharing most words with the question
@@ -169,9 +168,9 @@ def answer_step(run: Run, index: ReadIndex, question: str, draft: str) -> str | 
         "no passage states the answer: the agent says so" if not span.answerable else \
         "the span was found in its passage: it is the answer" if span.checked else \
         "the span was not found in the passage it names: the draft stands"
-    run.record(Step(run.next_step, "answer_span", {"chunk_ids": list(shown)},
-                    json.dumps(span.to_dict() if span else None, ensure_ascii=False),
-                    outcome, 0, None, time.perf_counter() - started, kind="observation"))
+    run.observe("answer_span", {"chunk_ids": list(shown)},
+                json.dumps(span.to_dict() if span else None, ensure_ascii=False), outcome,
+                started)
     if span is not None and not span.answerable:
         run.answer.abstained = True
     return final
