@@ -176,8 +176,9 @@ class Agent(ModelRunner):
             final = self._unfounded(run, question, final) or final
             if self.cite_holders and not abstains(final):
                 final = self._cite_holder(run, question, final) or final
-            if names_only(final):
-                final = self._quote_named(run, question, final) or final
+            named = names_only(final)
+            if named:
+                final = self._quote_named(run, question, named) or final
         if not strip_citations(final).strip() or names_only(final):  # nothing but ids
             final = f"{abstention(self._silence(run))} {final}".strip()
             run.answer.abstained = True
@@ -307,12 +308,12 @@ class Agent(ModelRunner):
                     "retrieved chunk that does", started)
         return answer
 
-    def _quote_named(self, run: Run, question: str, final: str) -> str | None:
-        """For an answer that only names a chunk, what that chunk says to the question
-        (:func:`sleuth.agent.span.quote_named`), recorded as a step; None: it was not one the
-        run retrieved."""
+    def _quote_named(self, run: Run, question: str, named: Sequence[str]) -> str | None:
+        """For an answer made only of the chunk ids ``named``, what the first of them says to
+        the question (:func:`sleuth.agent.span.quote_named`), recorded as a step; None: none
+        of them was retrieved by the run."""
         started = time.perf_counter()
-        quoted = quote_named(self.index, question, names_only(final), list(run.tracker.retrieved))
+        quoted = quote_named(self.index, question, named, list(run.tracker.retrieved))
         if quoted is None:
             return None
         run.observe("quote_named", {"chunk_ids": cited_ids(quoted)}, quoted,

@@ -124,7 +124,7 @@ def spanned(span: Span) -> str:
 
 
 # the words an answer may name a passage with and still say nothing of what it says
-_NAMING = re.compile(r"\b(?:the|chunks?|passages?|paragraphs?|documents?|sees?|and|in)\b",
+_NAMING = re.compile(r"\b(?:the|chunks?|passages?|paragraphs?|documents?|see|and|in)\b",
                      re.IGNORECASE)
 
 
