@@ -170,7 +170,8 @@ def test_body_and_json_errors(api: httpx.Client) -> None:
 
 def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
     script = [reply("The passages do not say what levers are."),
-              call("keyword_search", keywords=["Greatorex"]), reply(f"Levers [{PEPYS}].")]
+              call("keyword_search", keywords=["Greatorex"]),
+              reply(f"Levers trade time for strength [{PEPYS}].")]
     server = endpoint(script + script)
     running = Running(Service(sample_copy, _settings()))
     try:

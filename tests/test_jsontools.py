@@ -161,6 +161,32 @@ def test_facts_first_answers_read_the_deciding_facts_out_first(sample_index: Pat
     assert answer.answer == f"Levers. [{PEPYS}]"
 
 
+def test_an_answer_that_repeats_the_question_gives_way_to_the_facts_under_it(
+        sample_index: Path) -> None:
+    """The default agent's answer "Greatorex" to a question about Greatorex says nothing;
+    the facts the model wrote under it, read from the passages, are the answer (no more
+    calls). Facts the passages do not hold are not: the model is asked once more."""
+    facts = ("Greatorex showed him the strength that levers have: what is got in strength "
+             "is lost in time.")
+    script = [reply(json.dumps({"facts": facts, "answer": "Greatorex", "sources": [PEPYS]}))]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), facts_first=True)
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            llm=llm, agent="hybrid")
+    assert answer.answer.startswith(facts) and answer.llm_calls == 1
+    step = next(s for s in answer.trajectory if s.tool_name == "past_echo")
+    assert step.tool_output.startswith(facts) and "the model's facts" in step.reasoning
+    remembered = "Greatorex taught Pepys Archimedes' law of the fulcrum in Syracuse."
+    again = "That levers trade time for strength."
+    script = [reply(json.dumps({"facts": remembered, "answer": "Greatorex", "sources": []})),
+              reply(json.dumps({"facts": "", "answer": again, "sources": [PEPYS]}))]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), facts_first=True)
+        answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                            llm=llm, agent="hybrid")
+    assert answer.answer.startswith(again) and answer.llm_calls == 2
+
+
 def test_answer_only_calls_are_structured_free_text_calls_are_not(sample_index: Path) -> None:
     script = [reply(json.dumps({"answer": "Levers.", "sources": [PEPYS]}))]
     with FakeLLMServer(script) as server:

@@ -84,7 +84,7 @@ def test_a_variant_from_one_module_runs_through_the_cli(search_once: str, endpoi
 
 def test_wrappers_take_a_registered_variant(search_once: str, sample_index: Path) -> None:
     settings = sleuth.Settings.load(a2rag={"verify": True})
-    script = [reply(f"Levers [{PEPYS}]."), reply(OK)]
+    script = [reply(f"Levers trade time for strength [{PEPYS}]."), reply(OK)]
     with FakeLLMServer(script) as server:
         verified = sleuth.ask(QUESTION, index=sample_index, agent=search_once,
                               settings=settings, llm=OpenAIClient("fake-model", server.base_url))
@@ -93,7 +93,7 @@ def test_wrappers_take_a_registered_variant(search_once: str, sample_index: Path
     assert verified.control.attempts[0].evidence == [PEPYS]  # what the answer cited
 
     settings = sleuth.Settings.load(router={"simple_agent": search_once})
-    with FakeLLMServer([reply(f"Levers [{PEPYS}].")]) as server:
+    with FakeLLMServer([reply(f"Levers trade time for strength [{PEPYS}].")]) as server:
         routed = sleuth.ask(QUESTION, index=sample_index, agent="auto", settings=settings,
                             llm=OpenAIClient("fake-model", server.base_url))
     assert routed.route is not None and routed.route.agent == search_once

@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import records_index
 
 import sleuth
+from sleuth.agent.run import Listener
 from sleuth.llm import OpenAIClient
 from sleuth.testing.fake import FakeLLMServer, call, reply
 
@@ -124,7 +125,8 @@ def test_hybrid_starts_from_the_best_ranking_then_searches_on(sample_index: Path
 
 def test_hybrid_may_answer_at_once_when_the_passages_cover_the_question(
         sample_index: Path) -> None:
-    answer, requests = _run(sample_index, "hybrid", [reply(f"Levers [{PEPYS}].")])
+    said = f"Levers trade time for strength [{PEPYS}]."
+    answer, requests = _run(sample_index, "hybrid", [reply(said)])
     # one request, no tools offered: the first passages and naive-rag's prompt
     assert len(requests) == 1 and "tools" not in requests[0]
     assert requests[0]["messages"][1]["content"].startswith(
@@ -170,9 +172,49 @@ def test_hybrid_says_what_a_passage_says_when_the_answer_only_names_it(
     assert answer.abstained and not answer.citations
 
 
+def test_hybrid_asks_once_more_when_the_answer_only_repeats_the_question(
+        sample_index: Path) -> None:
+    """An answer made only of the question's words ("Greatorex" for "What did Greatorex show
+    Pepys about levers?") gets one more request over the same passages, told so; a reply
+    that adds words replaces it (recorded as a step), one that repeats the question again
+    or abstains leaves the first standing."""
+    said = f"That levers trade time for strength [{PEPYS}]."
+    answer, requests = _run(sample_index, "hybrid", [reply(f"Greatorex [{PEPYS}]"), reply(said)])
+    assert answer.answer.startswith("That levers trade time for strength")
+    first, again = requests  # the same request, told what not to answer (the echo not shown)
+    assert len(again["messages"]) == len(first["messages"]) == 2
+    assert again["messages"][1]["content"].startswith(first["messages"][1]["content"])
+    assert 'Do not answer with only "Greatorex"' in again["messages"][1]["content"]
+    step = next(s for s in answer.trajectory if s.tool_name == "past_echo")
+    assert step.kind == "observation"
+    assert step.tool_input == {"answer": "Greatorex", "repeated": ["greatorex"]}
+    assert answer.llm_calls == 2
+    heard: list[tuple[str, str]] = []  # a listener hears the echo, the step, the answer
+    listener = Listener(step=lambda s: heard.append(("step", s.tool_name)),
+                        token=lambda text: heard.append(("token", text)))
+    with FakeLLMServer([reply(f"Greatorex [{PEPYS}]"), reply(said)]) as server:
+        sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
+                   agent="hybrid", on_step=listener,
+                   llm=OpenAIClient("fake-model", server.base_url))
+    at = heard.index(("step", "past_echo"))
+    assert "".join(t for kind, t in heard[:at] if kind == "token").startswith("Greatorex")
+    assert "".join(t for kind, t in heard[at:] if kind == "token").startswith("That levers")
+    for second in (f"Pepys and Greatorex [{PEPYS}]", "The documents do not say."):
+        answer, _ = _run(sample_index, "hybrid", [reply(f"Greatorex [{PEPYS}]"), reply(second)])
+        assert answer.answer.startswith("Greatorex"), second
+
+
+def test_hybrid_takes_a_choice_the_question_offers_as_an_answer(sample_index: Path) -> None:
+    with FakeLLMServer([reply(f"Greatorex [{PEPYS}]")]) as server:
+        answer = sleuth.ask("Who showed Pepys levers, Greatorex or Mr. Coventry?",
+                            index=sample_index, agent="hybrid",
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer.startswith("Greatorex") and answer.llm_calls == 1
+
+
 def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Path) -> None:
     settings = sleuth.Settings.load(agent={"answer_first": False})
-    with FakeLLMServer([reply(f"Levers [{PEPYS}].")]) as server:
+    with FakeLLMServer([reply(f"Levers trade time for strength [{PEPYS}].")]) as server:
         answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
                             agent="hybrid", settings=settings,
                             llm=OpenAIClient("fake-model", server.base_url))
@@ -183,7 +225,7 @@ def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Pat
 
 
 def test_hybrid_is_the_default_agent(sample_index: Path) -> None:
-    with FakeLLMServer([reply("Levers.")]) as server:
+    with FakeLLMServer([reply("Levers trade time for strength.")]) as server:
         answer = sleuth.ask("What did Greatorex show Pepys?", index=sample_index,
                             llm=OpenAIClient("fake-model", server.base_url))
     assert answer.agent == "hybrid" and answer.trajectory[0].tool_name == "hybrid_search"

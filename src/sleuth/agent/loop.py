@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.citations import cite_holder
 from sleuth.agent.context import ContextWatch
+from sleuth.agent.echo import echoed, grounded
 from sleuth.agent.readout import read_out
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.span import answer_step, names_only, quote_named
@@ -134,6 +135,10 @@ class Agent(ModelRunner):
     # an answer whose citations do not hold its first sentence's words cites the chunk
     # retrieved that does (:func:`sleuth.agent.citations.cite_holder`; no model call)
     cite_holders: bool = False
+    # an answer that only repeats the question's words ("Chemotherapy" for "What is the role
+    # of chemotherapy in thyroid cancer?") gets one more request over the same passages
+    # (:mod:`sleuth.agent.echo`)
+    past_echo: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -170,6 +175,8 @@ class Agent(ModelRunner):
                 final = self._steps(run, ctx, messages, watch, tools, first_choice)
                 if self.read_facts:
                     final = self._read_facts(run, messages, final) or final
+            if self.past_echo:
+                final = self._past_echo(run, question, final, messages, tools) or final
             if self.answer_span and self.settings.answer_span and \
                     strip_citations(final).strip():
                 final = answer_step(run, self.index, question, final) or final
@@ -265,6 +272,7 @@ class Agent(ModelRunner):
             if self.check_bridge and self._past_bridge(run, ctx, messages, text):
                 return None  # the loop goes on from its bridge passages (its step says so)
             run.scratch["facts"] = response.facts
+            run.scratch["answered"] = request  # the request the answer came from
             return text
         run.observe("answer_first", {}, strip_citations(text).strip()[:600],
                     "the answer from the first passages (this step's output) says the "
@@ -292,6 +300,54 @@ class Agent(ModelRunner):
                     "the model's facts hold values the passages state, but its answer said "
                     "the documents do not: the facts are the answer", started)
         return answer
+
+    def _past_echo(self, run: Run, question: str, final: str,
+                   messages: Sequence[dict[str, Any]], tools: Sequence[Tool]) -> str | None:
+        """An answer in place of ``final`` where it only repeats the question's words
+        (:mod:`sleuth.agent.echo`): the model's own facts where they say more, read from
+        the passages; else the request the answer came from (the first answer's, else the
+        loop's dialogue, no tool to call) once more, told not to answer with those words
+        alone but in a sentence that says what the passages state, and that reply or its
+        facts; recorded as a step. None: ``final`` stands."""
+        echo = echoed(question, final)
+        if not echo:
+            return None
+        started = time.perf_counter()
+        first = run.scratch.get("answered")
+        shown = " ".join(str(m.get("content") or "") for m in (first or messages)
+                         if m.get("role") in ("user", "tool"))
+        cites = " ".join(cite(c) for c in cited_ids(final))
+
+        def said(text: str | None) -> bool:
+            return bool(text) and not abstains(text or "") and \
+                not echoed(question, text or "") and not names_only(text or "")
+
+        facts = run.scratch.get("facts")
+        found, how = None, "the model's facts, read from the passages, say what they state"
+        if said(facts) and grounded(question, str(facts), shown):
+            found = f"{strip_citations(str(facts)).strip()} {cites}".strip()
+        else:
+            nudge = prompt("echo").replace("{answer}", strip_citations(final).strip()[:300])
+            # the echo itself is left out of the request: shown it, a 1.5B model repeats it
+            request = [*first[:-1], {**first[-1], "content": f"{first[-1]['content']}\n\n"
+                                     f"{nudge}"}] if first else \
+                [*messages, {"role": "user", "content": nudge}]
+            schemas = None if first else [t.schema() for t in tools] or None
+            # not streamed: a listener that heard the echo hears the answer after this step
+            response = run.chat(request, schemas, tool_choice="none")
+            again = response.content or ""
+            if said(again):
+                found, how = again, "asked once more, the model says what they state"
+                run.scratch["facts"] = response.facts
+            elif said(response.facts) and grounded(question, str(response.facts), shown):
+                found = f"{strip_citations(str(response.facts)).strip()} {cites}".strip()
+                how = "asked once more, the model's facts say what they state"
+        run.observe("past_echo", {"answer": strip_citations(final).strip()[:300],
+                                  "repeated": echo}, strip_citations(found or "").strip()[:600],
+                    "the answer only repeated the question's words: " +
+                    (f"{how} (this step's output): that is the answer" if found else
+                     "asked once more, the model added nothing either: it stands"), started)
+        return found
 
     def _cite_holder(self, run: Run, question: str, final: str) -> str | None:
         """``final`` citing the retrieved chunk that holds what it answers, where the chunks
