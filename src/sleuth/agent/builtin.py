@@ -32,8 +32,9 @@ VARIANTS: tuple[Variant, ...] = (
             "defines, computed from the filings; settled without the model); elsewhere the model "
             "answers from those first passages (the two best chunks whole) in one request "
             "without tools, and searches further with A-RAG's tools where that answer says "
-            "the documents do not say; an answer that only repeats the question's words is "
-            "asked for once more; an answer cites the chunk that holds its words",
+            "the documents do not say; an answer that only repeats the question's words "
+            "gives way to the model's facts under it or to one more request; an answer cites "
+            "the chunk that holds its words",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
                       also_first=None, check_bridge=True, answer_span=True,
                       read_facts=True, answer_first=True, first_whole=2,

@@ -10,7 +10,7 @@ answer "Stage 0". Facts that add words to the question, most of them words of th
 the model was shown (:func:`grounded`), replace the echo, cited as it was; no model call.
 Otherwise the agent sends the model the same request once more, told not to answer with
 those words alone but in a sentence that says what the passages state about them (the
-echo itself is not shown: shown it, the 1.5B model repeats it); a reply (or its facts)
+echo itself is not shown: shown it, the 1.5B model repeated it); a reply (or its facts)
 that adds words and does not abstain replaces the echo ("Chronic hepatitis C infection
 increases the risk of developing liver cancer"); anything else leaves it standing.
 

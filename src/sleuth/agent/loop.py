@@ -136,8 +136,8 @@ class Agent(ModelRunner):
     # retrieved that does (:func:`sleuth.agent.citations.cite_holder`; no model call)
     cite_holders: bool = False
     # an answer that only repeats the question's words ("Chemotherapy" for "What is the role
-    # of chemotherapy in thyroid cancer?") gets one more request over the same passages
-    # (:mod:`sleuth.agent.echo`)
+    # of chemotherapy in thyroid cancer?") gives way to the model's facts under it, read from
+    # the passages, or to one more request over them (:mod:`sleuth.agent.echo`)
     past_echo: bool = False
 
     def __post_init__(self) -> None:
