@@ -318,9 +318,10 @@ class Agent(ModelRunner):
                          if m.get("role") in ("user", "tool"))
         cites = " ".join(cite(c) for c in cited_ids(final))
 
-        def said(text: str | None) -> bool:
-            return bool(text) and not abstains(text or "") and \
-                not echoed(question, text or "") and not names_only(text or "")
+        def said(text: str | None) -> bool:  # an answer that says something
+            text = text or ""
+            return bool(text) and not abstains(text) and not echoed(question, text) and \
+                not names_only(text)
 
         facts = run.scratch.get("facts")
         found, how = None, "the model's facts, read from the passages, say what they state"
