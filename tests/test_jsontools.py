@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import sleuth
+from sleuth.agent.run import Listener
 from sleuth.llm import JsonToolCalls, OpenAIClient
 from sleuth.llm.jsontools import parse_reply, reply_schema
 from sleuth.testing.fake import FakeLLMServer, reply
@@ -185,6 +186,60 @@ def test_an_answer_that_repeats_the_question_gives_way_to_the_facts_under_it(
         answer = sleuth.ask("What did Greatorex show Pepys about levers?", index=sample_index,
                             llm=llm, agent="hybrid")
     assert answer.answer.startswith(again) and answer.llm_calls == 2
+
+
+def _hybrid(sample_index: Path, question: str, facts: str, answer: str,
+            on_step: Listener | None = None,
+            settings: sleuth.Settings | None = None) -> sleuth.Answer:
+    script = [reply(json.dumps({"facts": facts, "answer": answer, "sources": [PEPYS]}))]
+    with FakeLLMServer(script) as server:
+        llm = JsonToolCalls(OpenAIClient("fake-model", server.base_url), facts_first=True)
+        return sleuth.ask(question, index=sample_index, llm=llm, agent="hybrid",
+                          on_step=on_step, settings=settings)
+
+
+def test_the_default_answer_is_followed_by_the_facts_that_state_it(sample_index: Path) -> None:
+    """The facts the model wrote under its bare answer, where they state it in the words of
+    the passages, follow it as its support (the prompt's "then one or two sentences of
+    support"); a listener that heard the answer hears them follow it, once, before the
+    step, so a chat client sees no revision."""
+    facts = "Greatorex showed him how it comes to pass the strength that levers have."
+    heard: list[tuple[str, str]] = []
+    listener = Listener(step=lambda s: heard.append(("step", s.tool_name)),
+                        token=lambda text: heard.append(("token", text)))
+    answer = _hybrid(sample_index, "Who showed Pepys the strength of levers?", facts,
+                     "Greatorex", on_step=listener)
+    assert answer.answer == f"Greatorex [{PEPYS}]\n\n{facts} [{PEPYS}]"
+    assert answer.llm_calls == 1 and [c.chunk_id for c in answer.citations] == [PEPYS]
+    step = next(s for s in answer.trajectory if s.tool_name == "support")
+    assert step.kind == "observation" and step.tool_output == facts
+    said = "".join(t for kind, t in heard if kind == "token")
+    assert said == answer.answer  # heard once: the answer, then its support
+    assert heard.index(("step", "support")) > max(
+        i for i, (kind, _) in enumerate(heard) if kind == "token")
+    bare = sleuth.Settings.load(agent={"answer_support": False})  # for exact-match scoring
+    answer = _hybrid(sample_index, "Who showed Pepys the strength of levers?", facts,
+                     "Greatorex", settings=bare)
+    assert answer.answer == f"Greatorex [{PEPYS}]"
+
+
+@pytest.mark.parametrize(("question", "facts"), [
+    # the facts say something else than the answer
+    ("Who showed Pepys the strength of levers?", "Mr. Mills preached a good sermon."),
+    # read from memory, not from the passages
+    ("Who showed Pepys the strength of levers?",
+     "Greatorex taught Pepys Archimedes' law of the fulcrum in Syracuse."),
+    # they add nothing to the answer
+    ("Who showed Pepys the strength of levers?", "Greatorex."),
+    # they name the option the answer did not choose: the answer would read both ways
+    ("Who showed Pepys levers, Greatorex or Mills?",
+     "Greatorex showed him levers; Mr. Mills preached a sermon."),
+])
+def test_facts_that_do_not_support_the_answer_do_not_follow_it(
+        sample_index: Path, question: str, facts: str) -> None:
+    answer = _hybrid(sample_index, question, facts, "Greatorex")
+    assert answer.answer == f"Greatorex [{PEPYS}]"
+    assert "support" not in [s.tool_name for s in answer.trajectory]
 
 
 def test_answer_only_calls_are_structured_free_text_calls_are_not(sample_index: Path) -> None:

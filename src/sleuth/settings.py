@@ -176,6 +176,10 @@ class AgentSettings(BaseModel):
         "request without tools, and searches on with its tools only where that answer says "
         "the documents do not say (False: the tools are offered from the first request; "
         "longer answers, fewer short ones right, BENCHMARKS §31)")
+    answer_support: bool = Field(
+        True, description="The default agent's answer is followed by the facts the model "
+        "wrote under it where they state it in the words of the passages (a local model's "
+        "JSON answer; BENCHMARKS §36); False: the bare answer, as for exact-match scoring")
     answer_span: bool = Field(
         False, description="After the default agent's draft, one more call for the span of "
         "the evidence that answers, checked against its passage: it becomes the answer, "

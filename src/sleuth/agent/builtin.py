@@ -34,11 +34,12 @@ VARIANTS: tuple[Variant, ...] = (
             "without tools, and searches further with A-RAG's tools where that answer says "
             "the documents do not say; an answer that only repeats the question's words "
             "gives way to the model's facts under it or to one more request; an answer cites "
-            "the chunk that holds its words",
+            "the chunk that holds its words and is followed by the model's facts under it "
+            "where they state it",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
                       also_first=None, check_bridge=True, answer_span=True,
                       read_facts=True, answer_first=True, first_whole=2,
-                      cite_holders=True, past_echo=True),
+                      cite_holders=True, past_echo=True, with_support=True),
             ("hybrid_search", "keyword_search", "semantic_search", "chunk_read"), "hybrid"),
     Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
             ("keyword_search", "semantic_search", "chunk_read")),

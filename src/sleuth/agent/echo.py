@@ -23,20 +23,29 @@ option to turn on data page checksums").
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Sequence
+from typing import Any
 
-from sleuth.text.ids import split_answer, strip_citations
+from sleuth.agent.run import Run
+from sleuth.agent.span import names_only
+from sleuth.prompts import prompt
+from sleuth.text.abstain import abstains
+from sleuth.text.ids import cite, cited_ids, split_answer, strip_citations
 from sleuth.text.querytext import CONTENT_STOPWORDS, identifier_terms, stem
+from sleuth.tools import Tool
 
 # a question that offers its answers: "A or B", "A vs B", "either", "among A, B and C",
 # "between A and B, who ...", "which of A and B"
-_CHOICES = re.compile(r"\b(?:or|vs|versus|either|among|amongst|between|which of)\b",
-                      re.IGNORECASE)
+CHOICES = re.compile(r"\b(?:or|vs|versus|either|among|amongst|between|which of)\b",
+                     re.IGNORECASE)
 
 
 GROUNDED = 0.75  # share of the words facts add to the question that the passages must hold
 
 
-def _stems(text: str) -> list[str]:
+def stems(text: str) -> list[str]:
+    """The crude stems of ``text``'s content words, in order."""
     return [stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if w not in CONTENT_STOPWORDS]
 
 
@@ -45,10 +54,10 @@ def echoed(question: str, answer: str) -> list[str]:
     one of them is the question's own and the question offers no choices; ``[]`` for an
     answer that adds a word (or has none: an empty answer is another matter)."""
     body = strip_citations(split_answer(answer)[0])
-    words = _stems(body)
-    if not words or _CHOICES.search(question):
+    words = stems(body)
+    if not words or CHOICES.search(question):
         return []
-    asked = set(_stems(question))
+    asked = set(stems(question))
     if not all(w in asked for w in words) or any(
             t.lower() not in question.lower() for t in identifier_terms(body)):
         return []
@@ -59,8 +68,56 @@ def echoed(question: str, answer: str) -> list[str]:
 def grounded(question: str, facts: str, shown: str) -> bool:
     """Whether ``facts`` add words to ``question`` and :data:`GROUNDED` of those words are
     words of the passages ``shown`` (read from them, not remembered)."""
-    added = set(_stems(strip_citations(facts))) - set(_stems(question))
+    added = set(stems(strip_citations(facts))) - set(stems(question))
     if not added:
         return False
-    held = set(_stems(shown))
+    held = set(stems(shown))
     return sum(w in held for w in added) >= GROUNDED * len(added)
+
+
+def past_echo(run: Run, question: str, final: str, shown: str,
+          messages: Sequence[dict[str, Any]], tools: Sequence[Tool]) -> str | None:
+    """An answer in place of ``final`` where it only repeats the question's words (see the
+    module docstring): the model's own facts where they say more, read from the passages
+    (``shown``: their text); else the request the answer came from (the first answer's,
+    else the loop's dialogue, ``tools`` not to be called) once more, told not to answer
+    with those words alone but in a sentence that says what the passages state, and that
+    reply or its facts; recorded as a step. None: ``final`` stands."""
+    echo = echoed(question, final)
+    if not echo:
+        return None
+    started = time.perf_counter()
+    first = run.scratch.get("answered")
+    cites = " ".join(cite(c) for c in cited_ids(final))
+
+    def said(text: str | None) -> bool:  # an answer that says something
+        text = text or ""
+        return bool(text) and not abstains(text) and not echoed(question, text) and \
+            not names_only(text)
+
+    facts = run.scratch.get("facts")
+    found, how = None, "the model's facts, read from the passages, say what they state"
+    if said(facts) and grounded(question, str(facts), shown):
+        found = f"{strip_citations(str(facts)).strip()} {cites}".strip()
+    else:
+        nudge = prompt("echo").replace("{answer}", strip_citations(final).strip()[:300])
+        # the echo itself is left out of the request: shown it, a 1.5B model repeats it
+        request = [*first[:-1], {**first[-1], "content": f"{first[-1]['content']}\n\n"
+                                 f"{nudge}"}] if first else \
+            [*messages, {"role": "user", "content": nudge}]
+        schemas = None if first else [t.schema() for t in tools] or None
+        # not streamed: a listener that heard the echo hears the answer after this step
+        response = run.chat(request, schemas, tool_choice="none")
+        again = response.content or ""
+        if said(again):
+            found, how = again, "asked once more, the model says what they state"
+            run.scratch["facts"] = response.facts
+        elif said(response.facts) and grounded(question, str(response.facts), shown):
+            found = f"{strip_citations(str(response.facts)).strip()} {cites}".strip()
+            how = "asked once more, the model's facts say what they state"
+    run.observe("past_echo", {"answer": strip_citations(final).strip()[:300],
+                              "repeated": echo}, strip_citations(found or "").strip()[:600],
+                "the answer only repeated the question's words: " +
+                (f"{how} (this step's output): that is the answer" if found else
+                 "asked once more, the model added nothing either: it stands"), started)
+    return found

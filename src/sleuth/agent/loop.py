@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth.agent.citations import cite_holder
 from sleuth.agent.context import ContextWatch
-from sleuth.agent.echo import echoed, grounded
+from sleuth.agent.echo import past_echo
 from sleuth.agent.readout import read_out
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.span import answer_step, names_only, quote_named
+from sleuth.agent.support import support_step
 from sleuth.agent.toolcalls import assistant_message, call_key, execute, repeated
 from sleuth.llm import ChatResponse, ToolCall
 from sleuth.prompts import prompt
@@ -139,6 +140,9 @@ class Agent(ModelRunner):
     # of chemotherapy in thyroid cancer?") gives way to the model's facts under it, read from
     # the passages, or to one more request over them (:mod:`sleuth.agent.echo`)
     past_echo: bool = False
+    # an answer followed by the model's facts under it as its support, where they state it
+    # in the words of the passages shown (:mod:`sleuth.agent.support`)
+    with_support: bool = False
 
     def __post_init__(self) -> None:
         listing = "\n".join(f"- {t.name}: {t.description.split('. ')[0]}." for t in self.tools)
@@ -176,13 +180,19 @@ class Agent(ModelRunner):
                 if self.read_facts:
                     final = self._read_facts(run, messages, final) or final
             if self.past_echo:
-                final = self._past_echo(run, question, final, messages, tools) or final
+                final = past_echo(run, question, final, self._shown(run, messages),
+                                  messages, tools) or final
+            spanned = None  # the answer step's answer: the phrase and its sentence
             if self.answer_span and self.settings.answer_span and \
                     strip_citations(final).strip():
-                final = answer_step(run, self.index, question, final) or final
+                spanned = answer_step(run, self.index, question, final)
+                final = spanned or final
             final = self._unfounded(run, question, final) or final
             if self.cite_holders and not abstains(final):
                 final = self._cite_holder(run, question, final) or final
+            if self.with_support and self.settings.answer_support and spanned is None:
+                final = support_step(run, question, final,  # cited as the answer is
+                                     self._shown(run, messages)) or final
             named = names_only(final)
             if named:
                 final = self._quote_named(run, question, named) or final
@@ -301,54 +311,13 @@ class Agent(ModelRunner):
                     "the documents do not: the facts are the answer", started)
         return answer
 
-    def _past_echo(self, run: Run, question: str, final: str,
-                   messages: Sequence[dict[str, Any]], tools: Sequence[Tool]) -> str | None:
-        """An answer in place of ``final`` where it only repeats the question's words
-        (:mod:`sleuth.agent.echo`): the model's own facts where they say more, read from
-        the passages; else the request the answer came from (the first answer's, else the
-        loop's dialogue, no tool to call) once more, told not to answer with those words
-        alone but in a sentence that says what the passages state, and that reply or its
-        facts; recorded as a step. None: ``final`` stands."""
-        echo = echoed(question, final)
-        if not echo:
-            return None
-        started = time.perf_counter()
+    @staticmethod
+    def _shown(run: Run, messages: Sequence[dict[str, Any]]) -> str:
+        """The text of the passages the answer came from: the first answer's request where
+        it answered, else the loop's dialogue."""
         first = run.scratch.get("answered")
-        shown = " ".join(str(m.get("content") or "") for m in (first or messages)
-                         if m.get("role") in ("user", "tool"))
-        cites = " ".join(cite(c) for c in cited_ids(final))
-
-        def said(text: str | None) -> bool:  # an answer that says something
-            text = text or ""
-            return bool(text) and not abstains(text) and not echoed(question, text) and \
-                not names_only(text)
-
-        facts = run.scratch.get("facts")
-        found, how = None, "the model's facts, read from the passages, say what they state"
-        if said(facts) and grounded(question, str(facts), shown):
-            found = f"{strip_citations(str(facts)).strip()} {cites}".strip()
-        else:
-            nudge = prompt("echo").replace("{answer}", strip_citations(final).strip()[:300])
-            # the echo itself is left out of the request: shown it, a 1.5B model repeats it
-            request = [*first[:-1], {**first[-1], "content": f"{first[-1]['content']}\n\n"
-                                     f"{nudge}"}] if first else \
-                [*messages, {"role": "user", "content": nudge}]
-            schemas = None if first else [t.schema() for t in tools] or None
-            # not streamed: a listener that heard the echo hears the answer after this step
-            response = run.chat(request, schemas, tool_choice="none")
-            again = response.content or ""
-            if said(again):
-                found, how = again, "asked once more, the model says what they state"
-                run.scratch["facts"] = response.facts
-            elif said(response.facts) and grounded(question, str(response.facts), shown):
-                found = f"{strip_citations(str(response.facts)).strip()} {cites}".strip()
-                how = "asked once more, the model's facts say what they state"
-        run.observe("past_echo", {"answer": strip_citations(final).strip()[:300],
-                                  "repeated": echo}, strip_citations(found or "").strip()[:600],
-                    "the answer only repeated the question's words: " +
-                    (f"{how} (this step's output): that is the answer" if found else
-                     "asked once more, the model added nothing either: it stands"), started)
-        return found
+        return " ".join(str(m.get("content") or "") for m in (first or messages)
+                        if m.get("role") in ("user", "tool"))
 
     def _cite_holder(self, run: Run, question: str, final: str) -> str | None:
         """``final`` citing the retrieved chunk that holds what it answers, where the chunks

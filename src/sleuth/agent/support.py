@@ -1,0 +1,85 @@
+"""An answer's support: the model's facts under it, where they state it.
+
+The default agent's prompt asks for the answer itself, then one or two sentences of
+support. A small model held to a JSON answer object (``{"facts": ..., "answer": ...}``,
+:class:`~sleuth.llm.jsontools.JsonToolCalls`) writes the support into "facts" and the bare
+answer into "answer": asked "What type of cancer is chronic myeloid leukemia (CML)?", the
+1.5B model answers "blood cancer" over "Chronic myeloid leukemia (CML) is a type of blood
+cancer"; asked "Can a history of radiation therapy increase BCC risk?", "Yes" over
+"Radiation therapy can increase BCC risk". The answer alone leaves a person to guess what
+it answers ("Yes" to which part?). Facts that state the answer (every content word of it,
+"yes" and "no" aside), add words to it, and are read from the passages shown (three
+quarters of the words they add to the question are the passages', :func:`grounded`)
+follow the answer as its support, cited with its citations. Where the question offers
+choices ("A or B?"), facts that name an option the answer does not are left out: they
+would make the answer read both ways.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sleuth.agent.echo import CHOICES, grounded, stems
+from sleuth.agent.run import Run
+from sleuth.text.abstain import abstains
+from sleuth.text.ids import cite, cited_ids, is_relevance_line, strip_citations
+from sleuth.text.querytext import proper_names
+
+_YES_NO = frozenset({"yes", "no"})
+
+
+def supported(question: str, answer: str, facts: object, shown: str) -> str | None:
+    """``answer`` followed by the model's ``facts`` where they are its support (see the
+    module docstring); ``shown`` is the text of the passages the model was shown. None: the
+    answer stands alone."""
+    if not isinstance(facts, str) or not facts.strip() or abstains(answer) or abstains(facts):
+        return None
+    lines = answer.rstrip().split("\n")
+    relevance = [line for line in lines if is_relevance_line(line)]
+    body = "\n".join(line for line in lines if not is_relevance_line(line)).rstrip()
+    said = [w for w in stems(strip_citations(body)) if w not in _YES_NO]
+    stated = set(stems(strip_citations(facts)))
+    if not stated - set(said) or not all(w in stated for w in said):
+        return None  # the facts add nothing to the answer, or say something else
+    if CHOICES.search(question) and any(
+            n.lower() in facts.lower() and n.lower() not in body.lower()
+            for n in proper_names(question)):
+        return None
+    if not grounded(question, facts, shown):
+        return None
+    cites = " ".join(cite(c) for c in cited_ids(body))
+    support = f"{' '.join(strip_citations(facts).split())} {cites}".rstrip()
+    return "\n\n".join([body, support, *relevance])
+
+
+def addition(answer: str, supported_answer: str) -> str:
+    """What ``supported_answer`` adds to ``answer`` as it is said (the support, without
+    the ``Relevance:`` line a listener never hears)."""
+    said = "\n".join(line for line in answer.rstrip().split("\n")
+                     if not is_relevance_line(line)).rstrip()
+    full = "\n".join(line for line in supported_answer.split("\n")
+                     if not is_relevance_line(line)).rstrip()
+    return full[len(said):] if full.startswith(said) else ""
+
+
+def support_step(run: Run, question: str, final: str, shown: str) -> str | None:
+    """``final`` followed by the model's facts under it where they are its support
+    (:func:`supported`; ``shown``: the text of the passages the answer came from),
+    recorded as a step; None: it stands alone. A listener that heard the answer hears the
+    support follow it, before the step: nothing is said twice, nothing reads as a
+    revision."""
+    started = time.perf_counter()
+    facts = run.scratch.get("facts")
+    found = supported(question, final, facts, shown)
+    if found is None:
+        return None
+    listener = run.listener
+    more = addition(final, found) if listener is not None and listener.answered else ""
+    if listener is not None and more:
+        listener.say(more)
+    run.observe("support", {"answer": strip_citations(final).strip()[:300]}, str(facts),
+                "the model's facts state its answer in the words of the passages: they "
+                "follow it as its support", started)
+    if listener is not None and more:
+        listener.answered = True  # the answer and its support were heard: not again
+    return found
