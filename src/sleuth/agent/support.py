@@ -34,9 +34,8 @@ def supported(question: str, answer: str, facts: object, shown: str) -> str | No
     answer stands alone."""
     if not isinstance(facts, str) or not facts.strip() or abstains(answer) or abstains(facts):
         return None
-    lines = answer.rstrip().split("\n")
-    relevance = [line for line in lines if is_relevance_line(line)]
-    body = "\n".join(line for line in lines if not is_relevance_line(line)).rstrip()
+    body = _heard(answer)
+    relevance = [line for line in answer.split("\n") if is_relevance_line(line)]
     said = [w for w in stems(strip_citations(body)) if w not in _YES_NO]
     stated = set(stems(strip_citations(facts)))
     if not stated - set(said) or not all(w in stated for w in said):
@@ -55,11 +54,13 @@ def supported(question: str, answer: str, facts: object, shown: str) -> str | No
 def addition(answer: str, supported_answer: str) -> str:
     """What ``supported_answer`` adds to ``answer`` as it is said (the support, without
     the ``Relevance:`` line a listener never hears)."""
-    said = "\n".join(line for line in answer.rstrip().split("\n")
-                     if not is_relevance_line(line)).rstrip()
-    full = "\n".join(line for line in supported_answer.split("\n")
-                     if not is_relevance_line(line)).rstrip()
+    said, full = _heard(answer), _heard(supported_answer)
     return full[len(said):] if full.startswith(said) else ""
+
+
+def _heard(answer: str) -> str:
+    """``answer`` without its ``Relevance:`` line, as a listener hears it."""
+    return "\n".join(line for line in answer.split("\n") if not is_relevance_line(line)).rstrip()
 
 
 def support_step(run: Run, question: str, final: str, shown: str) -> str | None:
