@@ -237,6 +237,79 @@ def test_docbook_pages_lose_navheader_and_navfooter(tmp_path: Path) -> None:
     assert docs["auth-methods.html"][0] == "21.3. Authentication Methods"
 
 
+def docbook_chapter(title: str, intro: str, sections: list[str]) -> str:
+    """A part or chapter page of the PostgreSQL manual: a line of introduction (or none)
+    and the table of contents of its sections."""
+    toc = "".join(f'<dt><span class="sect1"><a href="s{i}.html">{name}</a></span></dt>'
+                  for i, name in enumerate(sections))
+    page = docbook_page(title, title, intro)
+    start, end = page.index("<pre class"), page.index("</pre>") + len("</pre>")
+    return (page[:start] + '<div class="toc"><p><strong>Table of Contents</strong></p>'
+            f'<dl class="toc">{toc}</dl></div>' + page[end:])
+
+
+def docbook_index(entries: dict[str, str]) -> str:
+    """The manual's index (``bookindex.html``): each term and the sections it is in."""
+    rows = "".join(f'<dt>{term}, <a class="indexterm" href="x.html">{where}</a></dt>'
+                   for term, where in entries.items())
+    return ('<html><head><title>Index</title></head><body><div class="navheader"><a '
+            'href="biblio.html">Prev</a></div><div class="index" id="BOOKINDEX">'
+            '<div class="titlepage"><h1 class="title">Index</h1></div><div class="index">'
+            '<p class="indexdiv-quicklinks"><a href="#A">A</a> | <a href="#B">B</a></p>'
+            f'<div class="indexdiv"><h3>A</h3><dl>{rows}</dl></div></div></div></body></html>')
+
+
+def sphinx_genindex(letter: str, entries: list[str]) -> str:
+    """One letter of a Sphinx build's general index (``genindex-A.html``)."""
+    cells = "".join(f'<li><a href="library/x.html#{e}">{e}</a></li>' for e in entries)
+    return sphinx_page("json", "JSON encoder and decoder").replace(
+        '<section id="module-json">', f'<section><h1 id="index">Index &#8211; {letter}</h1>'
+        f'<table class="indextable" style="width: 100%"><tr><td><ul>{cells}</ul></td></tr>'
+        '</table><div hidden>', 1).replace("</section>", "</div></section>", 1)
+
+
+def test_indexes_and_tables_of_contents_are_navigation_not_content(tmp_path: Path) -> None:
+    """A book's index and a page of contents only are left out (reported); the contents
+    listed on a page with text of its own go, its text stays (BENCHMARKS §37)."""
+    sections = ["20.1. Setting Parameters", "20.2. File Locations", "20.3. Connections"]
+    chapter = "Chapter 20. Server Configuration"
+    toctree = ('<div class="toctree-wrapper compound"><ul><li class="toctree-l1">'
+               '<a href="email.message.html">email.message: Representing an email message'
+               '</a></li></ul></div>')
+    pages = {
+        "runtime-config.html": docbook_chapter(
+            chapter, "There are many configuration parameters that affect the server.",
+            sections),
+        "gin.html": docbook_chapter("Chapter 70. GIN Indexes", "", sections),
+        "bookindex.html": docbook_index({"autovacuum": "25.1.6. The Autovacuum Daemon",
+                                         "work_mem": "20.4.1. Memory",
+                                         "vacuum_cost_delay": "20.4.4. Cost-based Delay"}),
+        "genindex-A.html": sphinx_genindex("A", ["abs() (built-in function)", "aifc",
+                                                 "all() (built-in function)", "array"]),
+        "email.html": sphinx_page("email", "An email and MIME handling package").replace(
+            "<table class", f"{toctree}<table class", 1),
+    }
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, page in pages.items():
+        (site / name).write_text(page, encoding="utf-8")
+    with Index.open(tmp_path / "idx", create=True) as index:
+        report = index.add([site])
+        titles = index.document_titles()
+        texts = {doc_id: "\n".join(c.text for c in index.read(
+            [chunk for chunk, _, _ in index.chunk_spans(doc_id)]).chunks) for doc_id in titles}
+    assert sorted(titles) == ["email.html", "runtime-config.html"]
+    left_out = {Path(s.path).name: s.reason for s in report.skipped}
+    assert sorted(left_out) == ["bookindex.html", "genindex-A.html", "gin.html"]
+    assert all("navigation only" in reason for reason in left_out.values())
+    check(texts["runtime-config.html"],
+          kept=[chapter, "There are many configuration parameters that affect the server."],
+          gone=["Table of Contents", *sections])
+    check(texts["email.html"], kept=["The email module handles An email and MIME handling "
+                                     "package.", "Kind Python type"],
+          gone=["email.message: Representing an email message"])
+
+
 def test_header_footer_and_aside_of_an_article_are_content(tmp_path: Path) -> None:
     page = """<!doctype html><html><head><title>Tuning the planner</title></head><body>
 <header><a href="/">Example Docs</a><form role="search"><input name="q"></form></header>

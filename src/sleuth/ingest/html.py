@@ -33,12 +33,13 @@ _NAVIGATION = "nav, [role='navigation' i], [role='search' i], .headerlink"
 _PAGE_LEVEL = "header, footer, aside, [role='banner' i], [role='contentinfo' i], .footer"
 _CONTENT = frozenset({"article", "main"})  # tags, or the role ``main``
 FURNITURE_CLASSES = {
-    "Sphinx": "related sphinxsidebar rst-footer-buttons wy-nav-side wy-breadcrumbs",
+    "Sphinx": "related sphinxsidebar rst-footer-buttons wy-nav-side wy-breadcrumbs "
+              "toctree-wrapper indextable genindex-jumpbox modindex-jumpbox",
     "MkDocs": "md-header md-tabs md-sidebar md-footer md-search md-skip md-top md-source",
     "Javadoc": "topNav subNav bottomNav fixedNav skipNav legalCopy top-nav sub-nav "
                "bottom-nav skip-nav legal-copy",
-    "DocBook": "navheader navfooter",
-    "common": "breadcrumb breadcrumbs skip-link skip-to-content",
+    "DocBook": "navheader navfooter indexdiv indexdiv-quicklinks",
+    "common": "breadcrumb breadcrumbs skip-link skip-to-content toc",
 }
 _PERMALINKS = frozenset("¶§#🔗")  # the text of an anchor that links a heading to itself
 _CELLS = frozenset({"td", "th"})
@@ -51,6 +52,15 @@ _BREAKS = re.compile(r"\n{3,}")
 class HtmlPage:
     title: str | None
     text: str
+    # whether furniture was left out and nothing but a line or two of the page is left: a
+    # page that is all navigation (a book's index, a table of contents, Sphinx's genindex)
+    navigation_only: bool = False
+
+
+# Words (of 3 letters or more) a page holds beyond those of its title, at most, when it is
+# all navigation once its furniture is out ("Index pages by letter:", Sphinx's genindex.html)
+NAVIGATION_WORDS = 4
+_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 def parse_html(source: str) -> HtmlPage:
@@ -66,12 +76,23 @@ def parse_html(source: str) -> HtmlPage:
     title = _title(tree)
     for node in tree.css(_INVISIBLE):
         node.decompose()
-    _drop(_furniture(tree))
+    furniture = _furniture(tree)
+    _drop(furniture)
     root = tree.body if tree.body is not None else tree.root
     parts: list[str] = []
     if root is not None:
         _collect(root, parts)
-    return HtmlPage(title=title, text=_tidy("".join(parts)))
+    text = _tidy("".join(parts))
+    return HtmlPage(title=title, text=text,
+                    navigation_only=bool(furniture) and _few_words(text, title or ""))
+
+
+def _few_words(text: str, title: str) -> bool:
+    """Whether ``text`` holds at most :data:`NAVIGATION_WORDS` words beyond its title's
+    (counted only where it is short: a page of content is not read twice)."""
+    if len(text) > len(title) + 50 * (NAVIGATION_WORDS + 1):
+        return False
+    return len(_WORD.findall(text)) - len(_WORD.findall(title)) <= NAVIGATION_WORDS
 
 
 def _furniture(tree: Any) -> list[Any]:

@@ -31,6 +31,9 @@ def parse_file(path: Path, doc_id: str, kind: str, limits: ReadLimits = NO_LIMIT
     page = parse_html(source)
     if not page.text.strip():
         raise SkipSource("HTML page has no visible text")
+    if page.navigation_only:
+        raise SkipSource("HTML page of navigation only (a site's index or table of "
+                         "contents): nothing but its title is left without it")
     limits.check_chars(len(page.text), "visible text")
     title = page.title or path.stem
     return Document(doc_id, title, with_title(title, page.text), "html", str(path), {})
