@@ -6,7 +6,9 @@ search boxes (``role=search``), the site's header, footer and side bars (``<head
 ``<footer>``, ``<aside>``, ``role=banner/contentinfo``, left alone inside the page's
 ``<article>`` or ``<main>``, where they hold its title, a byline, footnotes), permalink
 anchors (Sphinx and MkDocs ``¶``), and the class names the common generators give theirs
-(:data:`FURNITURE_CLASSES`: Sphinx, MkDocs Material, Javadoc, DocBook).
+(:data:`FURNITURE_CLASSES`: Sphinx, MkDocs Material, Javadoc, DocBook), their lists of
+contents and index tables among them. A page left with nothing but its title without its
+furniture (a book's index, a contents page) is marked ``navigation_only``.
 """
 
 from __future__ import annotations
