@@ -133,6 +133,27 @@ def test_index_skips_special_files_deep_json_and_counts_unsupported(
     assert len(report["skipped"]) == 3
 
 
+def test_many_files_skipped_for_one_reason_are_one_line(sleuth, tmp_path: Path):
+    """Up to three files skipped for a reason are listed one by one; more are one line
+    that names the first three (a Javadoc build skips hundreds); --json lists every one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nA note about herons.", "utf-8")
+    for n in range(6):
+        (docs / f"empty{n}.html").write_bytes(b"")
+    (docs / "deep.json").write_text(DEEP_JSON)
+    result = sleuth("index", str(docs), "--index", str(tmp_path / "idx"))
+    assert result.code == 0, result.err
+    lines = [line for line in result.err.splitlines() if line.startswith("skipped ")]
+    assert len(lines) == 2, lines
+    many = next(line for line in lines if line.startswith("skipped 6 files: empty file"))
+    assert many.endswith("and 3 more; --json lists them all)")
+    assert sum(f"empty{n}.html" in many for n in range(6)) == 3
+    assert any(line.startswith(f"skipped {docs / 'deep.json'}: JSON nested") for line in lines)
+    report = sleuth("index", str(docs), "--index", str(tmp_path / "idx"), "--json").json()
+    assert len(report["skipped"]) == 7
+
+
 def test_index_deep_json_named_directly_is_one_clear_error(sleuth, tmp_path: Path):
     deep = tmp_path / "deep.json"
     deep.write_text(DEEP_JSON)

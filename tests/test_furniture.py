@@ -310,6 +310,60 @@ def test_indexes_and_tables_of_contents_are_navigation_not_content(tmp_path: Pat
           gone=["email.message: Representing an email message"])
 
 
+def javadoc17_listing(kind: str, title: str, body: str) -> str:
+    """A Javadoc 17 page its generator marks as ``kind`` (the ``<body>`` class)."""
+    page = javadoc17_page("String")
+    page = page.replace('class="class-declaration-page"', f'class="{kind}"')
+    page = page.replace("String (Java SE 17 &amp; JDK 17)</title>", f"{title}</title>")
+    start = page.index('<div class="header">')
+    end = page.index("</main>")
+    return page[:start] + body + page[end:]
+
+
+def test_javadoc_indexes_uses_trees_and_source_copies_are_listings(tmp_path: Path) -> None:
+    """Javadoc's index, "Uses of", tree, help and source pages repeat what its class pages
+    say: left out (reported), however long; the class and constants pages stay."""
+    entries = "".join(f"<dt><a href=\"lang/String.html#m{i}\">strip{i}()</a> - Method in "
+                      f"class String</dt><dd><div class=\"block\">Returns a string whose "
+                      f"value is this string, with white space {i} removed.</div></dd>"
+                      for i in range(300))
+    pages = {
+        "lang/String.html": javadoc17_page("String"),
+        "constant-values.html": javadoc17_listing(
+            "constants-summary-page", "Constant Field Values",
+            "<h1>Constant Field Values</h1><table><tr><td>public static final int</td>"
+            "<td>MAX_RADIX</td><td>36</td></tr></table>"),
+        "index-all.html": javadoc17_listing("index-page", "Index",
+                                            f"<h1>Index</h1><dl class=\"index\">{entries}</dl>"),
+        "lang/class-use/String.html": javadoc17_listing(
+            "class-use-page", "Uses of Class java.lang.String",
+            "<h1>Uses of Class<br>java.lang.String</h1><p>Methods in java.lang that return "
+            "String: strip() Returns a string whose value is this string.</p>"),
+        "overview-tree.html": javadoc17_listing(
+            "tree-page", "Class Hierarchy",
+            "<h1>Hierarchy For All Packages</h1><ul><li>java.lang.Object<ul><li>"
+            "java.lang.String (implements java.lang.CharSequence)</li></ul></li></ul>"),
+        "help-doc.html": javadoc17_listing(
+            "help-page", "API Help", "<h1>JavaDoc Help</h1><p>Starting from the Overview "
+            "page, you can browse the documentation using the links in each page.</p>"),
+        "src-html/lang/String.html": javadoc17_listing(
+            "source-page", "Source code", "<pre>001 /**\n002  * The String class represents "
+            "character strings.\n003  */\n004 public final class String {}</pre>"),
+    }
+    site = tmp_path / "site"
+    for name, page in pages.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(page, encoding="utf-8")
+    with Index.open(tmp_path / "idx", create=True) as index:
+        report = index.add([site])
+        titles = index.document_titles()
+    assert sorted(titles) == ["constant-values.html", "lang/String.html"]
+    left_out = {s.path.split("site/")[-1]: s.reason for s in report.skipped}
+    assert sorted(left_out) == ["help-doc.html", "index-all.html", "lang/class-use/String.html",
+                                "overview-tree.html", "src-html/lang/String.html"]
+    assert all("navigation only" in reason for reason in left_out.values())
+
+
 def test_header_footer_and_aside_of_an_article_are_content(tmp_path: Path) -> None:
     page = """<!doctype html><html><head><title>Tuning the planner</title></head><body>
 <header><a href="/">Example Docs</a><form role="search"><input name="q"></form></header>

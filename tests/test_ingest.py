@@ -368,6 +368,30 @@ def test_missing_path_raises_before_anything_is_read(tmp_path: Path) -> None:
         iter_documents([good, tmp_path / "missing"])
 
 
+def test_a_stray_nul_in_a_text_is_dropped_not_taken_for_binary(tmp_path: Path) -> None:
+    """Javadoc writes the NUL character it documents into the page (Commons Lang's
+    CharUtils.html: two in 55 KB): the page is text and is read without them; a file whose
+    first 8 KB are more than 1 % NUL bytes, or NULs in what is not UTF-8, is binary."""
+    folder = tmp_path / "in"
+    page = ("<html><head><title>CharUtils</title></head><body><p>"
+            + "Operations on char primitives and Character objects. " * 100
+            + "</p><p><code>\x00</code> null control character ('\\0'), abbreviated NUL.</p>"
+            + "</body></html>")
+    write(folder / "CharUtils.html", page.encode("utf-8"))
+    write(folder / "notes.txt", ("Stray \x00 NUL in a note. " + "Herons wade. " * 50).encode())
+    write(folder / "table.dat.txt", b"id\x00\x00\x00\x01name\x00\x00\x00" * 200)
+    write(folder / "image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"text " * 400)
+    docs, report = load([folder])
+    assert sorted(d.doc_id for d in docs) == ["CharUtils.html", "notes.txt"]
+    texts = {d.doc_id: d.text for d in docs}
+    assert "null control character ('\\0'), abbreviated NUL." in texts["CharUtils.html"]
+    assert "Stray  NUL in a note." in texts["notes.txt"]
+    assert not any("\x00" in text for text in texts.values())
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert reasons == {"table.dat.txt": "binary file (NUL byte at offset 2)",
+                       "image.txt": "binary file (NUL byte at offset 8)"}
+
+
 def test_bad_files_in_folder_are_reported_and_skipped(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     write(folder / "good.txt", "Fine text.\n")

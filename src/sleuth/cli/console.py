@@ -1,5 +1,6 @@
 """What every ``sleuth`` command shares: the common options, settings from flags, and how
-results are printed (JSON, status lines on stderr, progress bars, answers, tool results).
+results are printed (JSON, status lines on stderr, progress bars, answers, tool results,
+the files an index run skipped).
 
 Kept apart from :mod:`sleuth.cli.main` so the generated tool commands
 (:mod:`sleuth.cli.tools`) and the hand-written ones print the same way.
@@ -11,11 +12,14 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import click
 
 from sleuth.settings import Settings
+
+if TYPE_CHECKING:
+    from sleuth.ingest import Skipped
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -196,3 +200,33 @@ class RunBar(Bar):
         self.advance(stats.done, answered=f"{stats.answered / scored:.0%}",
                      contain=f"{stats.contain_acc:.1%}", errors=stats.errors,
                      cost=f"${stats.cost:.4f}")
+
+
+# Files skipped for one reason listed one by one up to this many; more are one line
+SKIPS_LISTED = 3
+
+
+def skipped_lines(skipped: Sequence[Skipped]) -> list[str]:
+    """One line per skipped file, ``skipped PATH: REASON``, except that a reason more than
+    :data:`SKIPS_LISTED` files share is one line naming the first of them (a Javadoc
+    build's 485 listing pages are not 485 lines; ``--json`` lists every file)."""
+    by_reason: dict[str, list[str]] = {}
+    for item in skipped:
+        by_reason.setdefault(item.reason, []).append(item.path)
+    lines = []
+    for reason, paths in by_reason.items():
+        if len(paths) <= SKIPS_LISTED:
+            lines += [f"skipped {path}: {reason}" for path in paths]
+        else:
+            first = ", ".join(paths[:SKIPS_LISTED])
+            lines.append(f"skipped {len(paths)} files: {reason} ({first} and "
+                         f"{len(paths) - SKIPS_LISTED} more; --json lists them all)")
+    return lines
+
+
+def unsupported_line(counts: dict[str, int]) -> str:
+    """``skipped 3 unsupported files (.bin ×2, .xyz ×1)``."""
+    total = sum(counts.values())
+    kinds = ", ".join(f"{suffix} ×{n}" for suffix, n in
+                      sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"skipped {total} unsupported file{'s' * (total != 1)} ({kinds})"

@@ -28,7 +28,9 @@ from sleuth.cli.console import (
     print_answer,
     print_problems,
     print_step,
+    skipped_lines,
     status,
+    unsupported_line,
 )
 from sleuth.cli.eval import eval_group
 from sleuth.cli.graph import graph_group
@@ -147,10 +149,10 @@ def index_cmd(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[s
                "totals": {"documents": stats.documents, "chunks": stats.chunks,
                           "sentences": stats.sentences}})
     else:
-        for skipped in report.skipped + report.duplicates:
-            status(f"skipped {skipped.path}: {skipped.reason}")
+        for line in skipped_lines(report.skipped + report.duplicates):
+            status(line)
         if report.unsupported:
-            status(_unsupported(report.unsupported))
+            status(unsupported_line(report.unsupported))
         click.echo(
             f"{'resumed; ' if report.resumed else ''}added {len(report.added)}, updated "
             f"{len(report.updated)}, unchanged {report.unchanged}, removed "
@@ -192,20 +194,12 @@ def _repair(settings: Settings, as_json: bool) -> None:
         sys.exit(1)
 
 
-def _unsupported(counts: dict[str, int]) -> str:
-    """``skipped 3 unsupported files (.bin ×2, .xyz ×1)``."""
-    total = sum(counts.values())
-    kinds = ", ".join(f"{suffix} ×{n}" for suffix, n in
-                      sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-    return f"skipped {total} unsupported file{'s' * (total != 1)} ({kinds})"
-
-
 def _nothing_found(paths: Sequence[str], report: Any) -> str:
     """Why ``sleuth index PATHS`` found no document: where it looked and what it skipped."""
     from sleuth.ingest import SUPPORTED_SUFFIXES
 
     where = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-    why = [_unsupported(report.unsupported)] if report.unsupported else []
+    why = [unsupported_line(report.unsupported)] if report.unsupported else []
     if len(report.skipped) == 1:
         why.append(f"skipped {report.skipped[0].path}: {report.skipped[0].reason}")
     elif report.skipped:

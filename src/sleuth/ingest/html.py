@@ -8,7 +8,10 @@ search boxes (``role=search``), the site's header, footer and side bars (``<head
 anchors (Sphinx and MkDocs ``¶``), and the class names the common generators give theirs
 (:data:`FURNITURE_CLASSES`: Sphinx, MkDocs Material, Javadoc, DocBook), their lists of
 contents and index tables among them. A page left with nothing but its title without its
-furniture (a book's index, a contents page) is marked ``navigation_only``.
+furniture (a book's index, a contents page) is marked ``navigation_only``; so is a page its
+generator marks as a listing of what the other pages say (:data:`LISTING_PAGES`: Javadoc's
+index, "Uses of" and tree pages, its help on reading javadoc, its lists of every class and
+package, and its copies of the source code), however long.
 """
 
 from __future__ import annotations
@@ -43,6 +46,14 @@ FURNITURE_CLASSES = {
     "DocBook": "navheader navfooter indexdiv indexdiv-quicklinks",
     "common": "breadcrumb breadcrumbs skip-link skip-to-content toc",
 }
+# The ``class`` of the ``<body>`` of pages that list what a site's other pages say, by
+# generator (Javadoc 16 and later; its pages of classes, packages, constants, deprecations and
+# serialized forms are content)
+LISTING_PAGES = {
+    "Javadoc": "index-page class-use-page package-use-page tree-page package-tree-page "
+               "help-page all-classes-index-page all-packages-index-page source-page",
+}
+_LISTINGS = frozenset(" ".join(LISTING_PAGES.values()).split())
 _PERMALINKS = frozenset("¶§#🔗")  # the text of an anchor that links a heading to itself
 _CELLS = frozenset({"td", "th"})
 _PARA = "\x00P"  # placeholder for a paragraph break while collecting text
@@ -54,8 +65,9 @@ _BREAKS = re.compile(r"\n{3,}")
 class HtmlPage:
     title: str | None
     text: str
-    # whether furniture was left out and nothing but a line or two of the page is left: a
-    # page that is all navigation (a book's index, a table of contents, Sphinx's genindex)
+    # whether the page is all navigation: furniture was left out and nothing but a line or
+    # two is left (a book's index, a table of contents, Sphinx's genindex), or its
+    # generator marks it as a listing (:data:`LISTING_PAGES`)
     navigation_only: bool = False
 
 
@@ -76,6 +88,7 @@ def parse_html(source: str) -> HtmlPage:
 
     tree = LexborHTMLParser(source)
     title = _title(tree)
+    listing = _is_listing(tree)
     for node in tree.css(_INVISIBLE):
         node.decompose()
     furniture = _furniture(tree)
@@ -85,8 +98,15 @@ def parse_html(source: str) -> HtmlPage:
     if root is not None:
         _collect(root, parts)
     text = _tidy("".join(parts))
-    return HtmlPage(title=title, text=text,
-                    navigation_only=bool(furniture) and _few_words(text, title or ""))
+    return HtmlPage(title=title, text=text, navigation_only=listing or (
+        bool(furniture) and _few_words(text, title or "")))
+
+
+def _is_listing(tree: Any) -> bool:
+    """Whether the page's ``<body>`` carries a class of :data:`LISTING_PAGES`."""
+    body = tree.body
+    classes = str(body.attributes.get("class") or "") if body is not None else ""
+    return not _LISTINGS.isdisjoint(classes.split())
 
 
 def _few_words(text: str, title: str) -> bool:

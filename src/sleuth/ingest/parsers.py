@@ -32,8 +32,9 @@ def parse_file(path: Path, doc_id: str, kind: str, limits: ReadLimits = NO_LIMIT
     if not page.text.strip():
         raise SkipSource("HTML page has no visible text")
     if page.navigation_only:
-        raise SkipSource("HTML page of navigation only (a site's index or table of "
-                         "contents): nothing but its title is left without it")
+        raise SkipSource("HTML page of navigation only (a site's index, table of contents, "
+                         "or a listing its generator marks as one): it repeats what the "
+                         "site's other pages say")
     limits.check_chars(len(page.text), "visible text")
     title = page.title or path.stem
     return Document(doc_id, title, with_title(title, page.text), "html", str(path), {})

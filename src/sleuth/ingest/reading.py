@@ -9,6 +9,10 @@ import stat
 from pathlib import Path
 
 BINARY_PROBE = 8192
+# NUL bytes in the probe, per byte, above which a file is binary; fewer, in a file that is
+# UTF-8 otherwise, are stray characters of a text (Javadoc writes the NUL character it
+# documents into the page, Commons Lang's CharUtils.html) and are dropped
+BINARY_NUL_SHARE = 0.01
 
 
 class SkipSource(Exception):
@@ -76,18 +80,24 @@ def _file_kind(mode: int) -> str:
 
 
 def decode_utf8(data: bytes) -> str:
-    """Decode UTF-8 (with or without a BOM); refuse UTF-16, binary data and other encodings."""
+    """Decode UTF-8 (with or without a BOM) without its NUL characters; refuse UTF-16,
+    binary data (NUL bytes in the first :data:`BINARY_PROBE` bytes, more than
+    :data:`BINARY_NUL_SHARE` of them or in what is not UTF-8) and other encodings."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise SkipSource("UTF-16 text is not supported (convert the file to UTF-8)")
     nul = data.find(b"\x00", 0, BINARY_PROBE)
-    if nul != -1:
+    probe = min(len(data), BINARY_PROBE)
+    if nul != -1 and data.count(b"\x00", 0, probe) > BINARY_NUL_SHARE * probe:
         raise SkipSource(f"binary file (NUL byte at offset {nul})")
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data[skip:].decode("utf-8")
+        text = data[skip:].decode("utf-8")
     except UnicodeDecodeError as err:
+        if nul != -1:
+            raise SkipSource(f"binary file (NUL byte at offset {nul})") from None
         offset = skip + err.start
         raise SkipSource(f"not UTF-8 text (byte 0x{data[offset]:02x} at offset {offset})") from None
+    return text.replace("\x00", "") if "\x00" in text else text
 
 
 def normalise_newlines(text: str) -> str:
