@@ -143,6 +143,13 @@ def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
                             llm=OpenAIClient("fake-model", server.base_url))
     assert answer.answer == "The documents do not say: the corpus never mentions " \
                             "'innodb_buffer_pool_size'."
+    # an annotation is a name the corpus holds verbatim or not at all (Spring's, asked of a
+    # manual that has none)
+    with FakeLLMServer([reply("The default propagation is REQUIRED [conn#0].")]) as server:
+        answer = sleuth.ask("default propagation of Spring's @Transactional", index=manual_index,
+                            llm=OpenAIClient("fake-model", server.base_url))
+    assert answer.answer == "The documents do not say: the corpus never mentions " \
+                            "'Transactional'."
     # an answer that names what the corpus does hold stands ("the equivalent is ...")
     held = "The PostgreSQL equivalent of SQLSERVER_PORT is the port setting, max_connections " \
            "aside [conn#0]."

@@ -338,16 +338,18 @@ def covers(question: str, evidence: str) -> bool:
 
 
 # a term written as code or a product name: snake_case, dotted or hyphenated identifiers
-# with a digit or an underscore, CamelCase, an ACRONYM, a --flag
+# with a digit or an underscore, CamelCase, an ACRONYM, a --flag, the name of an
+# annotation or decorator ("@Transactional", "@dataclass": the name, without its "@")
 _IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[a-z][\w-]+|[A-Za-z][\w.]*_[\w.]*\w|"
                          r"[A-Za-z]+\d[\w]*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Za-z_]\w+\.[A-Za-z_]\w+|"
-                         r"[A-Z]{3,}\d*)(?![\w-])")
+                         r"[A-Z]{3,}\d*|(?<=@)[A-Za-z]\w+)(?![\w-])")
 
 
 def identifier_terms(question: str) -> list[str]:
     """The terms of a question written as identifiers ("io_combine_limit", "CONN_MAX_AGE",
-    "UUIDv7", "pg_basebackup", "--incremental", "WAL"): names a corpus either holds
-    verbatim or does not hold at all, unlike words, which it may phrase otherwise."""
+    "UUIDv7", "pg_basebackup", "--incremental", "WAL", "@Transactional"): names a corpus
+    either holds verbatim or does not hold at all, unlike words, which it may phrase
+    otherwise."""
     return list(dict.fromkeys(m.group(0).rstrip(".") for m in _IDENTIFIER.finditer(question)))
 
 
