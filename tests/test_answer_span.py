@@ -143,13 +143,17 @@ def test_an_answer_about_a_term_the_corpus_never_holds_is_not_given(
                             llm=OpenAIClient("fake-model", server.base_url))
     assert answer.answer == "The documents do not say: the corpus never mentions " \
                             "'innodb_buffer_pool_size'."
-    # an annotation is a name the corpus holds verbatim or not at all (Spring's, asked of a
-    # manual that has none)
-    with FakeLLMServer([reply("The default propagation is REQUIRED [conn#0].")]) as server:
-        answer = sleuth.ask("default propagation of Spring's @Transactional", index=manual_index,
-                            llm=OpenAIClient("fake-model", server.base_url))
-    assert answer.answer == "The documents do not say: the corpus never mentions " \
-                            "'Transactional'."
+    # an annotation, a product owning something ("Spring's", even opening the question) and
+    # a numbered acronym are names the corpus holds verbatim or not at all (asked of a
+    # manual that has none of them)
+    for asked, missing in (("default propagation of Spring's @Transactional",
+                            "'Transactional', 'Spring'"),
+                           ("Spring's default transaction propagation?", "'Spring'"),
+                           ("function for the SHA-256 digest of a string", "'SHA-256'")):
+        with FakeLLMServer([reply("The default is REQUIRED [conn#0].")]) as server:
+            answer = sleuth.ask(asked, index=manual_index,
+                                llm=OpenAIClient("fake-model", server.base_url))
+        assert answer.answer == f"The documents do not say: the corpus never mentions {missing}."
     # an answer that names what the corpus does hold stands ("the equivalent is ...")
     held = "The PostgreSQL equivalent of SQLSERVER_PORT is the port setting, max_connections " \
            "aside [conn#0]."

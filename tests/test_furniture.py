@@ -349,6 +349,16 @@ def test_javadoc_indexes_uses_trees_and_source_copies_are_listings(tmp_path: Pat
         "src-html/lang/String.html": javadoc17_listing(
             "source-page", "Source code", "<pre>001 /**\n002  * The String class represents "
             "character strings.\n003  */\n004 public final class String {}</pre>"),
+        # a page that forwards to another (javadoc's overview-summary.html, whatever its
+        # body's class)
+        "overview-summary.html": "<!DOCTYPE HTML><html><head><title>Java SE API</title>"
+                                 "<noscript><meta http-equiv=\"Refresh\" content=\"0;index.html\">"
+                                 "</noscript></head><body><main><p><a href=\"index.html\">"
+                                 "index.html</a></p></main></body></html>",
+        # a page that reloads itself is no redirect
+        "status.html": "<html><head><title>Build status</title><meta http-equiv=\"refresh\" "
+                       "content=\"30\"></head><body><p>The nightly build of the String "
+                       "class passed all of its tests.</p></body></html>",
     }
     site = tmp_path / "site"
     for name, page in pages.items():
@@ -357,10 +367,11 @@ def test_javadoc_indexes_uses_trees_and_source_copies_are_listings(tmp_path: Pat
     with Index.open(tmp_path / "idx", create=True) as index:
         report = index.add([site])
         titles = index.document_titles()
-    assert sorted(titles) == ["constant-values.html", "lang/String.html"]
+    assert sorted(titles) == ["constant-values.html", "lang/String.html", "status.html"]
     left_out = {s.path.split("site/")[-1]: s.reason for s in report.skipped}
     assert sorted(left_out) == ["help-doc.html", "index-all.html", "lang/class-use/String.html",
-                                "overview-tree.html", "src-html/lang/String.html"]
+                                "overview-summary.html", "overview-tree.html",
+                                "src-html/lang/String.html"]
     assert all("navigation only" in reason for reason in left_out.values())
 
 

@@ -86,8 +86,11 @@ def unseen_terms(index: ReadIndex, question: str, evidence: str) -> list[str]:
 
 
 def _held_in_parts(index: ReadIndex, term: str) -> bool:
-    """Whether each part of a dotted identifier ("pg_class.relkind") is in the corpus."""
+    """Whether each part of a dotted identifier ("pg_class.relkind") is in the corpus, or a
+    hyphenated one written without its hyphens ("SHA-256" as "SHA256")."""
     parts = [p for p in term.split(".") if p]
+    if "-" in term.strip("-") and index.keyword_search(term.replace("-", ""), 1):
+        return True
     return len(parts) > 1 and all(index.keyword_search(p, 1) for p in parts)
 
 

@@ -11,7 +11,8 @@ contents and index tables among them. A page left with nothing but its title wit
 furniture (a book's index, a contents page) is marked ``navigation_only``; so is a page its
 generator marks as a listing of what the other pages say (:data:`LISTING_PAGES`: Javadoc's
 index, "Uses of" and tree pages, its help on reading javadoc, its lists of every class and
-package, and its copies of the source code), however long.
+package, and its copies of the source code), however long, and a page that only forwards
+its reader to another (``<meta http-equiv="refresh" content="0;index.html">``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def parse_html(source: str) -> HtmlPage:
 
     tree = LexborHTMLParser(source)
     title = _title(tree)
-    listing = _is_listing(tree)
+    listing = _is_listing(tree) or _redirects(tree)
     for node in tree.css(_INVISIBLE):
         node.decompose()
     furniture = _furniture(tree)
@@ -107,6 +108,19 @@ def _is_listing(tree: Any) -> bool:
     body = tree.body
     classes = str(body.attributes.get("class") or "") if body is not None else ""
     return not _LISTINGS.isdisjoint(classes.split())
+
+
+# a ``<meta http-equiv="refresh">`` that sends the reader to another page ("0;index.html",
+# "0; url=intro.html"), not one that reloads this page ("30")
+_REDIRECT = re.compile(r"^\s*\d+(?:\.\d*)?\s*[;,]\s*(?:url\s*=\s*)?['\"]?\S", re.IGNORECASE)
+
+
+def _redirects(tree: Any) -> bool:
+    """Whether the page forwards its reader to another (Javadoc's ``overview-summary.html``,
+    a moved page's stub): what it has to say is on that page."""
+    return any(str(meta.attributes.get("http-equiv") or "").strip().lower() == "refresh"
+               and _REDIRECT.match(str(meta.attributes.get("content") or ""))
+               for meta in tree.css("meta[http-equiv]"))
 
 
 def _few_words(text: str, title: str) -> bool:

@@ -33,8 +33,8 @@ def parse_file(path: Path, doc_id: str, kind: str, limits: ReadLimits = NO_LIMIT
         raise SkipSource("HTML page has no visible text")
     if page.navigation_only:
         raise SkipSource("HTML page of navigation only (a site's index, table of contents, "
-                         "or a listing its generator marks as one): it repeats what the "
-                         "site's other pages say")
+                         "a listing its generator marks as one, or a redirect): it repeats "
+                         "what the site's other pages say")
     limits.check_chars(len(page.text), "visible text")
     title = page.title or path.stem
     return Document(doc_id, title, with_title(title, page.text), "html", str(path), {})

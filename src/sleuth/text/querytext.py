@@ -339,10 +339,11 @@ def covers(question: str, evidence: str) -> bool:
 
 # a term written as code or a product name: snake_case, dotted or hyphenated identifiers
 # with a digit or an underscore, CamelCase, an ACRONYM, a --flag, the name of an
-# annotation or decorator ("@Transactional", "@dataclass": the name, without its "@")
+# annotation or decorator ("@Transactional", "@dataclass": the name, without its "@"), an
+# acronym numbered after a hyphen ("SHA-256", "ISO-8859-1")
 _IDENTIFIER = re.compile(r"(?<![\w-])(?:--?[a-z][\w-]+|[A-Za-z][\w.]*_[\w.]*\w|"
                          r"[A-Za-z]+\d[\w]*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Za-z_]\w+\.[A-Za-z_]\w+|"
-                         r"[A-Z]{3,}\d*|(?<=@)[A-Za-z]\w+)(?![\w-])")
+                         r"[A-Z]{2,}(?:-\d+)+[A-Za-z]?|[A-Z]{3,}\d*|(?<=@)[A-Za-z]\w+)(?![\w-])")
 
 
 def identifier_terms(question: str) -> list[str]:
@@ -354,8 +355,16 @@ def identifier_terms(question: str) -> list[str]:
 
 
 # a capitalised word after a lower-case one ("an Aurora PostgreSQL cluster", "a Rails
-# app"): a name; one that opens a sentence, a list or a parenthesis may be any word
-_NAME_WORD = re.compile(r"(?<=[a-z] )[A-Z][a-z]{2,}(?![\w'’-])")
+# app", "of Spring's"): a name; one that opens a sentence, a list or a parenthesis may be
+# any word, unless it owns something ("Spring's default propagation", not "Today's")
+_NAME_WORD = re.compile(r"(?:(?<=[a-z] )|^)[A-Z][a-z]{2,}(?=['’]s\b)|"
+                        r"(?<=[a-z] )[A-Z][a-z]{2,}(?![\w'’-])")
+# words that open a question owning something, or shortened with "'s", and are no name
+_NOT_OWNERS = frozenset({
+    "today", "tomorrow", "yesterday", "tonight", "everyone", "everybody", "someone",
+    "somebody", "anyone", "anybody", "nobody", "one", "there", "here", "that", "let",
+    "this", "it", "he", "she", "year", "week", "month", "world", "company", "user",
+})
 
 
 def proper_names(question: str) -> list[str]:
@@ -363,7 +372,7 @@ def proper_names(question: str) -> list[str]:
     names of things that a corpus about them holds verbatim, though perhaps in another
     spelling (see :func:`spelled_like`)."""
     found = [m.group(0) for m in _NAME_WORD.finditer(question)
-             if m.group(0).lower() not in ENTITY_STOPWORDS]
+             if m.group(0).lower() not in ENTITY_STOPWORDS | _NOT_OWNERS]
     return list(dict.fromkeys(found))
 
 
