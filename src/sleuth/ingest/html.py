@@ -68,7 +68,8 @@ class HtmlPage:
     text: str
     # whether the page is all navigation: furniture was left out and nothing but a line or
     # two is left (a book's index, a table of contents, Sphinx's genindex), or its
-    # generator marks it as a listing (:data:`LISTING_PAGES`)
+    # generator marks it as a listing (:data:`LISTING_PAGES`) or it forwards to another page
+    # (then its text is left unread: "")
     navigation_only: bool = False
 
 
@@ -89,7 +90,8 @@ def parse_html(source: str) -> HtmlPage:
 
     tree = LexborHTMLParser(source)
     title = _title(tree)
-    listing = _is_listing(tree) or _redirects(tree)
+    if _is_listing(tree) or _redirects(tree):  # not worth reading: it will be left out
+        return HtmlPage(title=title, text="", navigation_only=True)
     for node in tree.css(_INVISIBLE):
         node.decompose()
     furniture = _furniture(tree)
@@ -99,8 +101,8 @@ def parse_html(source: str) -> HtmlPage:
     if root is not None:
         _collect(root, parts)
     text = _tidy("".join(parts))
-    return HtmlPage(title=title, text=text, navigation_only=listing or (
-        bool(furniture) and _few_words(text, title or "")))
+    return HtmlPage(title=title, text=text,
+                    navigation_only=bool(furniture) and _few_words(text, title or ""))
 
 
 def _is_listing(tree: Any) -> bool:

@@ -29,12 +29,12 @@ def parse_file(path: Path, doc_id: str, kind: str, limits: ReadLimits = NO_LIMIT
     source = normalise_newlines(decode_utf8(data))
     limits.check_depth(html_depth(source, limits.max_depth), "HTML page")
     page = parse_html(source)
-    if not page.text.strip():
-        raise SkipSource("HTML page has no visible text")
     if page.navigation_only:
         raise SkipSource("HTML page of navigation only (a site's index, table of contents, "
                          "a listing its generator marks as one, or a redirect): it repeats "
                          "what the site's other pages say")
+    if not page.text.strip():
+        raise SkipSource("HTML page has no visible text")
     limits.check_chars(len(page.text), "visible text")
     title = page.title or path.stem
     return Document(doc_id, title, with_title(title, page.text), "html", str(path), {})
