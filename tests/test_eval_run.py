@@ -58,6 +58,21 @@ def test_run_resume_and_records(sleuth, dataset: Path, tmp_path: Path, monkeypat
     assert sorted(ids) == ["q1", "q2", "q3"]
 
 
+def test_a_slow_run_says_how_long_each_question_takes(sleuth, dataset: Path, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    # a local model takes a minute a question: "0.0/s" would say nothing
+    slow = {**reply("London"), "delay": 1.2}
+    with FakeLLMServer([slow, slow]) as server:
+        monkeypatch.setenv("SLEUTH_BASE_URL", server.base_url)
+        monkeypatch.setenv("SLEUTH_MODEL", "fake-model")
+        result = sleuth("eval", "run", "--dataset", str(dataset), "--agent", "naive-rag",
+                        "--limit", "2", "--workers", "1", "--output", str(tmp_path / "run"))
+    assert result.code == 0, result.err
+    last = [line for line in result.err.splitlines() if line.startswith("questions: ")][-1]
+    assert last.startswith("questions: 2 of 2 q in ") and " s each" in last
+    assert "/s)" not in last and "left" not in last  # nothing is left at the end
+
+
 def test_a_failing_question_is_recorded_and_the_run_goes_on(sleuth, dataset: Path,
                                                              tmp_path: Path, monkeypatch):
     out = tmp_path / "run"

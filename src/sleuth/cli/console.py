@@ -132,6 +132,21 @@ def table(heads: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def pace(done: int, took: float, total: int | None) -> str:
+    """How fast work goes, as a person reads it: "115.5/s" when more than one a second
+    finishes, else the seconds each takes ("52.0 s each": 0.0/s says nothing), and the time
+    left where the total is known ("about 31 min left")."""
+    if not done:
+        return "none finished yet"
+    rate = done / took
+    said = f"{rate:,.1f}/s" if rate >= 1 else f"{took / done:,.1f} s each"
+    if total and done < total:
+        left = (total - done) / rate
+        said += ", about " + (f"{left:.0f} s" if left < 90 else f"{left / 60:.0f} min"
+                              if left < 5400 else f"{left / 3600:.1f} h") + " left"
+    return said
+
+
 class Bar:
     """Progress on stderr: a tqdm bar on a terminal; elsewhere (a log file, a pipe, CI) one
     plain line every :data:`PLAIN_EVERY` seconds and one at the end, with the rate.
@@ -148,14 +163,16 @@ class Bar:
         self.desc, self.unit = desc, unit.strip()
         self.done = 0
         self.postfix: dict[str, Any] = {}
-        self.started = self.said = time.monotonic()
+        self.started = time.monotonic()
+        self.said: float | None = self.started  # None once closed
 
     def advance(self, done: int, **postfix: Any) -> None:
         self.bar.update(done - self.done)
         self.done = done
         self.bar.set_postfix(refresh=False, **postfix)
         self.postfix = postfix
-        if self.plain and time.monotonic() - self.said >= self.PLAIN_EVERY:
+        if self.plain and self.said is not None and \
+                time.monotonic() - self.said >= self.PLAIN_EVERY:
             self._say()
 
     def _say(self) -> None:
@@ -164,15 +181,20 @@ class Bar:
         total = f" of {self.bar.total:,}" if self.bar.total else ""
         extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
         status(f"{self.desc}: {self.done:,}{total} {self.unit} in {took:.0f} s "
-               f"({self.done / took:,.1f}/s){extra}")
+               f"({pace(self.done, took, self.bar.total)}){extra}")
 
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.plain and self.done:
+    def close(self) -> None:
+        """End the bar, with a last plain line of where it got to (once)."""
+        if self.plain and self.done and self.said is not None:
             self._say()
+        self.said = None  # closed
         self.bar.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class IndexBar(Bar):

@@ -76,7 +76,7 @@ class _Bars:
 
     def close(self) -> None:
         for bar in (self.index, *self.runs):
-            bar.bar.close()
+            bar.close()
 
     def __enter__(self) -> _Bars:
         return self
