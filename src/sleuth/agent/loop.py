@@ -78,14 +78,14 @@ def unseen_terms(index: ReadIndex, question: str, evidence: str) -> list[str]:
     ("pg_class.relkind": a manual writes the column under its table's name)."""
     unseen = [t for t in identifier_terms(question)
               if not phrased_otherwise(t, question) and not index.keyword_search(t, 1)
-              and not _held_in_parts(index, t)]
+              and not _held_otherwise(index, t)]
     unseen += [n for n in proper_names(question) if n not in unseen
                and not index.keyword_search(n, 1) and not spelled_like(n, evidence)
                and not index.keyword_search(n, 1, mode="substring")]
     return unseen
 
 
-def _held_in_parts(index: ReadIndex, term: str) -> bool:
+def _held_otherwise(index: ReadIndex, term: str) -> bool:
     """Whether each part of a dotted identifier ("pg_class.relkind") is in the corpus, or a
     hyphenated one written without its hyphens ("SHA-256" as "SHA256")."""
     parts = [p for p in term.split(".") if p]

@@ -163,16 +163,15 @@ class Bar:
         self.desc, self.unit = desc, unit.strip()
         self.done = 0
         self.postfix: dict[str, Any] = {}
-        self.started = time.monotonic()
-        self.said: float | None = self.started  # None once closed
+        self.started = self.said = time.monotonic()
+        self.closed = False
 
     def advance(self, done: int, **postfix: Any) -> None:
         self.bar.update(done - self.done)
         self.done = done
         self.bar.set_postfix(refresh=False, **postfix)
         self.postfix = postfix
-        if self.plain and self.said is not None and \
-                time.monotonic() - self.said >= self.PLAIN_EVERY:
+        if self.plain and time.monotonic() - self.said >= self.PLAIN_EVERY:
             self._say()
 
     def _say(self) -> None:
@@ -188,9 +187,9 @@ class Bar:
 
     def close(self) -> None:
         """End the bar, with a last plain line of where it got to (once)."""
-        if self.plain and self.done and self.said is not None:
+        if self.plain and self.done and not self.closed:
             self._say()
-        self.said = None  # closed
+        self.closed = True
         self.bar.close()
 
     def __exit__(self, *exc: object) -> None:

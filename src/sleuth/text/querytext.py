@@ -360,11 +360,11 @@ def identifier_terms(question: str) -> list[str]:
 _NAME_WORD = re.compile(r"(?:(?<=[a-z] )|^)[A-Z][a-z]{2,}(?=['’]s\b)|"
                         r"(?<=[a-z] )[A-Z][a-z]{2,}(?![\w'’-])")
 # words that open a question owning something, or shortened with "'s", and are no name
-_NOT_OWNERS = frozenset({
+_NOT_NAMES = ENTITY_STOPWORDS | {
     "today", "tomorrow", "yesterday", "tonight", "everyone", "everybody", "someone",
-    "somebody", "anyone", "anybody", "nobody", "one", "there", "here", "that", "let",
-    "this", "it", "he", "she", "year", "week", "month", "world", "company", "user",
-})
+    "somebody", "anyone", "anybody", "nobody", "one", "there", "here", "let", "he", "she",
+    "year", "week", "month", "world", "company", "user",
+}
 
 
 def proper_names(question: str) -> list[str]:
@@ -372,7 +372,7 @@ def proper_names(question: str) -> list[str]:
     names of things that a corpus about them holds verbatim, though perhaps in another
     spelling (see :func:`spelled_like`)."""
     found = [m.group(0) for m in _NAME_WORD.finditer(question)
-             if m.group(0).lower() not in ENTITY_STOPWORDS | _NOT_OWNERS]
+             if m.group(0).lower() not in _NOT_NAMES]
     return list(dict.fromkeys(found))
 
 
