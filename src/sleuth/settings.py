@@ -180,6 +180,10 @@ class AgentSettings(BaseModel):
         True, description="The default agent's answer is followed by the facts the model "
         "wrote under it where they state it in the words of the passages (a local model's "
         "JSON answer; BENCHMARKS §36); False: the bare answer, as for exact-match scoring")
+    key_lines: int = Field(
+        0, ge=0, le=10, description="The default agent's first answer reads this many "
+        "sentences of the first passages that match the question best (rare words and "
+        "meaning) before the passages themselves; 0: the passages alone")
     answer_span: bool = Field(
         False, description="After the default agent's draft, one more call for the span of "
         "the evidence that answers, checked against its passage: it becomes the answer, "

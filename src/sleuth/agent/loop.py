@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sleuth.agent.citations import cite_holder
 from sleuth.agent.context import ContextWatch
 from sleuth.agent.echo import past_echo
+from sleuth.agent.keylines import key_lines, with_key_lines
 from sleuth.agent.readout import read_out
 from sleuth.agent.run import NOT_SAID, ModelRunner, Run, StepCallback, abstention
 from sleuth.agent.span import answer_step, names_only, quote_named
@@ -508,14 +509,16 @@ class Agent(ModelRunner):
         windows answered 57.3 (BENCHMARKS §31-32): a manual's chunk holds a dozen settings,
         and the windows picked for the question miss the one it asks about one time in
         six; in the loop's request the same text read worse (§30), so the loop keeps the
-        windows."""
+        windows. With ``agent.key_lines``, the sentences of these chunks that match the
+        question best come first (:mod:`sleuth.agent.keylines`; off, §40)."""
         method = result.data.get("method")
         if not self.first_whole or not isinstance(method, str) or not result.data.get("hits"):
             return result.text
         ranked = {h["chunk_id"]: h["score"] for h in result.data["hits"]}
         text, _ = hybrid_passages(ToolContext(self.index, before), query, ranked, method,
                                   whole=self.first_whole)
-        return text
+        lines = key_lines(self.index, query, list(ranked), self.settings.key_lines)
+        return with_key_lines(text, lines)
 
     def _also_call(self, run: Run, ctx: ToolContext, name: str, question: str,
                    messages: list[dict[str, Any]]) -> ToolResult | None:

@@ -268,13 +268,14 @@ def sentence_weights(chunks: Iterable[Chunk]) -> dict[str, float]:
     n = 0
     for chunk in chunks:
         texts = [s.text for s in chunk.sentences] or [chunk.text]
-        counts.update(w for text in texts for w in _stems(text))
+        counts.update(w for text in texts for w in sentence_stems(text))
         n += len(texts)
     return {word: math.log(1 + n / df) for word, df in counts.items()}
 
 
 @lru_cache(maxsize=4096)  # a search's sentences: weighed, then matched to the query
-def _stems(text: str) -> frozenset[str]:
+def sentence_stems(text: str) -> frozenset[str]:
+    """The crude stems of every word of ``text``, function words too."""
     return frozenset(stem(w) for w in re.findall(r"\w+", text.lower()))
 
 
@@ -293,7 +294,7 @@ def _passages(chunk: Chunk, query: str, chars: int,
     wanted = {stem(w) for w in content_words(query)}
     exact = [t.lower() for t in identifier_terms(query)]
     spans = [(s.start - chunk.start, s.end - chunk.start) for s in chunk.sentences]
-    found = [_stems(s.text) & wanted for s in chunk.sentences]
+    found = [sentence_stems(s.text) & wanted for s in chunk.sentences]
     named = [{t for t in exact if t in s.text.lower()} for s in chunk.sentences]
     width = chars // PASSAGES
     runs = []
