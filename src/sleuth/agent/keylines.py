@@ -13,8 +13,9 @@ hold (each word's weight its rarity among these passages' sentences,
 :func:`~sleuth.tools.corpus.sentence_weights`) and by meaning (the embedder's cosine), each
 measure standardised over the passages' sentences and the two added. Nothing is left out:
 the passages follow as before. Measured with the 1.5B model (BENCHMARKS §40): the CML
-question answered "blood cancer", but on 40 medical questions F1 moved +1.1 ± 2.7 and on
-2Wiki one answer each way, for about 170 more prompt tokens: not the default.
+question answered "blood cancer", but on 40 medical questions F1 moved +1.1 ± 2.7, and on
+2Wiki one answer was gained as written and one lost as typed, for about 170 more prompt
+tokens a question: not the default.
 """
 
 from __future__ import annotations
