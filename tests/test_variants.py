@@ -12,6 +12,7 @@ import sleuth
 from sleuth.agent.run import Listener
 from sleuth.llm import OpenAIClient
 from sleuth.testing.fake import FakeLLMServer, call, reply
+from sleuth.text.querytext import writing_task
 
 PEPYS = "pepys-diary-1660.md#0"
 
@@ -241,6 +242,55 @@ def test_the_first_answer_reads_the_sentences_that_match_first(sample_index: Pat
     assert header == "The sentences of these passages that match the question best:"
     assert "the strength that levers have" in first and first.endswith(f"[{PEPYS}]")
     assert second.startswith("- ") and second != first
+
+
+def test_a_request_to_write_something_gets_the_whole_piece(sample_index: Path) -> None:
+    """A request to write something is answered by a prompt that asks for the whole piece
+    from the passages (the same passages); a question, or the setting off, keeps
+    naive-rag's prompt, so its request is byte for byte what it was."""
+    piece = (f"Dear students,\n\nGreatorex showed Pepys how levers work [{PEPYS}].\n\n"
+             f"They trade time for strength [{PEPYS}].")
+    task = "As a teacher, write a short note for students on what Greatorex showed Pepys."
+    requests = {}
+    for name, question, on in (("task", task, True), ("question", "What did Greatorex show "
+                               "Pepys about levers?", True), ("off", task, False)):
+        settings = sleuth.Settings.load(agent={"writing_tasks": on})
+        with FakeLLMServer([reply(piece)]) as server:
+            answer = sleuth.ask(question, index=sample_index, agent="hybrid",
+                                settings=settings, llm=OpenAIClient("fake-model",
+                                                                    server.base_url))
+            requests[name] = server.requests[0]["messages"]
+        if name == "task":
+            assert answer.answer.startswith("Dear students,\n\nGreatorex showed Pepys")
+            assert "They trade time for strength" in answer.answer
+            assert [c.chunk_id for c in answer.citations] == [PEPYS]
+    assert requests["task"][0]["content"].startswith("The user asks you to write something")
+    assert "Write the piece itself" in requests["task"][0]["content"]
+    naive = requests["off"][0]["content"]
+    assert naive.startswith("Answer the question using the retrieved passages")
+    assert requests["question"][0]["content"] == naive
+    assert requests["task"][1] == requests["off"][1]  # the same passages either way
+
+
+@pytest.mark.parametrize(("question", "task"), [
+    ("Draft a public health advisory summarizing key risk factors for thyroid cancer", True),
+    ("As a medical intern, compose a SOAP note for a patient newly diagnosed with CML", True),
+    ("From Tarver's point of view, narrate your first evening with the group.", True),
+    ("You are an oncology fellow tasked with constructing an initial treatment plan.", True),
+    ("You are a public health official drafting an advisory for primary care.", True),
+    ("A 56-year-old has lymphadenopathy. Construct a stepwise diagnostic plan.", True),
+    ("Imagine you are Pepys and tell Greatorex what you learnt.", True),
+    ("summarize the changes to VACUUM", True),
+    ("To whom did Angeline write letters during her marriage?", False),
+    ("How do I write a trigger function in PL/pgSQL?", False),
+    ("Write-ahead log: what is the default wal_level?", False),
+    ("rewriting queries: which rule system does it?", False),
+    ("CREATE INDEX without USING makes what kind of index?", False),
+    ("Who composed the score of the film Blood Street?", False),
+    ("What is a rewrite rule?", False),
+])
+def test_what_is_a_request_to_write_something(question: str, task: bool) -> None:
+    assert writing_task(question) is task
 
 
 def test_hybrid_is_the_default_agent(sample_index: Path) -> None:

@@ -184,6 +184,11 @@ class AgentSettings(BaseModel):
         0, ge=0, le=10, description="The default agent's first answer reads this many "
         "sentences of the first passages that match the question best (rare words and "
         "meaning) before the passages themselves; 0: the passages alone")
+    writing_tasks: bool = Field(
+        True, description="A request to write something ('Draft an advisory on ...', 'As "
+        "an intern, compose a SOAP note ...') gets the whole piece from the first passages, "
+        "not a short answer and its support (BENCHMARKS §41); False: every question is "
+        "answered short")
     answer_span: bool = Field(
         False, description="After the default agent's draft, one more call for the span of "
         "the evidence that answers, checked against its passage: it becomes the answer, "

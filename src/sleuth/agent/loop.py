@@ -38,6 +38,7 @@ from sleuth.text.querytext import (
     spelled_like,
     stem,
     stops_at_bridge,
+    writing_task,
 )
 from sleuth.text.tokens import count_tokens
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, hybrid_passages, lead_block
@@ -277,7 +278,7 @@ class Agent(ModelRunner):
         if not first or earlier or run.scratch.get("unseen") or run.scratch.get("applied"):
             return None
         started = time.perf_counter()
-        request = [{"role": "system", "content": prompt("naive_rag")},
+        request = [{"role": "system", "content": prompt(self._answer_prompt(run))},
                    {"role": "user", "content": with_passages(run.answer.question, first)}]
         response = run.chat(request, None, tool_choice="none", may_answer=True,
                             unless_abstains=True)
@@ -292,6 +293,16 @@ class Agent(ModelRunner):
                     "the answer from the first passages (this step's output) says the "
                     "documents do not say: the tools search on", started)
         return None
+
+    def _answer_prompt(self, run: Run) -> str:
+        """The first answer's system prompt: naive-rag's (a short answer, then its support;
+        the same request, so the same cached reply), or, for a request to write something
+        (:func:`~sleuth.text.querytext.writing_task`: "Draft an advisory on ...", "As an
+        intern, compose a SOAP note"), one that asks for the whole piece from the passages
+        (``agent.writing_tasks``; BENCHMARKS §41)."""
+        if self.settings.writing_tasks and writing_task(run.answer.question):
+            return "compose"
+        return "naive_rag"
 
     def _read_facts(self, run: Run, messages: Sequence[dict[str, Any]],
                     final: str) -> str | None:

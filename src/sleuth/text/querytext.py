@@ -337,6 +337,43 @@ def covers(question: str, evidence: str) -> bool:
     return not words or sum(w in text for w in words) / len(words) >= COVERAGE
 
 
+# a request to write something: a verb of writing that opens a sentence (after a clause
+# such as "As a medical intern," or "From Tarver's point of view,"), a verb of making whose
+# object is a kind of text ("Construct a stepwise diagnostic plan"), "tasked with drafting",
+# "You are a public health official drafting an advisory", or role-play ("Imagine you are")
+_WRITE = r"(?:re)?write|compose|draft|craft|retell|reframe|rephrase|reformat|narrate|" \
+         r"summari[sz]e|transform"
+_WRITING = r"(?:re)?writing|composing|drafting|crafting|retelling|reframing|rephrasing|" \
+           r"reformatting|narrating|summari[sz]ing|transforming"
+_MAKE = r"create|develop|construct|prepare|produce|design|generate|format|outline|" \
+        r"synthesi[sz]e|put\s+together"
+_MAKING = r"creating|developing|constructing|preparing|producing|designing|generating|" \
+          r"formatting|outlining|synthesi[sz]ing|putting\s+together"
+_TEXT_KIND = (r"plan|note|advisory|summary|letter|e-?mail|report|story|poem|scene|dialogue|"
+              r"speech|essay|article|brochure|leaflet|handout|pamphlet|guide|checklist|memo|"
+              r"script|narrative|monologue|diary|journal|presentation|briefing|blog|"
+              r"protocol|pathway|algorithm|flowchart|workflow|workup|timeline|"
+              r"case\s+study|lesson|message")
+_OPENS = r"(?:^|[.!?:;]\s+)(?:[^.!?;:]{0,150},\s*)?(?:please\s+)?"
+_WRITING_TASK = re.compile(
+    rf"{_OPENS}(?:{_WRITE}|imagine|pretend|assume\s+the\s+role)(?![\w-])"
+    rf"|{_OPENS}(?:{_MAKE})(?![\w-])[^.!?]{{0,160}}?\b(?:{_TEXT_KIND})s?\b"
+    rf"|\b(?:asked|tasked|required)\s+(?:to\s+(?:{_WRITE}|{_MAKE})|"
+    rf"with\s+(?:{_WRITING}|{_MAKING}))(?![\w-])"
+    rf"|\b(?:you\s+are|you're)\s+an?\s+[\w\s-]{{2,60}}?\b(?:{_WRITING})\s+(?:a|an|the)\b",
+    re.IGNORECASE)
+
+
+def writing_task(question: str) -> bool:
+    """Whether ``question`` asks for a piece of writing rather than a fact: "Draft a public
+    health advisory on ...", "As a medical intern, compose a SOAP note ...", "Rewrite the
+    scene from Tarver's point of view", "You are a fellow tasked with constructing a
+    treatment plan". Such a request wants the whole piece, not a short answer; a question
+    about writing ("To whom did Angeline write letters?", "How do I write a trigger?",
+    "Write-ahead log size?") is none."""
+    return bool(_WRITING_TASK.search(question))
+
+
 # a term written as code or a product name: snake_case, dotted or hyphenated identifiers
 # with a digit or an underscore, CamelCase, an ACRONYM, a --flag, the name of an
 # annotation or decorator ("@Transactional", "@dataclass": the name, without its "@"), an
