@@ -288,6 +288,9 @@ def test_a_request_to_write_something_gets_the_whole_piece(sample_index: Path) -
     ("CREATE INDEX without USING makes what kind of index?", False),
     ("Who composed the score of the film Blood Street?", False),
     ("What is a rewrite rule?", False),
+    ("Format of a log message in csvlog?", False),
+    ("Outline of the recovery plan?", False),
+    ("Draft of the advisory: who signs it?", False),
 ])
 def test_what_is_a_request_to_write_something(question: str, task: bool) -> None:
     assert writing_task(question) is task

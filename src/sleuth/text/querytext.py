@@ -355,9 +355,11 @@ _TEXT_KIND = (r"plan|note|advisory|summary|letter|e-?mail|report|story|poem|scen
               r"protocol|pathway|algorithm|flowchart|workflow|workup|timeline|"
               r"case\s+study|lesson|message")
 _OPENS = r"(?:^|[.!?:;]\s+)(?:[^.!?;:]{0,150},\s*)?(?:please\s+)?"
+_VERB = r"(?![\w-])(?!\s+(?:of|for|is|are|was|does|do|in|on|and|or|to)\b)"  # not a noun
+# ("Format of a log message?", "Outline of the plan?", "Draft status is ...")
 _WRITING_TASK = re.compile(
-    rf"{_OPENS}(?:{_WRITE}|imagine|pretend|assume\s+the\s+role)(?![\w-])"
-    rf"|{_OPENS}(?:{_MAKE})(?![\w-])[^.!?]{{0,160}}?\b(?:{_TEXT_KIND})s?\b"
+    rf"{_OPENS}(?:{_WRITE}|imagine|pretend|assume\s+the\s+role){_VERB}"
+    rf"|{_OPENS}(?:{_MAKE}){_VERB}[^.!?]{{0,160}}?\b(?:{_TEXT_KIND})s?\b"
     rf"|\b(?:asked|tasked|required)\s+(?:to\s+(?:{_WRITE}|{_MAKE})|"
     rf"with\s+(?:{_WRITING}|{_MAKING}))(?![\w-])"
     rf"|\b(?:you\s+are|you're)\s+an?\s+[\w\s-]{{2,60}}?\b(?:{_WRITING})\s+(?:a|an|the)\b",
