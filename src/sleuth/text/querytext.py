@@ -366,14 +366,18 @@ _WRITING_TASK = re.compile(
     re.IGNORECASE)
 
 
+TASK_CHARS = 4000  # of a question read for a request to write (the dev sets' longest: 592)
+
+
 def writing_task(question: str) -> bool:
     """Whether ``question`` asks for a piece of writing rather than a fact: "Draft a public
     health advisory on ...", "As a medical intern, compose a SOAP note ...", "Rewrite the
     scene from Tarver's point of view", "You are a fellow tasked with constructing a
     treatment plan". Such a request wants the whole piece, not a short answer; a question
     about writing ("To whom did Angeline write letters?", "How do I write a trigger?",
-    "Write-ahead log size?") is none."""
-    return bool(_WRITING_TASK.search(question))
+    "Write-ahead log size?") is none. Read in its first :data:`TASK_CHARS` characters (a
+    hostile megabyte would take a second)."""
+    return bool(_WRITING_TASK.search(question[:TASK_CHARS]))
 
 
 # a term written as code or a product name: snake_case, dotted or hyphenated identifiers
