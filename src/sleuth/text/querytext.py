@@ -356,7 +356,7 @@ _TEXT_KIND = (r"plan|note|advisory|summary|letter|e-?mail|report|story|poem|scen
               r"case\s+study|lesson|message")
 _OPENS = r"(?:^|[.!?:;]\s+)(?:[^.!?;:]{0,150},\s*)?(?:please\s+)?"
 _VERB = r"(?![\w-])(?!\s+(?:of|for|is|are|was|does|do|in|on|and|or|to)\b)"  # not a noun
-# ("Format of a log message?", "Outline of the plan?", "Draft status is ...")
+# ("Format of a log message?", "Outline of the plan?", "Draft of the advisory: ...")
 _WRITING_TASK = re.compile(
     rf"{_OPENS}(?:{_WRITE}|imagine|pretend|assume\s+the\s+role){_VERB}"
     rf"|{_OPENS}(?:{_MAKE}){_VERB}[^.!?]{{0,160}}?\b(?:{_TEXT_KIND})s?\b"
