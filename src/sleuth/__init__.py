@@ -1,10 +1,31 @@
-"""Sleuth: agentic retrieval-augmented generation with hierarchical retrieval tools.
+r"""Sleuth: agentic retrieval-augmented generation with hierarchical retrieval tools.
 
+An index of a document, searched, and a question answered with a citation. The scripted
+OpenAI-compatible server of :mod:`sleuth.testing.fake` stands in for the model and, with its
+hashed embeddings, for the embedder (give ``Settings`` your endpoint's ``base_url`` and
+``model`` instead, or nothing for the offline model)::
+
+>>> import pathlib, shutil, tempfile
 >>> import sleuth
->>> index = sleuth.Index.open("docs-index", create=True)   # doctest: +SKIP
->>> index.add(["docs/"])                                   # doctest: +SKIP
->>> index.keyword_search(["Marie Curie"], top_k=5)         # doctest: +SKIP
->>> sleuth.ask("Who discovered radium?", index=index)      # doctest: +SKIP
+>>> from sleuth.testing.fake import FakeLLMServer, reply
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "curie.md").write_text("# Marie Curie\n\nMarie Curie discovered radium.\n")
+>>> model = FakeLLMServer([reply("Marie Curie discovered radium. [curie.md#0]")])
+>>> settings = sleuth.Settings.load(
+...     llm={"base_url": model.base_url, "model": "scripted"},
+...     embed={"model": "openai:hashed", "base_url": model.base_url})
+>>> with sleuth.Index.open(folder / "index", settings=settings, create=True) as index:
+...     report = index.add([folder / "curie.md"])
+...     hits = index.keyword_search(["radium"], top_k=1)
+...     answer = sleuth.ask("Who discovered radium?", index=index, settings=settings)
+>>> report.added, [hit.chunk_id for hit in hits]
+(['curie.md'], ['curie.md#0'])
+>>> answer.answer
+'Marie Curie discovered radium. [curie.md#0]'
+>>> [citation.chunk_id for citation in answer.citations]
+['curie.md#0']
+>>> model.close()
+>>> shutil.rmtree(folder)
 """
 
 from sleuth._version import __version__
