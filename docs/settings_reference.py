@@ -40,6 +40,20 @@ def type_name(annotation: Any) -> str:
     return str(annotation)
 
 
+def type_cell(annotation: Any) -> str:
+    """A field's type for a table cell, with no pipe in it (Markdown tables split on it):
+    "one of `auto`, `on`, `off`", "`int` or none"."""
+    args = typing.get_args(annotation)
+    optional = type(None) in args and typing.get_origin(annotation) in (typing.Union,
+                                                                          types.UnionType)
+    parts = [a for a in args if a is not type(None)] if optional else [annotation]
+    if len(parts) == 1 and typing.get_origin(parts[0]) is typing.Literal:
+        cell = "one of " + ", ".join(f"`{v}`" for v in typing.get_args(parts[0]))
+    else:
+        cell = " or ".join(f"`{type_name(p).replace(' | ', ' or ')}`" for p in parts)
+    return f"{cell} or none" if optional else cell
+
+
 def default_of(field: FieldInfo) -> str:
     """A field's default as the configuration would write it."""
     value = field.default
@@ -53,7 +67,7 @@ def default_of(field: FieldInfo) -> str:
         return str(value).lower()
     if isinstance(value, Path):
         return str(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    return str(value)
 
 
 def _cell(text: str) -> str:
@@ -78,7 +92,7 @@ def _rows(section: str | None, model: type[BaseModel]) -> list[str]:
             f"SLEUTH_{name.upper()}"
         short = SHORT.get((section or "", name))
         names = f"{_code(short)}, {_code(variable)}" if short else _code(variable)
-        lines.append(f"| {_code(key)} | {names} | {_code(type_name(field.annotation))} | "
+        lines.append(f"| {_code(key)} | {names} | {type_cell(field.annotation)} | "
                      f"{_code(default_of(field))} | {_cell(field.description or '')} |")
     return lines
 
@@ -102,7 +116,7 @@ def reference() -> str:
             lines += [_cell(ApiKey.__doc__ or "") + " Its fields, under "
                       "its name in `serve.api_keys`:", "", "| field | type | description |",
                       "|---|---|---|",
-                      *[f"| {_code(n)} | {_code(type_name(f.annotation))} | "
+                      *[f"| {_code(n)} | {type_cell(f.annotation)} | "
                         f"{_cell(f.description or '')} |"
                         for n, f in ApiKey.model_fields.items()], ""]
     return "\n".join(lines).rstrip() + "\n"
