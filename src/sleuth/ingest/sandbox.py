@@ -1,23 +1,29 @@
-"""Parsing untrusted files in a child process, bounded in time and memory.
+"""Parsing and drawing untrusted files in a child process, bounded in time and memory.
 
 The HTML, PDF and ``.docx`` parsers are C code (lexbor, MuPDF, libxml2) whose cost a file
-can choose: a call into them cannot be interrupted from Python, and a thread stuck in one
-keeps a server from stopping. So they run in a child process (:func:`serve`) that reads one
-JSON request per line on stdin (``{"path", "doc_id", "kind", "limits"}``) and answers one
-JSON line, ``{"document": {...}}`` or ``{"skip":
-reason}``. The parent waits at most ``parse_seconds`` for an answer; past it the child is
-killed (a new one starts for the next file) and the file is skipped, naming the limit. The
-child runs niced, under an address-space limit and a CPU-time backstop. Answers are JSON,
-never pickle: a parser a file subverts can send back wrong text, not code.
+can choose, and so is drawing a PDF page (ten thousand stroked lines in 2 KB take MuPDF a
+minute): a call into them cannot be interrupted from Python, holds the interpreter, and a
+thread stuck in one keeps a server from stopping. So they run in a child process
+(:func:`serve`) that reads one JSON request per line on stdin and answers one JSON line:
+``{"op": "parse", "path", "doc_id", "kind", "limits"}`` with ``{"document": {...}}``, and
+``{"op": "render", "path", "page", "zoom", "max_pixels", "limits"}`` with ``{"png":
+base64}``; either may answer ``{"skip": reason}`` (``"limit": true`` when a limit was hit).
+The parent waits at most ``parse_seconds`` for an answer; past it the child is killed (a new
+one starts for the next request) and the file or page is refused, naming the limit
+(:class:`OverLimit`). The child runs niced, under an address-space limit and a CPU-time
+backstop. Answers are JSON, never pickle: a parser a file subverts can send back wrong text
+or pixels, not code.
 
 :func:`stop_all` kills every child of this process (a server stopping).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import importlib
 import json
-import os
+import re
 import resource
 import selectors
 import signal
@@ -28,7 +34,7 @@ import time
 import weakref
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sleuth.ingest.limits import NO_LIMITS, ReadLimits
 from sleuth.ingest.reading import SkipSource
@@ -37,14 +43,46 @@ from sleuth.types import Document
 READY = b'{"ready": true}\n'
 _LIVE: weakref.WeakSet[Sandbox] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+Verb = Literal["parse", "render"]
+_DOING: dict[Verb, str] = {"parse": "parsing", "render": "drawing"}
+# The child's program: niced before it imports anything, and into the sleuth package without
+# running its __init__ (the agent and the LLM clients: seconds of imports at every restart
+# that a parser never uses)
+_BOOT = """\
+import contextlib, importlib.util, os, sys, types
+with contextlib.suppress(OSError):
+    os.nice(10)
+found = importlib.util.find_spec("sleuth")
+package = types.ModuleType("sleuth")
+package.__path__ = list(found.submodule_search_locations)
+sys.modules["sleuth"] = package
+from sleuth.ingest.sandbox import serve
+serve({preload!r})
+"""
+
+
+class OverLimit(SkipSource):
+    """A file or page that took longer than ``parse_seconds`` or more memory than
+    ``parse_memory_mb`` in the child (which was stopped)."""
+
+
+class ChildFailed(SkipSource):
+    """The child could not be started or sent the request: nothing was read, through no fault
+    of the file's."""
 
 
 class Sandbox:
-    """One parsing child, started on first use (or by :meth:`start`) and restarted after a
-    file killed it. Threads may share one: files are parsed one at a time."""
+    """One child, started on first use (or by :meth:`start`) and restarted after a file
+    killed it. Threads may share one: requests are answered one at a time. ``preload`` names
+    modules the child imports before it says it is ready (so that a request's time is its
+    own)."""
 
-    def __init__(self, limits: ReadLimits = NO_LIMITS) -> None:
+    def __init__(self, limits: ReadLimits = NO_LIMITS, *, preload: tuple[str, ...] = ()) -> None:
+        if not all(_MODULE.fullmatch(name) for name in preload):
+            raise ValueError(f"not module names: {preload!r}")
         self.limits = limits
+        self.preload = preload
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         with _LIVE_LOCK:
@@ -58,30 +96,42 @@ class Sandbox:
     def parse(self, path: Path, doc_id: str, kind: str) -> Document:
         """The document of file ``path`` read as ``kind`` (``html``, ``pdf``, ``docx``);
         :class:`SkipSource` when it is unusable or over a limit."""
-        with self._lock:
-            return self._parse(path, doc_id, kind)
-
-    def _parse(self, path: Path, doc_id: str, kind: str) -> Document:
-        process = self._child()
-        request = {"path": str(path), "doc_id": doc_id, "kind": kind,
-                   "limits": asdict(self.limits)}
-        assert process.stdin is not None and process.stdout is not None
-        try:
-            process.stdin.write(json.dumps(request).encode() + b"\n")
-            process.stdin.flush()
-        except OSError:
-            self.close()
-            raise SkipSource("the parsing process stopped; the file was not read") from None
-        line = self._answer(process)
-        answer = json.loads(line)
-        if "skip" in answer:
-            raise SkipSource(str(answer["skip"]))
+        answer = self._ask({"op": "parse", "path": str(path), "doc_id": doc_id,
+                            "kind": kind}, "parse")
         fields = answer["document"]
         return Document(fields["doc_id"], fields["title"], fields["text"], fields["type"],
                         fields["path"], fields["metadata"])
 
-    def _answer(self, process: subprocess.Popen[bytes]) -> bytes:
-        """The child's answer line, or SkipSource once ``parse_seconds`` pass first or the
+    def render(self, path: Path, page: int, zoom: float, max_pixels: int) -> bytes:
+        """PDF page ``page`` (1-based) of file ``path`` as a PNG, drawn at ``zoom`` or less
+        so that its longest side is at most ``max_pixels``; :class:`OverLimit` past a limit,
+        :class:`SkipSource` when it cannot be drawn."""
+        answer = self._ask({"op": "render", "path": str(path), "page": page, "zoom": zoom,
+                            "max_pixels": max_pixels}, "render")
+        return base64.b64decode(answer["png"])
+
+    def _ask(self, request: dict[str, Any], verb: Verb) -> dict[str, Any]:
+        """The child's answer to ``request`` (with this sandbox's limits); SkipSource (or
+        OverLimit) when it has none."""
+        with self._lock:
+            process = self._child()
+            assert process.stdin is not None
+            sent = json.dumps({**request, "limits": asdict(self.limits)}).encode() + b"\n"
+            try:
+                process.stdin.write(sent)
+                process.stdin.flush()
+            except OSError:
+                self.close()
+                raise ChildFailed(f"the {_DOING[verb]} process stopped; the file was not "
+                                 "read") from None
+            answer: dict[str, Any] = json.loads(self._answer(process, verb))
+        if "skip" in answer:
+            refusal = OverLimit if answer.get("limit") else SkipSource
+            raise refusal(str(answer["skip"]))
+        return answer
+
+    def _answer(self, process: subprocess.Popen[bytes], verb: Verb) -> bytes:
+        """The child's answer line, or OverLimit once ``parse_seconds`` pass first or the
         child dies (out of memory, its CPU backstop)."""
         assert process.stdout is not None
         deadline = time.monotonic() + self.limits.parse_seconds
@@ -90,13 +140,13 @@ class Sandbox:
             while not waiting.select(timeout=max(0.0, deadline - time.monotonic())):
                 if time.monotonic() >= deadline:
                     self.close()
-                    raise SkipSource(f"took longer than {self.limits.parse_seconds:g} s to "
-                                     "parse (ingest.parse_seconds)")
+                    raise OverLimit(f"took longer than {self.limits.parse_seconds:g} s to "
+                                    f"{verb} (ingest.parse_seconds)")
         line = process.stdout.readline()
         if not line:
             code = process.wait()
             self._process = None
-            raise SkipSource(_death(code, self.limits))
+            raise OverLimit(_death(code, self.limits, verb))
         return line
 
     def _child(self) -> subprocess.Popen[bytes]:
@@ -104,14 +154,14 @@ class Sandbox:
         imports done), so a file's time budget is the file's alone."""
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", "from sleuth.ingest.sandbox import serve; serve()"],
+                [sys.executable, "-c", _BOOT.format(preload=list(self.preload))],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
                 start_new_session=True)  # a Ctrl-C is the parent's to handle
             assert self._process.stdout is not None
             if self._process.stdout.readline() != READY:
                 self.close()
-                raise SkipSource("the parsing process did not start (run `python -c 'from "
+                raise ChildFailed("the parsing process did not start (run `python -c 'from "
                                  "sleuth.ingest.sandbox import serve; serve()'` to see why)")
         return self._process
 
@@ -141,23 +191,26 @@ def stop_all() -> None:
         sandbox.close()
 
 
-def _death(code: int, limits: ReadLimits) -> str:
+def _death(code: int, limits: ReadLimits, verb: Verb) -> str:
     """Why a child that died mid-file did, in words."""
     if code in (-signal.SIGXCPU, -signal.SIGKILL):
-        return (f"took more than {limits.parse_seconds:g} s of CPU to parse "
+        return (f"took more than {limits.parse_seconds:g} s of CPU to {verb} "
                 "(ingest.parse_seconds)")
-    return (f"the parser stopped on this file (exit {code}; a file needing more than "
-            f"{limits.parse_memory_bytes >> 20} MB, ingest.parse_memory_mb, stops it)")
+    return (f"the {_DOING[verb]} process stopped on this file (exit {code}; a file needing more "
+            f"than {limits.parse_memory_bytes >> 20} MB, ingest.parse_memory_mb, stops it)")
 
 
 # -- the child ---------------------------------------------------------------------------
 
-def serve() -> None:
-    """Answer requests on stdin until it closes (see the module docstring)."""
-    with contextlib.suppress(OSError):  # not allowed: run at the parent's priority
-        os.nice(10)
-    from sleuth.ingest.parsers import parse_file
+def serve(preload: list[str] | None = None) -> None:
+    """Answer requests on stdin until it closes (see the module docstring), once the
+    modules of ``preload`` that are installed are imported. :class:`Sandbox` runs it niced
+    (:data:`_BOOT`)."""
+    import sleuth.ingest.parsers  # noqa: F401 - imported before the first file's clock runs
 
+    for name in preload or ():
+        with contextlib.suppress(ImportError):  # the request says what is missing
+            importlib.import_module(name)
     sys.stdout.buffer.write(READY)
     sys.stdout.buffer.flush()
     for raw in sys.stdin.buffer:
@@ -166,20 +219,56 @@ def serve() -> None:
         request = json.loads(raw)
         limits = ReadLimits(**request["limits"])
         _bound(limits)
-        try:
-            document = parse_file(Path(request["path"]), str(request["doc_id"]),
-                                  str(request["kind"]), limits)
-            answer: dict[str, Any] = {"document": asdict(document)}
-        except SkipSource as err:
-            answer = {"skip": str(err)}
-        except MemoryError:
-            answer = {"skip": f"needs more than {limits.parse_memory_bytes >> 20} MB to parse "
-                              "(ingest.parse_memory_mb)"}
-        except Exception as err:  # noqa: BLE001 - a parser's failure is this file's problem
-            answer = {"skip": f"could not be parsed ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0][:120] if str(err) else ''})"}
+        answer = _handle(request, limits)
         sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
         sys.stdout.buffer.flush()
+
+
+def _handle(request: dict[str, Any], limits: ReadLimits) -> dict[str, Any]:
+    """The answer to one request, a refusal when it fails."""
+    from sleuth.ingest.parsers import parse_file
+
+    verb = "render" if request.get("op") == "render" else "parse"
+    try:
+        if verb == "render":
+            png = render_page(Path(request["path"]), int(request["page"]),
+                              float(request["zoom"]), int(request["max_pixels"]))
+            return {"png": base64.b64encode(png).decode("ascii")}
+        document = parse_file(Path(request["path"]), str(request["doc_id"]),
+                              str(request["kind"]), limits)
+        return {"document": asdict(document)}
+    except SkipSource as err:
+        return {"skip": str(err)}
+    except MemoryError:
+        return {"skip": f"needs more than {limits.parse_memory_bytes >> 20} MB to {verb} "
+                        "(ingest.parse_memory_mb)", "limit": True}
+    except Exception as err:  # noqa: BLE001 - a parser's failure is this file's problem
+        if verb == "render":  # the type alone: MuPDF's messages may name the server's paths
+            return {"skip": f"could not be drawn ({type(err).__name__})"}
+        return {"skip": f"could not be parsed ({type(err).__name__}: "
+                        f"{str(err).splitlines()[0][:120] if str(err) else ''})"}
+
+
+def render_page(path: Path, page: int, zoom: float, max_pixels: int) -> bytes:
+    """PDF page ``page`` (1-based) of ``path`` as a PNG at ``zoom``, less where its longest
+    side would pass ``max_pixels``. Run it in a child (:meth:`Sandbox.render`): drawing
+    costs what the page's content chooses."""
+    try:
+        import pymupdf
+    except ImportError:
+        raise SkipSource("page images need PyMuPDF: pip install 'sleuth-rag[pdf]'") from None
+    return _draw(pymupdf, path, page, zoom, max_pixels)
+
+
+def _draw(pymupdf: Any, path: Path, page: int, zoom: float, max_pixels: int) -> bytes:
+    pymupdf.TOOLS.mupdf_display_errors(False)  # the child's stderr is nobody's
+    with pymupdf.open(path) as pdf:
+        if not 1 <= page <= pdf.page_count:
+            raise SkipSource(f"the file has no page {page} now (it has {pdf.page_count})")
+        shown = pdf.load_page(page - 1)
+        longest = max(shown.rect.width, shown.rect.height) or 1.0
+        scale = min(zoom, max_pixels / longest)
+        return bytes(shown.get_pixmap(matrix=pymupdf.Matrix(scale, scale)).tobytes("png"))
 
 
 def _bound(limits: ReadLimits) -> None:

@@ -133,9 +133,14 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
             min_length=1, max_length=PATH_ID_MAX, pattern=PATH_ID_PATTERN,
             description="Document id of a PDF")], page: Annotated[int, Query(
             ge=1, description="Page (1-based)")]) -> Response:
-        """A PDF page as a PNG, rendered from the original file (404 when the document is no
-        PDF, the file is gone or PyMuPDF is not installed)."""
-        png = await pool.run(lambda: service.page_image(doc, page, caller))
+        """A PDF page as a PNG, drawn from the original file in a child process held to the
+        parsing limits (`ingest.parse_seconds`, `ingest.parse_memory_mb`) and kept. 404 when
+        the document is no PDF, the file is gone or PyMuPDF is not installed; 400 when the
+        page is too costly to draw (the same answer, without drawing it again, for ten
+        minutes); 429 past a key's two pages being drawn; 503 when the queue is full."""
+        # the file is found on the tool threads; it is drawn on the render thread
+        source = await pool.run(lambda: service.page_source(doc, page, caller))
+        png = await service.pages.image(source, caller.name)
         return Response(png, media_type="image/png",
                         headers={"Cache-Control": "private, max-age=300"})
 
@@ -152,7 +157,7 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
                          openapi_extra=_PASSAGE_PARAMETERS)
     router.add_api_route("/page-image", page_image, methods=["GET"], tags=["index"],
                          response_class=Response,
-                         responses={**_PNG, **responses(404, 422, 503)})
+                         responses={**_PNG, **responses(404, 422, 429, 503)})
     router.add_api_route("/sessions/{session_id}", rename_session, methods=["PATCH"],
                          tags=["sessions"], responses=responses(400, 404, 422))
     return router

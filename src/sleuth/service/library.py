@@ -1,7 +1,7 @@
 """What the browser app reads of an index besides answers: the document list, a passage of a
 document with the cited lines marked (and, given the claim a citation backs, the sentences of
-the cited chunk that support it), the image of a PDF page, and what became of each uploaded
-file.
+the cited chunk that support it), the image of a PDF page (drawn in a bounded child process
+and kept, :class:`PageImages`), and what became of each uploaded file.
 
 Every function reads through the :class:`~sleuth.index.read.ReadIndex` it is given, which
 :meth:`sleuth.service.service.Service.view` scopes to the caller: a document the caller may not see
@@ -12,7 +12,11 @@ is "no document", exactly like one that does not exist. Line numbers are 0-based
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,8 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from sleuth.errors import NotFoundError, RequestError
-from sleuth.ingest import SUPPORTED_SUFFIXES
+from sleuth.errors import NotFoundError, RequestError, SleuthError
+from sleuth.ingest import SUPPORTED_SUFFIXES, ReadLimits
+from sleuth.ingest.reading import SkipSource
+from sleuth.ingest.sandbox import ChildFailed, OverLimit, Sandbox
+from sleuth.service.pool import Quota, WorkPool
 from sleuth.store.base import DocumentInfo
 from sleuth.text.docview import MAX_LINE_CHARS, DocumentView
 from sleuth.text.ids import CITATION
@@ -37,6 +44,9 @@ CONTEXT_LINES = 15  # lines shown before and after the highlighted ones
 WINDOW_MAX = 400  # lines of a passage at most (a page of a PDF is shown whole)
 FIRST_LINES = 200  # lines shown when nothing in the document is asked for
 PAGE_ZOOM, PAGE_MAX_PIXELS = 1.5, 2000  # page images: the scale, and their longest side
+RENDER_QUEUE, RENDERS_PER_KEY = 4, 2  # pages waiting to be drawn: in all, of one key
+RENDER_CACHE_BYTES, RENDER_CACHE_ENTRIES = 64 << 20, 1024  # drawings and refusals kept
+REFUSED_SECONDS = 600  # how long a page that could not be drawn is not tried again
 TITLE_MAX = 200  # characters of a session title
 SUPPORT_MAX = 2000  # characters of the claim a passage's sentences are matched against
 QUOTE_WEIGHT = 2  # what a quoted string of the claim found in a sentence counts, in words
@@ -284,36 +294,143 @@ def _renderable(document: Document) -> bool:
         importlib.util.find_spec("pymupdf") is not None
 
 
-def page_image(index: ReadIndex, doc_id: str, page: int) -> bytes:
-    """PDF page ``page`` of document ``doc_id`` as a PNG, rendered from the original file at
-    :data:`PAGE_ZOOM` with its longest side at most :data:`PAGE_MAX_PIXELS`."""
+@dataclass(frozen=True)
+class PageSource:
+    """The file a page image is drawn from, and what the drawing is cached under: the
+    file's identity (resolved path, size, change time in ns) with the page and scale, so a
+    changed file is drawn again."""
+
+    doc_id: str
+    page: int
+    path: Path
+    key: tuple[str, int, int, int, float, int]
+
+
+def page_source(index: ReadIndex, doc_id: str, page: int) -> PageSource:
+    """Where PDF page ``page`` of document ``doc_id`` is drawn from; NotFoundError when the
+    document is no PDF, has no such page, or its file or PyMuPDF is missing."""
     document = _document(index, doc_id)
     pages = DocumentView(document).page_count
     if document.type != "pdf" or not pages:
         raise NotFoundError(f"{doc_id!r} is not a PDF: it has no page images")
     if not 1 <= page <= pages:
         raise NotFoundError(f"no page {page} in {doc_id!r} (it has {pages})")
-    try:
-        import pymupdf
-    except ImportError:
+    if importlib.util.find_spec("pymupdf") is None:
         raise NotFoundError("page images need PyMuPDF on the server: pip install "
-                            "'sleuth-rag[pdf]'") from None
-    path = Path(str(document.path or ""))
-    if not document.path or not path.is_file():
-        raise NotFoundError(f"the original file of {doc_id!r} is no longer on the server")
+                            "'sleuth-rag[pdf]'")
+    path = Path(str(document.path or "")).resolve()
     try:
-        return _render(pymupdf, path, page)
-    except Exception as exc:  # MuPDF raises assorted errors on a changed or broken file
-        raise NotFoundError(f"page {page} of {doc_id!r} cannot be rendered from its file "
-                            f"({type(exc).__name__})") from None
+        found = path.stat() if document.path and path.is_file() else None
+    except OSError:
+        found = None
+    if found is None:
+        raise NotFoundError(f"the original file of {doc_id!r} is no longer on the server")
+    return PageSource(doc_id, page, path, (str(path), found.st_size, found.st_mtime_ns, page,
+                                           PAGE_ZOOM, PAGE_MAX_PIXELS))
 
 
-def _render(pymupdf: Any, path: Path, page: int) -> bytes:
-    with pymupdf.open(path) as pdf:
-        shown = pdf.load_page(page - 1)
-        longest = max(shown.rect.width, shown.rect.height) or 1.0
-        zoom = min(PAGE_ZOOM, PAGE_MAX_PIXELS / longest)
-        return bytes(shown.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).tobytes("png"))
+@dataclass(frozen=True)
+class _Refused:
+    """A page that could not be drawn, and until when that answer stands."""
+
+    error: RequestError
+    until: float
+
+
+def _standing(refused: _Refused) -> RequestError:
+    """The error of a page that could not be drawn, saying how long it stands."""
+    left = max(1, math.ceil(refused.until - time.monotonic()))
+    return type(refused.error)(f"{refused.error}; not tried again for {left} s")
+
+
+class PageImages:
+    """PDF pages drawn as PNGs, each at most once in a while: in one child process bounded
+    like parsing (``ingest.parse_seconds``, ``ingest.parse_memory_mb``, niced), one page at
+    a time, on a thread of its own with at most :data:`RENDER_QUEUE` waiting (so pages
+    being drawn never hold the threads searches run on), each key holding at most
+    :data:`RENDERS_PER_KEY` of them. Drawings are kept, most recently used, up to
+    :data:`RENDER_CACHE_BYTES`; a page that could not be drawn (over a limit, or broken)
+    answers the same error for :data:`REFUSED_SECONDS` without being tried again."""
+
+    def __init__(self, limits: ReadLimits) -> None:
+        self.sandbox = Sandbox(limits, preload=("pymupdf",))
+        self.pool = WorkPool(1, RENDER_QUEUE, name="render")
+        self.quota = Quota(RENDERS_PER_KEY, "page images being drawn",
+                           "page images per key", lambda: self.pool.seconds)
+        self._kept: OrderedDict[tuple[Any, ...], bytes | _Refused] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.drawn = 0  # pages sent to the child to be drawn, whatever came of it
+
+    async def image(self, source: PageSource, key: str) -> bytes:
+        """The page of ``source`` for the caller of API key ``key``: from the cache, else
+        drawn on the render thread (TooMany, 429, past the key's share; Busy, 503, when the
+        queue is full)."""
+        kept = self.kept(source)
+        if kept is not None:
+            return kept
+        give_back = self.quota.take(key)
+        try:
+            return await self.pool.run(lambda: self.render(source))
+        finally:
+            give_back()
+
+    def render(self, source: PageSource) -> bytes:
+        """The page of ``source`` from the cache, else drawn in the child now (waiting for
+        the one before it); RequestError (400) past a limit, NotFoundError when it cannot
+        be drawn, SleuthError (500) when the child cannot be started."""
+        kept = self.kept(source)
+        if kept is not None:
+            return kept
+        where = f"page {source.page} of {source.doc_id!r}"
+        with self._lock:
+            self.drawn += 1
+        try:
+            png = self.sandbox.render(source.path, source.page, PAGE_ZOOM, PAGE_MAX_PIXELS)
+        except ChildFailed as why:  # the server's fault, not the page's: not kept
+            raise SleuthError(f"{where} cannot be drawn now: {why}") from None
+        except OverLimit as why:
+            refused = _Refused(RequestError(f"{where} is too costly to draw: {why}"),
+                               time.monotonic() + REFUSED_SECONDS)
+        except SkipSource as why:
+            refused = _Refused(NotFoundError(f"{where} cannot be drawn from its file: {why}"),
+                               time.monotonic() + REFUSED_SECONDS)
+        else:
+            self._keep(source, png)
+            return png
+        self._keep(source, refused)
+        raise _standing(refused)
+
+    def kept(self, source: PageSource) -> bytes | None:
+        """The drawing of ``source`` when it is kept; its error while that stands; None when
+        it must be drawn."""
+        with self._lock:
+            entry = self._kept.get(source.key)
+            if entry is None:
+                return None
+            if isinstance(entry, bytes):
+                self._kept.move_to_end(source.key)
+                return entry
+            if entry.until <= time.monotonic():
+                del self._kept[source.key]
+                return None
+        raise _standing(entry)
+
+    def _keep(self, source: PageSource, entry: bytes | _Refused) -> None:
+        """Keep ``entry``, dropping the least recently used past the cache's bounds."""
+        with self._lock:
+            old = self._kept.pop(source.key, None)
+            self._bytes -= len(old) if isinstance(old, bytes) else 0
+            self._kept[source.key] = entry
+            self._bytes += len(entry) if isinstance(entry, bytes) else 0
+            while len(self._kept) > RENDER_CACHE_ENTRIES or self._bytes > RENDER_CACHE_BYTES:
+                _, dropped = self._kept.popitem(last=False)
+                self._bytes -= len(dropped) if isinstance(dropped, bytes) else 0
+
+    def close(self) -> None:
+        """Stop drawing: the child is killed, waiting pages abandoned."""
+        self.pool.close()
+        self.sandbox.close()
 
 
 # -- sessions and uploads --------------------------------------------------------------------

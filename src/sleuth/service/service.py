@@ -53,10 +53,12 @@ from sleuth.llm import LLM
 from sleuth.service.callers import LOCAL, Caller
 from sleuth.service.library import (
     LIST_LIMIT,
+    PageImages,
+    PageSource,
     check_title,
     file_statuses,
     list_documents,
-    page_image,
+    page_source,
     passage,
     unsupported,
 )
@@ -161,6 +163,7 @@ class Service:
         self._write_lock = threading.Lock()
         # one parsing child for the server's uploads, started ahead (see _warm)
         self.parser = Sandbox(ReadLimits.of(self.settings.ingest))
+        self.pages = PageImages(ReadLimits.of(self.settings.ingest))  # drawn in a child too
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
         self._closed = False
@@ -222,6 +225,7 @@ class Service:
         server_running(False)
         for pool in (self.pool, self.writes, self.asks):
             pool.close()
+        self.pages.close()
         stop_parsers()
         self.index.close()
 
@@ -434,9 +438,9 @@ class Service:
         return passage(self.view(caller), doc=doc, chunk=chunk, lines=lines, page=page,
                        support=support)
 
-    def page_image(self, doc_id: str, page: int, caller: Caller = LOCAL) -> bytes:
-        """A PDF page ``caller`` sees as a PNG (:func:`sleuth.service.library.page_image`)."""
-        return page_image(self.view(caller), doc_id, page)
+    def page_source(self, doc_id: str, page: int, caller: Caller = LOCAL) -> PageSource:
+        """Where a PDF page ``caller`` sees is drawn from; ``self.pages`` draws it (PNG)."""
+        return page_source(self.view(caller), doc_id, page)
 
     # -- tools -------------------------------------------------------------------------
 
