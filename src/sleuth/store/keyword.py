@@ -65,6 +65,17 @@ def parse_keywords(keywords: Iterable[str], mode: KeywordMode = "word") -> list[
     return out
 
 
+def stored_token(token: str, max_chars: int) -> Keyword:
+    """A keyword whose count in a lowercased text is how often a token index that keeps the
+    ``\\w+`` runs cut to ``max_chars`` holds ``token`` (a token as :func:`tokenize` gives
+    and the index cuts it): a whole run equal to it, or, for a token of ``max_chars``, a run
+    that starts with it. Counting it in a chunk's text gives what the postings hold."""
+    literal = re.escape(token)
+    cut = len(token) >= max_chars
+    pattern = re.compile(rf"(?<!\w){literal}" if cut else rf"{literal}(?<!\w{literal})(?!\w)")
+    return Keyword(token, len(token), False, pattern)
+
+
 def tokenize(lowered: str) -> list[str]:
     """Token stream for the candidate index: the ``\\w+`` runs of lowercased text."""
     return _WORD.findall(lowered)

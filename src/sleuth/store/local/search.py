@@ -2,6 +2,14 @@
 (single tokens counted from the FTS5 postings, the rest from FTS5 candidates' text) and
 BM25 (FTS5's, or computed over the visible chunks or within documents), each turning its
 ranked chunk rows into hits through the reads of :class:`~sleuth.store.local.reads._Reads`.
+
+Under an access that hides documents, the keyword and BM25 searches spend on a hidden
+chunk no more than SQLite's step over it inside one statement: an FTS5 query's matches are
+tested against a byte mask of the visible rowids (per access and generation) as SQLite
+meets them, only the visible ones come back (as one text), and only visible chunks' text
+is read and matched, counts included (a term's postings hold every tenant's chunks, so
+they are read only without an access). Before, a search for a word only another tenant
+held took twice as long as one for a word nobody held: the time told whether they held it.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ MAX_CANDIDATES = 5000  # approximate candidates asked for before a search settle
 # reading a common word's postings ("of": 4,200 chunks of 2Wiki) took 7 ms, most of a search
 COMMON_TERM_CHUNKS = 256
 POSTINGS_CACHE_SIZE = 2_000_000  # cached (chunk, count) pairs at most: about 24 MB
+# Under an access, a keyword's visible candidates are narrowed token by token until at most
+# this many are left; their text settles the rest.
+FEW_CANDIDATES = 64
 
 
 class _Search(_Reads):
@@ -35,6 +46,7 @@ class _Search(_Reads):
 
     _vector_settings: VectorSettings
     _postings: _PerGeneration[tuple[np.ndarray, np.ndarray]]  # common terms' (rows, counts)
+    _masks: _PerGeneration[bytes]  # access key → a byte per chunk rowid: 1 if visible
 
     @_reads
     def semantic_search(self, query: np.ndarray, top_k: int,
@@ -105,18 +117,9 @@ class _Search(_Reads):
                        access: Access | None = None) -> list[Hit]:
         parsed = kw.parse_keywords(keywords, mode)
         counted, rescored = ranking.split_keywords(parsed, MAX_TOKEN_CHARS)
-        rows, counts = [], []
-        for k in counted:
-            found, occurrences = self._term_postings(k.text)
-            rows.append(found)
-            counts.append(occurrences * k.weight)
-        scores = _summed(rows, counts)
-        if rescored:
-            ranking.rescore(self._candidate_texts(self._candidates(rescored)), rescored,
-                            scores)
         visible = self._visible_for(access)
-        if visible is not None:
-            scores = {rowid: score for rowid, score in scores.items() if rowid in visible.rows}
+        scores = self._keyword_scores(counted, rescored) if visible is None else \
+            self._visible_keyword_scores(counted, rescored, visible)
         ranked = self._top(scores, top_k)
         chunks = self.get_chunks([cid for cid, _ in ranked])
         return ranking.keyword_hits(ranked, chunks,
@@ -146,6 +149,114 @@ class _Search(_Reads):
         chunks = self.get_chunks([chunk_id for chunk_id, _ in by_id])
         return ranking.bm25_hits(by_id, chunks,
                                  self._titles({c.doc_id for c in chunks.values()}), tokens)
+
+    def _keyword_scores(self, counted: Sequence[kw.Keyword],
+                        rescored: Sequence[kw.Keyword]) -> dict[int, float]:
+        """Exact scores over every chunk: ``counted`` from the postings, ``rescored`` in
+        the text of FTS5's candidates."""
+        rows, counts = [], []
+        for k in counted:
+            found, occurrences = self._term_postings(k.text)
+            rows.append(found)
+            counts.append(occurrences * k.weight)
+        scores = _summed(rows, counts)
+        if rescored:
+            ranking.rescore(self._candidate_texts(self._candidates(rescored)), rescored,
+                            scores)
+        return scores
+
+    def _visible_keyword_scores(self, counted: Sequence[kw.Keyword],
+                                rescored: Sequence[kw.Keyword],
+                                visible: _Visible) -> dict[int, float]:
+        """Exact scores over the visible chunks, at a cost that does not grow with the
+        hidden chunks that hold a keyword (see the module docstring)."""
+        allowed = self._allowed_mask(visible)
+        rows, counts = [], []
+        for k in counted:
+            found, occurrences = self._visible_counts(k, visible.key, allowed)
+            rows.append(found)
+            counts.append(occurrences * k.weight)
+        scores = _summed(rows, counts)
+        if rescored:
+            candidates = self._visible_candidates(rescored, allowed)
+            ranking.rescore(self._candidate_texts(
+                sorted(visible.rows) if candidates is None else candidates.tolist()),
+                rescored, scores)
+        return scores
+
+    def _allowed_mask(self, visible: _Visible) -> bytes:
+        """One byte per chunk rowid, 1 where the chunk is visible (cached per generation
+        and access): SQLite tests a matched rowid against it without a step in Python."""
+        def compute() -> bytes:
+            top = self.db.execute("SELECT max(id) FROM chunks").fetchone()[0] or 0
+            mask = np.zeros(top + 1, dtype=np.uint8)
+            mask[np.fromiter(visible.rows, dtype=np.int64, count=len(visible.rows))] = 1
+            return mask.tobytes()
+
+        return self._masks.get(self.generation(), visible.key, compute)
+
+    def _matching(self, query: str, allowed: bytes) -> np.ndarray:
+        """The visible chunk rowids (ascending) that an FTS5 query matches. SQLite drops
+        the hidden ones as it meets them and hands the rest over as one text."""
+        found = self.db.execute(
+            "SELECT group_concat(rowid) FROM keyword WHERE keyword MATCH ? "
+            "AND substr(?, rowid + 1, 1) = x'01'", (query, allowed)).fetchone()[0]
+        if not found:
+            return _NONE
+        return np.sort(np.fromstring(found, dtype=np.int64, sep=","))
+
+    def _visible_counts(self, k: kw.Keyword, key: str,
+                        allowed: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(visible chunk rowids, occurrences) of the stored token ``k`` matches (see
+        :func:`sleuth.store.keyword.stored_token`), counted in the visible chunks' text;
+        kept for the generation when the access sees it in many chunks."""
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            rows = self._matching(_phrase([k.text]), allowed)
+            counted = {rowid: k.count(text.lower())
+                       for rowid, text in self._candidate_texts(rows.tolist())}
+            return rows, np.array([counted.get(r, 0) for r in rows.tolist()], dtype=np.float64)
+
+        def keep(found: tuple[np.ndarray, np.ndarray],
+                 held: Iterable[tuple[np.ndarray, np.ndarray]]) -> bool:
+            return len(found[0]) >= COMMON_TERM_CHUNKS and \
+                len(found[0]) + sum(len(r) for r, _ in held) <= POSTINGS_CACHE_SIZE
+
+        return self._postings.get(self.generation(), f"{key}\x00{k.text}", compute, keep)
+
+    def _visible_candidates(self, keywords: Sequence[kw.Keyword],
+                            allowed: bytes) -> np.ndarray | None:
+        """The visible chunks that may match a keyword (``None``: scan them all), each
+        keyword's tokens looked up one at a time (a phrase's FTS5 match would walk a
+        common token's postings as far as the hidden chunks holding a rare one)."""
+        found = []
+        for k in keywords:
+            tokens = [t[:MAX_TOKEN_CHARS] for t in k.tokens]
+            if not tokens:
+                return None
+            rows: np.ndarray | None = None
+            for token in sorted(tokens, key=len, reverse=True):  # the rarer ones first
+                query = _phrase([token])
+                if k.substring:
+                    terms = self._expansions(token)
+                    if terms is None:
+                        return None
+                    # a token no term of the vocabulary (every tenant's words) contains is
+                    # in no chunk and stands for itself: the same statement either way
+                    query = " OR ".join(_phrase([t]) for t in terms or [token])
+                matched = self._matching(query, allowed)
+                rows = matched if rows is None else np.intersect1d(rows, matched)
+                if len(rows) <= FEW_CANDIDATES:  # their text settles it
+                    break
+            if rows is not None:
+                found.append(rows)
+        return np.unique(np.concatenate(found)) if found else _NONE
+
+    def _expansions(self, token: str) -> list[str] | None:
+        """The indexed terms that contain ``token`` (``None``: too many to list)."""
+        terms = [r[0] for r in self.db.execute(
+            "SELECT term FROM keyword_terms WHERE instr(term, ?) > 0 LIMIT ?",
+            (token, MAX_EXPANSION + 1))]
+        return None if len(terms) > MAX_EXPANSION else terms
 
     def _term_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk rowids, occurrences) of one token; a common term's are kept in memory for
@@ -192,19 +303,16 @@ class _Search(_Reads):
             if not tokens:
                 return None
             if not k.substring:
-                clauses.append('"' + " ".join(tokens) + '"')
+                clauses.append(_phrase(tokens))
                 continue
             groups = []
             for token in tokens:
-                terms = [r[0] for r in self.db.execute(
-                    "SELECT term FROM keyword_terms WHERE instr(term, ?) > 0 LIMIT ?",
-                    (token, MAX_EXPANSION + 1),
-                )]
-                if len(terms) > MAX_EXPANSION:
+                terms = self._expansions(token)
+                if terms is None:
                     return None
                 if not terms:
                     break
-                groups.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
+                groups.append("(" + " OR ".join(_phrase([t]) for t in terms) + ")")
             else:
                 clauses.append("(" + " AND ".join(groups) + ")")
         if not clauses:
@@ -248,7 +356,8 @@ class _Search(_Reads):
     def _bm25_visible(self, tokens: list[str], visible: _Visible,
                       doc_ids: Sequence[str] | None, top_k: int) -> list[tuple[int, float]]:
         """BM25 (k1 1.2, b 0.75) with N, document frequencies and the average length
-        counted over the visible chunks only; term counts come from the postings."""
+        counted over the visible chunks only; term counts come from the visible chunks'
+        text (:meth:`_visible_counts`), never from postings that hold hidden chunks."""
         if not visible.rows:
             return []
         total = len(visible.rows)
@@ -258,18 +367,18 @@ class _Search(_Reads):
             wanted = sorted(set(doc_ids) & visible.docs)
             allowed = {r for part in _batches(wanted) for (r,) in self.db.execute(
                 f"SELECT id FROM chunks WHERE doc_id IN ({','.join('?' * len(part))})", part)}
+        mask = self._allowed_mask(visible)
         idf: dict[str, float] = {}
         counts: dict[int, dict[str, int]] = {}
         for token in tokens:
-            postings = [(rowid, n) for rowid, n in self.db.execute(
-                "SELECT doc, count(*) FROM keyword_postings WHERE term=? GROUP BY doc",
-                (token,)) if rowid in visible.rows]
-            if not postings:
+            rows, occurrences = self._visible_counts(kw.stored_token(token, MAX_TOKEN_CHARS),
+                                                     visible.key, mask)
+            if not len(rows):
                 continue
-            idf[token] = ranking.bm25_idf(total, len(postings))
-            for rowid, n in postings:
+            idf[token] = ranking.bm25_idf(total, len(rows))
+            for rowid, n in zip(rows.tolist(), occurrences.tolist(), strict=True):
                 if rowid in allowed:
-                    counts.setdefault(rowid, {})[token] = n
+                    counts.setdefault(rowid, {})[token] = int(n)
         lengths = {rowid: n for part in _batches(sorted(counts)) for rowid, n in self.db.execute(
             f"SELECT id, n_words FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)}
         scored = [(rowid, sum(ranking.bm25_term(idf[t], n, lengths.get(rowid, 0), avg)
@@ -309,6 +418,14 @@ class _Search(_Reads):
                 scored.append((rowid, score))
         scored.sort(key=lambda item: -item[1])
         return scored[:top_k]
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _phrase(tokens: Sequence[str]) -> str:
+    """An FTS5 phrase of index tokens (which hold no quote: they are ``\\w`` runs)."""
+    return '"' + " ".join(tokens) + '"'
 
 
 def _summed(rows: list[np.ndarray], scores: list[np.ndarray]) -> dict[int, float]:

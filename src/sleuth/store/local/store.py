@@ -144,6 +144,7 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
         self._vectors = None
         self._visible = _PerGeneration(self._load_lock)
         self._postings = _PerGeneration(self._load_lock)  # common terms' (chunk rowids, counts)
+        self._masks = _PerGeneration(self._load_lock)  # per access: its chunk rowids, a mask
         self._verified = set()  # files whose checksum matched
         self._vector_settings = VectorSettings()
         self._ann = None  # file stamp, approximate index

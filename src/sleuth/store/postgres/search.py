@@ -1,6 +1,11 @@
 """Searching: keyword (single tokens counted from the token arrays, the rest from GIN
 candidates' text), semantic (approximate candidates re-scored exactly in SQL, or an exact
-scan) and BM25 computed over the visible chunks' token arrays."""
+scan) and BM25 computed over the visible chunks' token arrays.
+
+The access condition is part of every statement, so a hidden chunk is never counted, read
+or matched in Python; and a statement's shape depends on the query alone (a substring that
+no term of the shared vocabulary contains still gets its condition), so the plan
+PostgreSQL picks does not say whether another tenant's chunks hold a word."""
 
 from __future__ import annotations
 
@@ -79,13 +84,13 @@ class _Search(_Reads):
                     (token, MAX_EXPANSION + 1))]
                 if len(terms) > MAX_EXPANSION:
                     return "TRUE", []
-                if not terms:
-                    break
-                expansions.append(terms)
-            else:
-                clauses.append("(" + " AND ".join(["c.tokens && %s::text[]"] * len(expansions))
-                               + ")")
-                params += expansions
+                # a token in no term of the vocabulary (every tenant's words) is in no
+                # chunk: it stands for itself, so the statement and its plan are the same
+                # whether or not hidden chunks hold a term that contains it
+                expansions.append(terms or [token])
+            clauses.append("(" + " AND ".join(["c.tokens && %s::text[]"] * len(expansions))
+                           + ")")
+            params += expansions
         return " OR ".join(clauses), params
 
     def semantic_search(self, query: np.ndarray, top_k: int,
