@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -11,7 +12,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 
 pytest.importorskip("fastapi")
@@ -124,6 +127,31 @@ def test_run_ids_cannot_leave_the_root(runs: Path, tmp_path: Path) -> None:
         assert _raw_get(base, "/v1/runs/full/questions/..%2f..%2fsecret") == 404
         assert _raw_get(base, "/v1/chunks/p1%230") == 503  # no index given
     assert TestClient(_app(runs, None)).get("/v1/runs/link").status_code == 404
+
+
+def test_question_ids_holding_a_slash_open(runs: Path, tmp_path: Path) -> None:
+    """Datasets name questions ``2wiki/123``; such an id opens, plain or encoded, even one
+    holding ``/questions/``, in a run whose own id holds a slash."""
+    folder = runs / "bench" / "slashed"
+    folder.mkdir()
+    ids = {"q1": "2wiki/q1", "q2": "hotpot/questions/q2", "q3": "q3"}
+    lines = (runs / "bench" / "full" / "predictions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    for record in records:
+        record["question_id"] = ids[record["question_id"]]
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with _serve(_app(runs, tmp_path / "idx")) as base:
+        listed = httpx.get(f"{base}/v1/runs/bench/slashed").json()
+        assert sorted(q["question_id"] for q in listed["questions"]) == sorted(ids.values())
+        for question in ids.values():
+            for sent in (question, quote(question, safe="")):  # as typed, as the page sends
+                got = httpx.get(f"{base}/v1/runs/bench/slashed/questions/{sent}")
+                assert got.status_code == 200, (sent, got.text)
+                assert got.json()["record"]["question_id"] == question
+                assert got.json()["run_id"] == "bench/slashed"
+        assert httpx.get(f"{base}/v1/runs/bench/slashed/questions/2wiki/q9").status_code == 404
+        assert httpx.get(f"{base}/v1/runs/bench/nope/questions/2wiki/q1").status_code == 404
+        assert _raw_get(base, "/v1/runs/bench/slashed/questions/..%2f..%2fsecret") == 404
 
 
 def test_auth_dependency_guards_every_route(runs: Path, tmp_path: Path) -> None:

@@ -161,6 +161,15 @@ def _add_judged(scores: dict[str, Any], folder: Path) -> None:
             return
 
 
+def _splits(run_id: str, question_id: str) -> list[tuple[str, str]]:
+    """Every reading of ``RUN/questions/QUESTION`` as a run id and a question id, the
+    router's first (the longest run id): both may hold ``/``, and a question id even
+    ``/questions/``."""
+    parts = f"{run_id}/questions/{question_id}".split("/questions/")
+    return [("/questions/".join(parts[:i]), "/questions/".join(parts[i:]))
+            for i in range(len(parts) - 1, 0, -1)]
+
+
 def _question_row(record: dict[str, Any], row: dict[str, float]) -> dict[str, Any]:
     control = record.get("control") if isinstance(record.get("control"), dict) else None
     return {
@@ -247,15 +256,21 @@ def runs_router(runs_root: Path, index_opener: Callable[[], ReadIndex] | None = 
         """Every run under the root with its main metrics, overall and per question type."""
         return {"root": str(store.root), "runs": [store.summary(i) for i in store.run_ids()]}
 
-    @router.get("/v1/runs/{run_id:path}/questions/{question_id}",
+    @router.get("/v1/runs/{run_id:path}/questions/{question_id:path}",
                 responses=_errors(404, 422))
     def get_question(run_id: RunId, question_id: QuestionId) -> dict[str, Any]:
-        """One question's full prediction record, with its scores."""
-        loaded = scored(run_id)
-        for record, row in zip(loaded["records"], loaded["rows"], strict=True):
-            if str(record.get("question_id")) == question_id:
-                return {"run_id": run_id, "record": record, "scores": row,
-                        "summary": _question_row(record, row)}
+        """One question's full prediction record, with its scores. A question id may hold
+        ``/`` (as ``2wiki/123``), plain or encoded as ``%2F``."""
+        for run, question in _splits(run_id, question_id):
+            try:
+                loaded = scored(run)
+            except HTTPException:
+                continue
+            for record, row in zip(loaded["records"], loaded["rows"], strict=True):
+                if str(record.get("question_id")) == question:
+                    return {"run_id": run, "record": record, "scores": row,
+                            "summary": _question_row(record, row)}
+        scored(run_id)  # 404 when there is no such run
         raise HTTPException(404, f"no question {question_id!r} in run {run_id!r}")
 
     @router.get("/v1/runs/{run_id:path}", responses=_errors(404, 422))
