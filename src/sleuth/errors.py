@@ -1,6 +1,37 @@
-"""The error tree. Library code raises these; only the CLI turns them into exit codes."""
+"""The error tree. Library code raises these; only the CLI turns them into exit codes.
+
+:func:`redact` keeps credentials out of their messages: an error that quotes a URL or what a
+remote server said passes through it first.
+"""
 
 from __future__ import annotations
+
+import re
+
+# userinfo of a URL (user:password@, or a token standing as the user); scheme kept
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]+@")
+# a bearer token (an Authorization header's credentials)
+_AUTHORIZATION = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{6,}")
+# API keys by their vendors' prefixes: OpenAI, Anthropic, DeepSeek and others (sk-), Groq,
+# xAI, Hugging Face, Replicate, Perplexity, NVIDIA, GitHub, Google, AWS
+_KEY = re.compile(r"\b(?:(?:sk|gsk|xai|hf|r8|pplx|nvapi|ghp|gho|github_pat)[-_]"
+                  r"[A-Za-z0-9_-]{6,}|AIza[A-Za-z0-9_-]{20,}|AKIA[A-Z0-9]{16})")
+# a secret given as a name and value: api_key=..., "password": "...", ?key=...
+_PAIR = re.compile(r"(?i)\b((?:(?:api[-_]?key|access[-_]?token|secret|password|passwd)"
+                   r"[\"']?\s*[=:]|key=)\s*[\"']?)[^\s&\"',;)}\]]+")
+MASK = "***"
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with credentials masked (``***``): each of ``secrets`` wherever it appears
+    (those of 4 characters or more), a URL's userinfo, Authorization credentials, API keys
+    by their vendors' prefixes, and values named as keys, tokens or passwords."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    text = _USERINFO.sub(rf"\1{MASK}@", text)
+    text = _AUTHORIZATION.sub(rf"\1\2{MASK}", text)
+    text = _KEY.sub(MASK, text)
+    return _PAIR.sub(rf"\1{MASK}", text)
 
 
 class SleuthError(Exception):

@@ -6,7 +6,9 @@ HTTP 408/409/429/5xx are retried up to ``max_retries`` times with exponential ba
 ``Retry-After`` / ``retry-after-ms`` delay when it sends one (up to the SDK's cap). A
 failure that survives the retries becomes an :class:`~sleuth.errors.LLMError` (or
 :class:`~sleuth.errors.EmbedderError` for embeddings) whose message is one line saying what
-to fix.
+to fix. No message names a credential: the endpoint's URL is given without its userinfo, and
+the API key, the URL's password and key-like strings in what the server said are masked
+(:func:`~sleuth.errors.redact`).
 
 It adapts to the server it finds (see :mod:`sleuth.llm.adapt`) and says what it did, in a
 warning and in :attr:`OpenAIClient.adaptations`: an optional parameter the server refuses
@@ -25,10 +27,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 
-from sleuth.errors import ConfigError, EmbedderError, LLMError, LLMUnreachable
+from sleuth.errors import ConfigError, EmbedderError, LLMError, LLMUnreachable, redact
 from sleuth.llm.adapt import (
     AzureTarget,
     azure_target,
@@ -234,7 +237,8 @@ class OpenAIClient:
             raise ConfigError("no LLM model given; set SLEUTH_MODEL")
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ConfigError(
-                f"LLM base URL {base_url!r} must start with http:// or https://; "
+                f"LLM base URL {redact(base_url, api_key)!r} must start with http:// or "
+                "https://; "
                 "check SLEUTH_BASE_URL"
             )
         if timeout <= 0:
@@ -253,17 +257,25 @@ class OpenAIClient:
         azure = azure_target(base_url, api_version)
         if azure is None and needs_api_version(base_url):
             raise ConfigError(
-                f"{base_url} is an Azure OpenAI resource: set its API version with "
+                f"{redact(str(base_url), api_key)} is an Azure OpenAI resource: set its API "
+                "version with "
                 "SLEUTH_LLM__API_VERSION (e.g. 2024-10-21) or ?api-version=... in "
                 "SLEUTH_BASE_URL"
             )
         self._client = _sdk_client(base_url, api_key, azure, timeout, max_retries)
         self.base_url = str(self._client.base_url).rstrip("/")
+        # what messages may not show: the key, and the password of a URL with userinfo
+        self._secrets = (api_key, urlsplit(self.base_url).password)
+        self.shown_url = self._redact(self.base_url)
         self._learnt = learnt(self.base_url, model)
         self._json: JsonToolCalls | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIClient(model={self.model!r}, base_url={self.shown_url!r})"
+
+    def _redact(self, text: str) -> str:
+        """``text`` without this client's credentials (see :func:`sleuth.errors.redact`)."""
+        return redact(text, *self._secrets)
 
     def close(self) -> None:
         """Close the underlying HTTP connection pool."""
@@ -275,14 +287,14 @@ class OpenAIClient:
         return list(self._learnt.notes)
 
     def _error(self, err: openai.OpenAIError, label: str, model: str) -> str:
-        return _describe(
+        return self._redact(_describe(
             err,
             label=label,
-            base_url=self.base_url,
+            base_url=self.shown_url,
             model=model,
             attempts=self.max_retries + 1,
             timeout=self.timeout,
-        )
+        ))
 
     def _request(
         self,
@@ -395,7 +407,7 @@ class OpenAIClient:
 
     @property
     def _where(self) -> str:
-        return f"the LLM endpoint at {self.base_url} (model {self.model!r})"
+        return f"the LLM endpoint at {self.shown_url} (model {self.model!r})"
 
     def _json_protocol(self) -> JsonToolCalls:
         """Tool calls as JSON replies, through this client's tool-less requests."""
@@ -419,7 +431,7 @@ class OpenAIClient:
                     self._learn(name, err)
                     continue
                 if request.get("tools") and refuses_tools(err):
-                    raise _ToolsRefused(_server_message(err)) from err
+                    raise _ToolsRefused(self._redact(_server_message(err))) from err
                 raise LLMError(self._error(err, "LLM", self.model)) from err
             except openai.APIConnectionError as err:  # refused, timed out: after retries
                 raise LLMUnreachable(self._error(err, "LLM", self.model)) from err
@@ -439,7 +451,8 @@ class OpenAIClient:
             if not refuses_streaming(err):
                 raise
             self._learnt.no_stream = True
-            self._learnt.note(f"{self._where} refuses streaming ({_server_message(err)}): "
+            self._learnt.note(f"{self._where} refuses streaming "
+                              f"({self._redact(_server_message(err))}): "
                               "answers arrive whole")
             return self._client.chat.completions.create(**request)
         with stream:
@@ -448,7 +461,7 @@ class OpenAIClient:
     def _learn(self, name: str, err: openai.APIStatusError) -> None:
         """Remember that the server refuses ``name``: leave it out, or send
         ``max_completion_tokens`` instead of ``max_tokens`` where the server asks for it."""
-        message = _server_message(err)
+        message = self._redact(_server_message(err))
         if name == "max_tokens" and "max_completion_tokens" in message:
             self._learnt.renamed[name] = "max_completion_tokens"
             self._learnt.note(f"{self._where} refuses max_tokens ({message}): sending "
@@ -463,7 +476,7 @@ class OpenAIClient:
         choices = getattr(completion, "choices", None)
         if not choices:
             raise LLMError(
-                f"the LLM endpoint at {self.base_url} returned no choices for model "
+                f"the LLM endpoint at {self.shown_url} returned no choices for model "
                 f"{self.model!r}; check that it is an OpenAI-compatible chat endpoint"
             )
         choice = choices[0]
@@ -505,7 +518,7 @@ class OpenAIClient:
         data = sorted(response.data or (), key=lambda item: item.index)
         if len(data) != len(batch):
             raise EmbedderError(
-                f"the embeddings endpoint at {self.base_url} returned {len(data)} vectors "
+                f"the embeddings endpoint at {self.shown_url} returned {len(data)} vectors "
                 f"for {len(batch)} texts (model {model!r})"
             )
         return [[float(x) for x in item.embedding] for item in data]

@@ -33,10 +33,11 @@ from urllib.parse import quote
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from sleuth.errors import Busy, MissingDependency, SleuthError
+from sleuth.errors import Busy, MissingDependency
 from sleuth.llm.adapt import split_thinking
 from sleuth.server.auth import Unauthorized
 from sleuth.server.events import ask_events
+from sleuth.server.failures import told
 from sleuth.server.openapi import NOT_BLANK, responses, status_for
 from sleuth.service.callers import LOCAL, Caller
 from sleuth.service.service import Service
@@ -111,16 +112,16 @@ class ChatError(Exception):
                           "code": self.code}}
 
     @classmethod
-    def of(cls, exc: Exception) -> ChatError:
-        """``exc`` (a library error or a bug) as the error these routes answer."""
+    def of(cls, exc: Exception, caller: Caller | None = None) -> ChatError:
+        """``exc`` (a library error or a bug) as the error these routes answer; a failure
+        of the LLM or a bug as ``caller`` is told it (:func:`sleuth.server.failures.told`)."""
         if isinstance(exc, ChatError):
             return exc
         if isinstance(exc, RecursionError):
             return cls(400, "the request body is nested too deeply to read")
-        if isinstance(exc, SleuthError):
-            return cls(status_for(exc), str(exc),
-                       retry_after=exc.retry_after if isinstance(exc, Busy) else None)
-        return cls(500, f"internal error: {type(exc).__name__}: {exc}")
+        said = told(exc, caller)
+        return cls(status_for(said), str(said),
+                   retry_after=said.retry_after if isinstance(said, Busy) else None)
 
 
 class ChatRoute(APIRoute):
@@ -138,7 +139,7 @@ class ChatRoute(APIRoute):
             except HTTPException as exc:
                 return _error(ChatError(exc.status_code, str(exc.detail)), exc.headers)
             except Exception as exc:
-                return _error(ChatError.of(exc))
+                return _error(ChatError.of(exc, getattr(request.state, "caller", None)))
 
         return route
 

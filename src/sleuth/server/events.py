@@ -4,8 +4,10 @@ async iterator in the order they happened.
 
 The events: ``("step", Step)`` per tool call, ``("token", str)`` per piece of the answer's
 text, ``("context", {"used", "budget", "percent", "action"})`` per context-budget event, then
-``("answer", record)`` or ``("error", exception)``. When the consumer stops (the client went
-away) the run stops at its next event.
+``("answer", record)`` or ``("error", exception)``, the exception as the caller is told it (a
+failure of the LLM or a bug: a line naming the request, the detail in the operator's log; see
+:mod:`sleuth.server.failures`). When the consumer stops (the client went away) the run stops
+at its next event.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from sleuth.agent.run import Listener
+from sleuth.server.failures import request_id, told
 from sleuth.service.callers import Caller
 from sleuth.service.service import Service
 from sleuth.types import Step
@@ -34,6 +37,7 @@ def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
     its events (see the module docstring); the last is ``answer`` or ``error``. Called from
     the event loop; a key over its quota or a full pool raises here, before any event."""
     loop = asyncio.get_running_loop()
+    rid = request_id()  # the worker thread does not see the request's context
     queue: asyncio.Queue[Event] = asyncio.Queue()
     abandoned = threading.Event()
 
@@ -55,7 +59,7 @@ def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
         except _Abandoned:
             return
         except Exception as exc:  # a bug too: the stream still ends with a message
-            loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            loop.call_soon_threadsafe(queue.put_nowait, ("error", told(exc, caller, rid=rid)))
             return
         loop.call_soon_threadsafe(queue.put_nowait, ("answer", record))
 

@@ -4,10 +4,13 @@ Routes parse, authenticate and render; every decision is the service's. API keys
 ``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or ``?api_key=KEY`` (declared as the
 document's security schemes); errors are JSON ``{"detail": "..."}`` with 401 (key), 403 (the
 key may not do this), 404 (unknown tool, document, session), 400 (invalid request, over a
-limit, bad tool arguments), 413 (body too large), 422 (malformed body or parameter), 502 (the
-LLM failed), 503 with ``Retry-After`` (the workers and their queue are full: nothing was done,
-send it again later; see :mod:`sleuth.service.pool`) or 500 (a server-side failure, such as a
-file that cannot be written). Each route's OpenAPI entry lists the statuses it answers with.
+limit, bad tool arguments, text with a lone surrogate), 413 (body too large), 422 (malformed
+body or parameter), 502 (the LLM failed), 503 with ``Retry-After`` (the workers and their queue
+are full: nothing was done, send it again later; see :mod:`sleuth.service.pool`; or the LLM
+cannot be reached) or 500 (a server-side failure, such as a file that cannot be written). Each
+route's OpenAPI entry lists the statuses it answers with. Every answer carries an
+``X-Request-Id``; a failure of the LLM or a bug names it and keeps its detail for the
+operator's log (:mod:`sleuth.server.failures`).
 
 Every tool gets its own route, ``POST /v1/tools/<name>``, whose body schema is the tool's
 argument schema within this server's limits (:mod:`sleuth.server.schemas`); the routes are
@@ -33,8 +36,10 @@ from sleuth.errors import (
     SleuthError,
 )
 from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.bodies import TextBodies
 from sleuth.server.chat import chat_router
 from sleuth.server.events import ask_events
+from sleuth.server.failures import RequestIds, told
 from sleuth.server.guard import Guard, allowed_hosts
 from sleuth.server.library import library_router
 from sleuth.server.openapi import (
@@ -221,10 +226,14 @@ class _BodyLimit:
 
 
 def _install_errors(app: FastAPI, limit: int) -> None:
+    app.add_middleware(TextBodies)  # 400 for a JSON body holding no text (lone surrogates)
     app.add_middleware(_BodyLimit, limit=limit)
+    app.add_middleware(RequestIds)  # X-Request-Id, named by the errors told below
 
     @app.exception_handler(SleuthError)
     async def sleuth_error(request: Request, exc: SleuthError) -> JSONResponse:
+        # the LLM's failures: a tenant gets a line naming the request, the log the detail
+        exc = told(exc, getattr(request.state, "caller", None))
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
         return JSONResponse({"detail": str(exc)}, status_code=status_for(exc), headers=headers)
 
@@ -499,8 +508,8 @@ async def _sse_events(events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[s
 
 
 def _error_data(exc: Exception) -> dict[str, Any]:
-    """The ``error`` event of a run that failed: what happened, and the HTTP status the
-    same failure gets on ``/v1/ask``."""
-    if isinstance(exc, SleuthError):
-        return {"detail": str(exc), "status": status_for(exc)}
-    return {"detail": f"internal error: {type(exc).__name__}: {exc}", "status": 500}
+    """The ``error`` event of a run that failed: what happened (a failure of the LLM or a
+    bug as :func:`~sleuth.server.failures.told` says it), and the HTTP status the same
+    failure gets on ``/v1/ask``."""
+    said = told(exc)
+    return {"detail": str(said), "status": status_for(said)}

@@ -4,8 +4,10 @@ Every retrieval tool is exposed one-to-one with the description the agent sees a
 argument schema within this server's limits (:meth:`sleuth.tools.Tool.input_schema`, the same
 as the HTTP API's), plus ``ask``. Calls go through :class:`sleuth.service.service.Service`
 (same limits as the HTTP API); a tool error comes back as an ``isError`` result whose text says
-what was
-wrong, so the calling model can recover.
+what was wrong, so the calling model can recover. ``ask``'s arguments are checked against the
+schema it publishes (the HTTP API's). A failure of the LLM or a bug is told as the HTTP API
+tells it (:mod:`sleuth.server.failures`): to a tenant's key one line naming a request id, the
+detail in the operator's log.
 
 Each MCP session (a stdio or in-process connection, or one ``Mcp-Session-Id`` over
 streamable HTTP) has a Sleuth session of its own, kept in memory (:class:`LiveSessions`):
@@ -28,10 +30,12 @@ from typing import Any, Literal
 
 import anyio
 
-from sleuth.errors import ConfigError, MissingDependency, RequestError, SleuthError
+from sleuth.errors import ConfigError, MissingDependency, ToolError
 from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.bodies import lone_surrogate
+from sleuth.server.failures import told
 from sleuth.server.guard import Guard, allowed_hosts
-from sleuth.server.schemas import ask_schema
+from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.service.callers import LOCAL, Caller, KeyRing, load_api_keys
 from sleuth.service.service import Service
 from sleuth.service.sessions import Session
@@ -119,6 +123,7 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
     as the caller whose key its HTTP request carries."""
 
     live = LiveSessions(service)
+    check_ask = ArgumentCheck("ask", ask_schema(service.limits))
 
     def who(ctx: ServerRequestContext[Any]) -> Caller:
         request = ctx.request
@@ -136,20 +141,24 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
+        caller: Caller | None = None
         try:
-            caller = who(ctx)
+            caller = found = who(ctx)
+            _check_text(params.name, arguments)
             if params.name == "ask":
+                check_ask(arguments)
                 record = await asyncio.wrap_future(service.start_ask(
-                    lambda: _ask(service, arguments, caller), caller))
+                    lambda: _ask(service, arguments, found), found))
                 text, data = str(record.get("answer", "")), record
             else:
-                session = live.get(ctx, caller)
+                session = live.get(ctx, found)
                 result = await service.pool.run(  # bounded: a full queue is an error result
                     lambda: service.call_tool(params.name, arguments, session=session,
-                                              caller=caller))
+                                              caller=found))
                 text, data = result.text, result.data
-        except SleuthError as exc:
-            return types.CallToolResult(content=[types.TextContent(text=str(exc))],
+        except Exception as exc:  # a bug too: said without its detail to a tenant
+            said = told(exc, caller)
+            return types.CallToolResult(content=[types.TextContent(text=str(said))],
                                         is_error=True)
         return types.CallToolResult(content=[types.TextContent(text=text)],
                                     structured_content=data)
@@ -160,11 +169,18 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                   on_call_tool=call_tool, instructions=INSTRUCTIONS)
 
 
+def _check_text(name: str, arguments: dict[str, Any]) -> None:
+    """A ToolError for arguments whose text holds a lone surrogate (no text at all; the
+    transports' JSON readers refuse it before, an in-process client does not)."""
+    where = lone_surrogate(arguments)
+    if where is not None:
+        raise ToolError(f"invalid arguments for {name}: {where}: holds a lone surrogate, "
+                        "which is not text")
+
+
 def _ask(service: Service, arguments: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    question = arguments.get("question")
-    if not isinstance(question, str):
-        raise RequestError("ask needs a 'question' string")
-    return service.ask(question, str(arguments.get("agent") or DEFAULT_AGENT),
+    """``ask`` with arguments its schema allows."""
+    return service.ask(arguments["question"], arguments.get("agent") or DEFAULT_AGENT,
                        arguments.get("session"), caller=caller)
 
 

@@ -26,6 +26,8 @@ A turn is a dict (build it with the helpers :func:`reply`, :func:`call`, :func:`
 ``finish_reason``  overrides the default (``"tool_calls"`` when there are calls, else ``"stop"``)
 ``status``         an HTTP error status (400-599): the turn answers with an OpenAI-style error
 ``error``          the error message for a ``status`` turn
+``body``           a ``status`` turn's whole body, sent as it is (``text/html``) instead of
+                   OpenAI's error object: what a proxy in front of a model answers
 ``retry_after``    seconds, sent as ``retry-after-ms`` on an error turn (the SDK honours it)
 ``delay``          seconds to sleep before answering (for timeout tests)
 ``pace``           seconds between streamed chunks, as a real server generates them (a
@@ -99,6 +101,7 @@ class Turn(TypedDict, total=False):
     status: int
     error: str
     retry_after: float
+    body: str
     delay: float
     pace: float
     usage: dict[str, int] | None
@@ -146,16 +149,20 @@ def raw_call(name: str, arguments_text: str, *, content: str | None = None) -> T
 
 
 def error(
-    status: int, message: str = "fake LLM error", *, retry_after: float | None = None
+    status: int, message: str = "fake LLM error", *, retry_after: float | None = None,
+    body: str | None = None,
 ) -> Turn:
     """An HTTP error answer (e.g. ``error(500)``, ``error(401, "bad key")``).
 
     ``retry_after`` (seconds) is sent as ``retry-after-ms``; the SDK then waits that long
-    before retrying instead of its own backoff.
+    before retrying instead of its own backoff. ``body``: the answer's whole body as text
+    (a proxy's HTML page) instead of OpenAI's error object holding ``message``.
     """
     turn: Turn = {"status": status, "error": message}
     if retry_after is not None:
         turn["retry_after"] = retry_after
+    if body is not None:
+        turn["body"] = body
     return turn
 
 
@@ -286,6 +293,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_text(self, status: int, text: str, headers: Mapping[str, str]) -> None:
+        """Write one ``text/html`` response (a proxy's error page)."""
+        data = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
@@ -462,7 +480,10 @@ class FakeLLMServer:
             if retry_after is not None and (status == 429 or status >= 500):
                 headers["retry-after-ms"] = str(max(1, round(float(retry_after) * 1000)))
             message = str(turn.get("error") or _phrase(status))
-            handler.send_json(status, error_body(status, message), headers)
+            if "body" in turn:
+                handler.send_text(status, str(turn["body"]), headers)
+            else:
+                handler.send_json(status, error_body(status, message), headers)
             return
         completion = _completion(body, turn, number, ids,
                                  self.behaviour.calls_as_text(body, turn))
