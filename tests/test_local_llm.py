@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
+import sys
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 import sleuth
@@ -88,6 +92,111 @@ def test_llm_status_reports_what_is_installed(sleuth) -> None:
     info = result.json()
     assert info["uses"] == "nothing: no endpoint, no local model"
     assert info["local_models"] == {"1.5b": None, "0.5b": None}
+
+
+def _fake_llama_server(*, reads_env: bool = True) -> None:
+    """A stand-in for the compiled llama-server (a 15-minute build) that takes its API key
+    as llama.cpp's does: ``--api-key``, ``--api-key-file`` or, unless ``reads_env`` is
+    False (as a build that predates it), the ``LLAMA_API_KEY`` variable. ``/health`` is open;
+    any other request without the key gets 401, as llama.cpp answers it."""
+    server = local.server_path()
+    server.parent.mkdir(parents=True, exist_ok=True)
+    server.write_text(f"""#!{sys.executable}
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+args = sys.argv[1:]
+def option(name):
+    return args[args.index(name) + 1] if name in args else None
+keys = [k for k in (option("--api-key") or "").split(",") if k]
+if option("--api-key-file"):
+    keys += [line.strip() for line in open(option("--api-key-file")) if line.strip()]
+if {reads_env!r} and not keys and os.environ.get("LLAMA_API_KEY"):
+    keys = os.environ["LLAMA_API_KEY"].split(",")
+class Server(BaseHTTPRequestHandler):
+    def answer(self, status, body, kind="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def allowed(self):
+        given = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if self.path == "/health" or not keys or given in keys:
+            return True
+        self.answer(401, json.dumps({{"error": {{"code": 401, "message": "Invalid API Key",
+                                                "type": "authentication_error"}}}}).encode())
+        return False
+    def do_GET(self):
+        if not self.allowed():
+            return
+        if self.path == "/metrics":
+            self.answer(200, b"llamacpp:prompt_tokens_total 0\\n", "text/plain")
+        else:
+            self.answer(200, b'{{"status": "ok"}}')
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if self.allowed():
+            self.answer(400, b'{{"error": {{"code": 400, "message": "messages is required"}}}}')
+    def log_message(self, *a):
+        pass
+HTTPServer(("127.0.0.1", int(option("--port"))), Server).serve_forever()
+""")
+    server.chmod(server.stat().st_mode | stat.S_IXUSR)
+
+
+def _command_lines() -> list[str]:
+    """Every process's command line, as ``ps`` shows it to any user of the machine."""
+    lines = []
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            lines.append((process / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace"))
+        except OSError:
+            continue
+    return lines
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_local_models_key_is_on_no_command_line_and_its_files_are_private() -> None:
+    _fake_llama_server()
+    local.model_path("0.5b").parent.mkdir(parents=True, exist_ok=True)
+    local.model_path("0.5b").write_bytes(b"GGUF")
+    folder = local.servers()
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)  # as an earlier version left it
+    old = os.umask(0o022)  # the usual umask: what is not made private is readable by all
+    try:
+        running = local.shared_server("0.5b", runtime="llama-server")
+        assert running.key and not [line for line in _command_lines() if running.key in line]
+        base = running.base_url.removesuffix("/v1")
+        assert httpx.get(base + "/metrics").status_code == 401  # the server took its key
+        assert httpx.get(base + "/metrics", headers={
+            "Authorization": f"Bearer {running.key}"}).status_code == 200
+        assert _mode(folder) == 0o700
+        made = sorted(p.name for p in folder.iterdir())
+        assert [n for n in made if n.endswith((".json", ".log", ".lock"))] == [
+            f"{running.state.stem}.json", f"{running.state.stem}.lock",
+            f"{running.state.stem}.log"], made
+        assert {p.name: _mode(p) for p in folder.iterdir()} == dict.fromkeys(made, 0o600)
+    finally:
+        os.umask(old)
+        local.stop_servers()
+
+
+def test_a_server_that_answers_without_its_key_is_stopped(tmp_path: Path) -> None:
+    _fake_llama_server(reads_env=False)  # a build that reads no key from its environment
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    with pytest.raises(local.LocalModelError, match="exited with 1 while starting; see (.*)") \
+            as failed:
+        local.LocalServer(tmp_path / "model.gguf", startup_timeout=30,
+                          runtime="llama-server").start()
+    log = Path(str(failed.value).rsplit("see ", 1)[1])
+    assert "answers requests without its API key" in log.read_text()
+    assert not local.running_servers()
 
 
 REAL = Path.home() / ".cache" / "sleuth" / "local"

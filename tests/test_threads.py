@@ -102,17 +102,21 @@ def test_the_onnx_minilm_gives_torch_s_vectors() -> None:
 
 def _fake_llama_server(home: Path) -> Path:
     """A stand-in for the compiled llama-server (a 15-minute build): it records its
-    arguments and answers /health, which is all LocalServer.start needs."""
+    arguments and answers /health, and refuses a chat request without its key (from its
+    environment) as llama.cpp does, which is all LocalServer.start needs."""
     server = home / ".cache" / "sleuth" / "local" / "bin" / "llama-server"
     server.parent.mkdir(parents=True)
     server.write_text(f"""#!{sys.executable}
-import json, sys
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 args = sys.argv[1:]
 open({str(home / 'argv.json')!r}, 'w').write(json.dumps(args))
 class Health(BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.end_headers(); self.wfile.write(b'{{"status":"ok"}}')
+    def do_POST(self):
+        key = self.headers.get("Authorization") == "Bearer " + os.environ["LLAMA_API_KEY"]
+        self.send_response(400 if key else 401); self.end_headers()
     def log_message(self, *a): pass
 HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Health).serve_forever()
 """)

@@ -2,9 +2,14 @@
 
 ``python -m sleuth.llm.daemon --runtime R --model GGUF --state FILE ...`` serves one model on
 127.0.0.1 with llama.cpp's OpenAI-compatible server: in this process (``xllamacpp``) or as
-its child (a compiled ``llama-server``). Once the model answers, it writes ``FILE`` (mode
-0600): its pid, port, runtime and a random API key that every request must carry, so other
-users and web pages cannot drive it. :mod:`sleuth.llm.local` finds it there and reuses it.
+its child (a compiled ``llama-server``). Once the model answers, it writes ``FILE``: its pid,
+port, runtime and a random API key that every request must carry, so other users and web
+pages cannot drive it. :mod:`sleuth.llm.local` finds it there and reuses it.
+
+The key is never on a command line (``ps`` shows every user those): xllamacpp takes it in
+this process, ``llama-server`` from its environment (``LLAMA_API_KEY``), which only its owner
+can read. ``FILE`` is its owner's alone (0600, in a folder of mode 0700), and a server that
+answers a request without the key is stopped at once.
 
 It stops on SIGTERM or Ctrl-C, when ``FILE`` is removed or names another process, or after
 ``--idle`` seconds without a request (read from the server's own ``/metrics``), and removes
@@ -79,7 +84,7 @@ class _Xllamacpp:
         params.cpuparams_batch.poll = 0
         params.hostnames = ["127.0.0.1"]
         params.port = port
-        params.api_keys = [key]
+        params.api_keys = [key]  # in this process: on no command line
         params.use_jinja = True
         params.cache_prompt = True
         params.cache_ram_mib = args.cache_ram
@@ -99,12 +104,7 @@ class _LlamaServer:
     def __init__(self, args: argparse.Namespace, port: int, key: str) -> None:
         if args.binary is None or not args.binary.is_file():
             raise SystemExit(f"no llama-server binary at {args.binary}")
-        command = [str(args.binary), "-m", str(args.model), "--host", "127.0.0.1", "--port",
-                   str(port), "-c", str(args.context), "-np", "1", "--jinja", "--threads",
-                   str(args.threads), "--threads-batch", str(args.threads_batch), "--poll",
-                   "0", "--cache-prompt", "--metrics", "--api-key", key]
-        # an option of recent servers only: as a variable, older ones ignore it
-        env = {**os.environ, "LLAMA_ARG_CACHE_RAM": str(args.cache_ram)}
+        command, env = llama_server_command(args, port, key)
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env)
 
     def alive(self) -> bool:
@@ -117,6 +117,34 @@ class _LlamaServer:
                 self.process.wait(5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def llama_server_command(args: argparse.Namespace, port: int, key: str
+                         ) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a compiled ``llama-server``: the key in the
+    environment (``LLAMA_API_KEY``, readable by its owner only), never in the arguments,
+    which every local user sees."""
+    command = [str(args.binary), "-m", str(args.model), "--host", "127.0.0.1", "--port",
+               str(port), "-c", str(args.context), "-np", "1", "--jinja", "--threads",
+               str(args.threads), "--threads-batch", str(args.threads_batch), "--poll",
+               "0", "--cache-prompt", "--metrics"]
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("LLAMA_ARG_API_KEY_FILE", "LLAMA_API_KEY")}
+    # an option of recent servers only: as a variable, older ones ignore it
+    env.update(LLAMA_ARG_CACHE_RAM=str(args.cache_ram), LLAMA_API_KEY=key)
+    return command, env
+
+
+def _answers_strangers(base: str) -> bool:
+    """Whether the server answers a chat request that carries no key (it must refuse it
+    with 401: it runs nothing for a request it refuses)."""
+    import httpx
+
+    try:
+        answer = httpx.post(base + "/v1/chat/completions", json={}, timeout=10.0)
+    except httpx.HTTPError:
+        return False
+    return answer.status_code not in (401, 403)
 
 
 def _get(url: str, key: str, timeout: float = 2.0) -> str | None:
@@ -152,6 +180,10 @@ def _serve(args: argparse.Namespace, stop: list[bool]) -> None:
             if not runtime.alive() or stop[0]:
                 raise SystemExit("the model server stopped while loading")
             time.sleep(0.2)
+        if _answers_strangers(base):
+            raise SystemExit("the model server answers requests without its API key: "
+                             "stopped (rebuild it: sleuth llm install-local --runtime "
+                             "llama-server)")
         state = {"pid": os.getpid(), "port": port, "key": key, "runtime": args.runtime,
                  "model": str(args.model), "context": args.context, "threads": args.threads,
                  "threads_batch": args.threads_batch, "idle": args.idle,
@@ -185,9 +217,13 @@ def _watch(args: argparse.Namespace, base: str, key: str, runtime: Any,
 
 
 def _write(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` at once (a reader never sees half of it), for its owner
+    only: the file 0600 in a folder of mode 0700."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
     partial = path.with_suffix(".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when a partial file was left behind with other modes
     with os.fdopen(fd, "w") as out:
         json.dump(state, out)
     partial.replace(path)

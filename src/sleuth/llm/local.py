@@ -7,7 +7,9 @@ server finds it through a small file under ``$XDG_CACHE_HOME/sleuth/local/server
 reuses it: a question never pays the model's start twice, and three questions asked at once
 share one copy of the model. There is one per model, context and thread setting; it stops
 after ``llm.local_idle_minutes`` without a request (``sleuth llm stop`` stops it at once).
-Requests carry a key the server made up, kept in that file (mode 0600).
+Requests carry a key the server made up, kept in that file; the folder (mode 0700) and
+everything in it (0600: the file, the server's log, its lock) are their owner's alone, and the
+key is on no command line (see :mod:`sleuth.llm.daemon`).
 
 The small model picks sensible tools but writes its calls in Markdown fences instead of its
 native tags, so the client wraps it in :class:`~sleuth.llm.jsontools.JsonToolCalls`
@@ -107,6 +109,23 @@ def servers() -> Path:
     return home() / "servers"
 
 
+def _private_folder(folder: Path) -> Path:
+    """``folder``, made if missing, readable by its owner only (0700; also one an earlier
+    version made 0755)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    return folder
+
+
+def _private_file(path: Path) -> int:
+    """A descriptor appending to ``path``, a file its owner alone may read (0600; also one
+    an earlier version made 0644)."""
+    fd = os.open(_private_folder(path.parent) / path.name,
+                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
+
+
 def _name(model: Path, context: int, threads: int, threads_batch: int) -> str:
     return f"{model.stem}-c{context}-t{threads}-b{threads_batch}"
 
@@ -145,13 +164,13 @@ def _spawn(runtime: str, model: Path, state: Path, context: int, threads: int,
            threads_batch: int, idle: float, *, detached: bool, port: int = 0
            ) -> subprocess.Popen[bytes]:
     """The daemon process serving ``model`` (its log in ``servers/<state>.log``)."""
-    state.parent.mkdir(parents=True, exist_ok=True)
+    _private_folder(state.parent)
     state.unlink(missing_ok=True)
     command = [sys.executable, "-m", "sleuth.llm.daemon", "--runtime", runtime, "--model",
                str(model), "--binary", str(server_path()), "--state", str(state),
                "--context", str(context), "--threads", str(threads), "--threads-batch",
                str(threads_batch), "--idle", str(idle), "--port", str(port)]
-    with state.with_suffix(".log").open("ab") as log:
+    with os.fdopen(_private_file(state.with_suffix(".log")), "ab") as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, close_fds=True,
                                 start_new_session=detached)
@@ -175,8 +194,7 @@ def _wait(process: subprocess.Popen[bytes], state: Path,
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
+    with os.fdopen(_private_file(path), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
