@@ -1,8 +1,8 @@
 """Where the default agent says a term of the question is missing from the corpus: on each
 set, how many answerable and how many unanswerable questions get "the corpus never
-mentions ..." beside the first passages (``agent.loop.unseen_terms``: an identifier the
-corpus never holds, or a name capitalised mid-sentence that it never holds and the first
-passages do not spell nearly). Such a question's answer is withheld unless it names
+mentions ..." beside the first passages (``agent.checks.unfounded.unseen_terms``: an
+identifier the corpus never holds, or a name capitalised mid-sentence that it never holds
+and the first passages do not spell nearly). Such a question's answer is withheld unless it names
 something else the corpus holds, so every answerable question it fires on is a likely
 loss: the count is the rule's false alarms.
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import OUT_DIR, command_line, machine_facts, write_json
 
-from sleuth.agent.loop import unseen_terms
+from sleuth.agent.checks.unfounded import unseen_terms
 from sleuth.index.write import Index
 from sleuth.tools import TOOLS, ToolContext
 from sleuth.tools.tracker import Tracker

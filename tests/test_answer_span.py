@@ -33,7 +33,10 @@ MANUAL.append({"id": "planner", "title": "Planner Cost Constants", "text":
                f"{FILLER} random_page_cost (floating point): Sets the planner's estimate of "
                "the cost of a non-sequentially-fetched disk page. The default is 4.0. "
                f"{FILLER}"})
-SPAN_ON = {"settings": Settings.load(agent={"answer_span": True})}
+SMALL = Settings.from_name("small").agent.checks or []
+# the answer step runs where the chain had it: after past_echo, before unfounded
+SPAN_ON = {"settings": Settings.load(agent={"checks": [
+    *SMALL[:SMALL.index("unfounded")], "answer_span", *SMALL[SMALL.index("unfounded"):]]})}
 
 
 @pytest.fixture(scope="module")

@@ -119,10 +119,12 @@ def test_answers_streamed_and_not_with_linked_citations(serve: Any) -> None:
 
 
 def test_a_streamed_draft_the_agent_withholds_is_marked_and_followed_by_the_answer(
-        serve: Any) -> None:
+        serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A draft the agent withholds after the model wrote it (the corpus never mentions the
     term asked about) has already streamed: the answer follows it under a mark, and the
-    turn sent back as history is the answer alone."""
+    turn sent back as history is the answer alone. (The ``small`` profile withholds it; the
+    ``capable`` one, an endpoint's by default, flags it.)"""
+    monkeypatch.setenv("SLEUTH_AGENT__PROFILE", "small")
     draft = "The default io_combine_limit is 128kB."
     chat, server = serve([reply(draft), reply(draft), reply("Nothing more.")])
     client = chat.client()

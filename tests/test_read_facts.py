@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import records_index
 
 import sleuth
-from sleuth.agent.readout import plain, read_out, values
+from sleuth.agent.checks.read_facts import plain, read_out, values
 from sleuth.llm import JsonToolCalls, OpenAIClient
 from sleuth.testing.fake import FakeLLMServer, reply
 

@@ -225,25 +225,6 @@ def test_hybrid_offers_its_tools_at_once_with_answer_first_off(sample_index: Pat
     assert answer.answer.startswith("Levers")
 
 
-def test_the_first_answer_reads_the_sentences_that_match_first(sample_index: Path) -> None:
-    """With ``agent.key_lines``, the first answer's passages come after the few sentences of
-    them that match the question best, each cited; the passages follow as they were."""
-    question = "What did Greatorex show Pepys about levers?"
-    texts = {}
-    for count in (0, 2):
-        settings = sleuth.Settings.load(agent={"key_lines": count})
-        with FakeLLMServer([reply(f"Levers trade time for strength [{PEPYS}].")]) as server:
-            sleuth.ask(question, index=sample_index, agent="hybrid", settings=settings,
-                       llm=OpenAIClient("fake-model", server.base_url))
-            texts[count] = server.requests[0]["messages"][1]["content"]
-    head, passages = texts[2].split("\n\nTop 5 chunks", 1)
-    assert texts[0].endswith("\n\nRetrieved passages:\nTop 5 chunks" + passages)  # as they were
-    header, first, second = head.split("Retrieved passages:\n")[1].split("\n")
-    assert header == "The sentences of these passages that match the question best:"
-    assert "the strength that levers have" in first and first.endswith(f"[{PEPYS}]")
-    assert second.startswith("- ") and second != first
-
-
 def test_a_request_to_write_something_gets_the_whole_piece(sample_index: Path) -> None:
     """A request to write something is answered by a prompt that asks for the whole piece
     from the passages (the same passages); a question, or the setting off, keeps

@@ -1,19 +1,22 @@
 """One loader for everything that registers: backends, tools and agents.
 
-Three entry-point groups; an entry's value is ``"module:attribute"``, imported when the group
+Four entry-point groups; an entry's value is ``"module:attribute"``, imported when the group
 is first needed:
 
 - ``sleuth.backends``: the name is a URL scheme (``""``: a local folder), the attribute a
   store factory (:func:`sleuth.store.base.register_backend`);
 - ``sleuth.tools``: a :class:`~sleuth.tools.Tool` or a sequence of them;
-- ``sleuth.agents``: a :class:`~sleuth.agent.variants.Variant` or a sequence of them.
+- ``sleuth.agents``: a :class:`~sleuth.agent.variants.Variant` or a sequence of them;
+- ``sleuth.checks``: an answer check (:class:`~sleuth.agent.checks.base.AnswerCheck`) or a
+  sequence of them, which ``agent.checks`` may then name.
 
-Sleuth's own backends, tools and agents are listed in :data:`BUILTIN` in the same form and go
-through the same loader, first, so an installed package's entry of the same name replaces a
-built-in one. A group loads when its registry is first read (a :class:`Registry`), not when
-Sleuth is imported, so a plugin may import any part of Sleuth. ``plugins.disabled``
-(``SLEUTH_PLUGINS__DISABLED='["facts"]'``) names entries not to load: ``facts``, the in-tree
-pack that reads encyclopedia pages (:mod:`sleuth.facts`), is one; the core works without it.
+Sleuth's own backends, tools, agents and checks are listed in :data:`BUILTIN` in the same
+form and go through the same loader, first, so an installed package's entry of the same name
+replaces a built-in one. A group loads when its registry is first read (a
+:class:`Registry`), not when Sleuth is imported, so a plugin may import any part of Sleuth.
+``plugins.disabled`` (``SLEUTH_PLUGINS__DISABLED='["facts"]'``) names entries not to load:
+``facts``, the in-tree pack that reads encyclopedia pages (:mod:`sleuth.facts`), is one; the
+core works without it.
 This module imports nothing of Sleuth but its errors and settings.
 """
 
@@ -27,7 +30,8 @@ from typing import Any, TypeVar
 from sleuth.errors import ConfigError
 
 BACKENDS, TOOLS, AGENTS = "sleuth.backends", "sleuth.tools", "sleuth.agents"
-GROUPS = (BACKENDS, TOOLS, AGENTS)
+CHECKS = "sleuth.checks"
+GROUPS = (BACKENDS, TOOLS, AGENTS, CHECKS)
 
 
 def _entries(group: str, pairs: Iterable[tuple[str, str]]) -> list[EntryPoint]:
@@ -42,6 +46,7 @@ BUILTIN: dict[str, list[EntryPoint]] = {
                             ("facts", "sleuth.facts:TOOLS"),
                             ("statements", "sleuth.statements:TOOLS")]),
     AGENTS: _entries(AGENTS, [("core", "sleuth.agent.builtin:VARIANTS")]),
+    CHECKS: _entries(CHECKS, [("core", "sleuth.agent.checks.builtin:CHECKS")]),
 }
 log = logging.getLogger("sleuth")
 

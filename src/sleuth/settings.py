@@ -8,16 +8,18 @@ accepted as fallbacks for the three ``SLEUTH_`` endpoint variables.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sleuth.configs import Profile, preset_path, presets
 from sleuth.errors import ConfigError
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
@@ -25,7 +27,14 @@ ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 DEFAULT_AGENT = "hybrid"  # the agent every face uses when none is named (sleuth agents)
 
 
-class LLMSettings(BaseModel):
+class Section(BaseModel):
+    """A section of the settings: an unknown key is an error (``agent.answr_first`` is not
+    silently ignored), and :meth:`Settings.load` names the nearest valid key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMSettings(Section):
     """The OpenAI-compatible chat endpoint the agent talks to."""
 
     base_url: str | None = Field(None, description="Endpoint URL, e.g. https://api.openai.com/v1")
@@ -66,7 +75,7 @@ class LLMSettings(BaseModel):
         return bool(self.model and (self.base_url or self.api_key))
 
 
-class EmbedSettings(BaseModel):
+class EmbedSettings(Section):
     """The sentence embedder used to build and query the semantic index."""
 
     model: str = Field(
@@ -86,13 +95,13 @@ class EmbedSettings(BaseModel):
     api_key: str | None = Field(None, description="Embeddings endpoint key (openai: models)")
 
 
-class ChunkSettings(BaseModel):
+class ChunkSettings(Section):
     """How documents are cut into chunks."""
 
     tokens: int = Field(1000, ge=16, description="Target chunk size in tokens")
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(Section):
     """Bounds on reading one source file (every file is a possible attacker): a file over
     one is reported and skipped, naming the limit; the rest of the run goes on."""
 
@@ -106,14 +115,13 @@ class IngestSettings(BaseModel):
         256, ge=16, description="Deepest element nesting of an HTML page (parsing time grows "
         "with the square of the depth)")
     parse_seconds: float = Field(
-        60, gt=0, description="Wall-clock seconds to parse one HTML, PDF or .docx file, or to "
-        "draw one PDF page image for the app; both run in a child process that is stopped "
-        "past it (a page stopped so is refused for ten minutes)")
+        60, gt=0, description="Wall-clock seconds to parse one HTML, PDF or .docx file; the "
+        "parser runs in a child process that is stopped past it")
     parse_memory_mb: int = Field(
-        2048, ge=256, description="Address space of those child processes, in MB")
+        2048, ge=256, description="Address space of that parsing process, in MB")
 
 
-class VectorSettings(BaseModel):
+class VectorSettings(Section):
     """Sentence-vector search: exact, or candidates from an inverted file (faiss IVF with
     8-bit codes, the ``ann`` extra) re-scored exactly, for large indexes. Both stores use
     the same index: the embedded store keeps it in ``vectors/ivf.faiss``, the PostgreSQL
@@ -136,7 +144,7 @@ class VectorSettings(BaseModel):
         "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
 
 
-class ThreadSettings(BaseModel):
+class ThreadSettings(Section):
     """How many threads each kind of work may use (``sleuth.text.threads``): query-time work on
     few threads, batch work on the cores, so that a busy core slows Sleuth down in
     proportion instead of stalling every parallel step. Unset: chosen for this machine
@@ -157,7 +165,7 @@ class ThreadSettings(BaseModel):
         "Default: the usable cores")
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Section):
     """Budgets of the ReAct loop."""
 
     max_steps: int = Field(15, ge=1, description="Max tool-calling iterations")
@@ -177,26 +185,30 @@ class AgentSettings(BaseModel):
         "request without tools, and searches on with its tools only where that answer says "
         "the documents do not say (False: the tools are offered from the first request; "
         "longer answers, fewer short ones right, BENCHMARKS §31)")
-    answer_support: bool = Field(
-        True, description="The default agent's answer is followed by the facts the model "
-        "wrote under it where they state it in the words of the passages (a local model's "
-        "JSON answer; BENCHMARKS §36); False: the bare answer, as for exact-match scoring")
-    key_lines: int = Field(
-        0, ge=0, le=10, description="The default agent's first answer reads this many "
-        "sentences of the first passages that match the question best (rare words and "
-        "meaning) before the passages themselves; 0: the passages alone")
     writing_tasks: bool = Field(
         True, description="A request to write something ('Draft an advisory on ...', 'As "
         "an intern, compose a SOAP note ...') gets the whole piece from the first passages, "
         "not a short answer and its support (BENCHMARKS §41); False: every question is "
         "answered short")
-    answer_span: bool = Field(
-        False, description="After the default agent's draft, one more call for the span of "
-        "the evidence that answers, checked against its passage: it becomes the answer, "
-        "quoted and cited; 'no passage states it' makes the agent say so")
+    profile: Literal["auto", "small", "capable"] = Field(
+        "auto", description="The model profile: which answer checks run and whether the model "
+        "is asked for the facts under its answer (the presets src/sleuth/configs/NAME.yaml, "
+        "Settings.from_name). 'small': the local model of 3B or less, today's whole chain; "
+        "'capable': any other endpoint, only the checks that add to an answer or flag it; "
+        "'auto': 'capable' where llm.base_url is set, else 'small'")
+    checks: list[str] | None = Field(
+        None, description="The answer checks the ReAct agents run on a draft answer, in order "
+        "(the one switch of each; `sleuth llm status` shows the list that runs): e.g. ['bridge', "
+        "'read_facts', 'past_echo', 'unfounded', 'cite_holder', 'support', 'quote_named', "
+        "'silence']; 'NAME:flag' keeps the answer and flags it where the check would replace "
+        "it. None: the profile's list for the default agent, the variant's own for the others")
+    facts_first: bool | None = Field(
+        None, description="Whether the model's JSON answer object starts with the facts it "
+        "rests on (the local model, or an endpoint with llm.tool_mode 'json'): the checks "
+        "read_facts, past_echo and support read them. None: the profile's (small: yes)")
 
 
-class MemorySettings(BaseModel):
+class MemorySettings(Section):
     """The ``memory`` agent: sequential reading into a bounded, LLM-updated memory."""
 
     memory_size: int = Field(5000, ge=100, description="Memory token budget")
@@ -210,7 +222,7 @@ class MemorySettings(BaseModel):
     )
 
 
-class RouterSettings(BaseModel):
+class RouterSettings(Section):
     """``--agent auto``: which agent answers simple questions and which complex ones."""
 
     simple_agent: str = Field("naive-rag", description="Agent for simple, single-fact questions")
@@ -224,7 +236,7 @@ class RouterSettings(BaseModel):
     )
 
 
-class GraphSettings(BaseModel):
+class GraphSettings(Section):
     """The knowledge graph (``sleuth graph build``) and its seed matching."""
 
     extractor: Literal["offline", "llm"] = Field(
@@ -240,7 +252,7 @@ class GraphSettings(BaseModel):
         "to seed on a graph node")
 
 
-class A2RAGSettings(BaseModel):
+class A2RAGSettings(Section):
     """The A2RAG controller (``--agent a2rag``) and the ``--verify`` wrapper."""
 
     gate_threshold: float = Field(
@@ -259,7 +271,7 @@ class A2RAGSettings(BaseModel):
         "(the --verify flag)")
 
 
-class ApiKey(BaseModel):
+class ApiKey(Section):
     """A tenant's API key: it reads and writes one collection, and sees the documents of
     that collection that are open or share one of its groups."""
 
@@ -270,7 +282,7 @@ class ApiKey(BaseModel):
     groups: list[str] = Field(default_factory=list, description="Access groups it holds")
 
 
-class ServeSettings(BaseModel):
+class ServeSettings(Section):
     """``sleuth serve``: the HTTP API and MCP server, their API keys and request limits."""
 
     host: str = Field("127.0.0.1", description="Interface the servers listen on")
@@ -323,7 +335,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sleuth"
 
 
-class PluginSettings(BaseModel):
+class PluginSettings(Section):
     """Which registered plugins load (:mod:`sleuth.plugins`)."""
 
     disabled: list[str] = Field(
@@ -371,12 +383,72 @@ class Settings(BaseSettings):
         data = _deep_merge(data, _endpoint_env())
         data = _deep_merge(data, _env_sections())
         data = _deep_merge(data, _drop_none(overrides))
+        unknown = [key for key in data if key not in cls.model_fields]
+        if unknown:  # the environment's unknown SLEUTH_ names never get here
+            raise ConfigError(_unknown(cls, (unknown[0],)))
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+            raise ConfigError(_invalid(exc)) from None
+
+    @classmethod
+    def from_name(cls, name: str, **overrides: Any) -> Settings:
+        """The named preset (``src/sleuth/configs/NAME.yaml``: the model profiles ``small``
+        and ``capable``), under the environment and ``overrides`` as :meth:`load` reads a
+        config file; an unknown name is a ConfigError naming the nearest preset."""
+        return cls.load(preset_path(name), **overrides)
+
+    @staticmethod
+    def presets() -> list[str]:
+        """The names :meth:`from_name` takes."""
+        return presets()
+
+    def profile(self) -> Profile:
+        """The model profile these settings run (``agent.profile``; ``auto``: ``capable``
+        where an endpoint is configured, else ``small``, the local model), with its answer
+        checks and whether the model is asked for its facts: ``agent.checks`` and
+        ``agent.facts_first`` where set, else the profile preset's."""
+        name, why = self.agent.profile, "agent.profile"
+        if name == "auto":
+            name, why = ("capable", "auto: an endpoint is configured (llm.base_url)") \
+                if self.llm.configured else ("small", "auto: no endpoint, the local model")
+        preset = _read_config(preset_path(name)).get("agent", {})
+        checks = self.agent.checks if self.agent.checks is not None else preset["checks"]
+        facts = self.agent.facts_first if self.agent.facts_first is not None else \
+            bool(preset.get("facts_first"))
+        return Profile(name, why, tuple(checks), facts,
+                       custom=tuple(checks) != tuple(preset["checks"]))
+
+
+def _unknown(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """"unknown setting agent.answr_first (did you mean 'answer_first'?)": the key at
+    ``loc`` is no field of its section, with the nearest one that is."""
+    section: type[BaseModel] | None = model
+    for part in loc[:-1]:  # down to the section that holds the unknown key
+        if section is not None and not isinstance(part, int):  # an int: an item of a list
+            field = section.model_fields.get(str(part))
+            section = _model_of(field.annotation if field else None)
+    known = list(section.model_fields) if section is not None else []
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    where = ".".join(str(p) for p in loc)
+    return f"unknown setting {where}" + (f" (did you mean {close[0]!r}?)" if close else
+                                         f"; the keys: {', '.join(known)}" if known else "")
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds (``ApiKey`` of ``list[ApiKey]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_of, get_args(annotation)) if m is not None), None)
+
+
+def _invalid(exc: ValidationError) -> str:
+    """One line for the first error of a validation."""
+    first = exc.errors()[0]
+    if first["type"] == "extra_forbidden":
+        return _unknown(Settings, tuple(first["loc"]))
+    where = ".".join(str(p) for p in first["loc"])
+    return f"invalid setting {where}: {first['msg']}"
 
 
 _ENDPOINT_VARS = {"base_url": "BASE_URL", "api_key": "API_KEY", "model": "MODEL"}
@@ -396,8 +468,16 @@ def _endpoint_env() -> dict[str, Any]:
 
 
 def _env_sections() -> dict[str, Any]:
-    """``SLEUTH_LLM__MODEL=x`` style variables, parsed by pydantic-settings itself."""
-    from_env = Settings()
+    """``SLEUTH_LLM__MODEL=x`` style variables, parsed by pydantic-settings itself. An
+    unknown top-level ``SLEUTH_`` name is ignored (``SLEUTH_CONFIG``, ``SLEUTH_BASE_URL`` and
+    other programs' names share the prefix); an unknown key of a section
+    (``SLEUTH_AGENT__ANSWR_FIRST``) is an error naming the nearest valid one."""
+    try:
+        from_env = Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "SLEUTH_" + "__".join(str(p) for p in first["loc"]).upper()
+        raise ConfigError(f"{_invalid(exc)} (environment variable {name})") from None
     explicit = from_env.model_dump(exclude_unset=True)
     return {k: v for k, v in explicit.items() if k != "index" or os.environ.get("SLEUTH_INDEX")}
 

@@ -260,6 +260,23 @@ class Control(_Record):
                 **({"proposed": self.proposed} if self.proposed is not None else {})}
 
 
+@dataclass(frozen=True)
+class CheckNote:
+    """One answer check that applied to a draft answer (:mod:`sleuth.agent.checks`): whether
+    it changed the answer or, in flag mode, flagged it (the answer stands, its ``note`` is
+    shown with it), and the LLM calls it made."""
+
+    name: str
+    changed: bool = False
+    flagged: bool = False
+    calls: int = 0
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "changed": self.changed, "flagged": self.flagged,
+                "calls": self.calls, "note": self.note}
+
+
 @dataclass
 class Answer:
     """A finished agent run: the answer, its citations and the full trajectory."""
@@ -288,6 +305,18 @@ class Answer:
     route: Route | None = None  # --agent auto
     abstained: bool = False  # the controller declined to answer (out of scope, unverified)
     control: Control | None = None  # a2rag / --verify
+    # the model profile the run was made under (``agent.profile``) and, for the ReAct
+    # agents, the answer checks that ran, in order (``agent.checks``), with a note of each
+    # that applied
+    profile: str | None = None
+    checks: list[str] = field(default_factory=list)
+    check_notes: list[CheckNote] = field(default_factory=list)
+
+    @property
+    def flags(self) -> list[str]:
+        """The notes of the checks that flagged this answer rather than replace it: what a
+        user should know before trusting it."""
+        return [f"{n.name}: {n.note}" for n in self.check_notes if n.flagged]
 
     @property
     def document_ranking(self) -> list[str]:
@@ -338,4 +367,8 @@ class Answer:
             **({"route": self.route.to_dict()} if self.route is not None else {}),
             **({"abstained": self.abstained, "control": self.control.to_dict()}
                if self.control is not None else {}),
+            **({"profile": self.profile, "abstained": self.abstained,
+                "checks": list(self.checks),
+                "check_notes": [n.to_dict() for n in self.check_notes],
+                "flags": self.flags} if self.profile is not None else {}),
         }

@@ -7,7 +7,7 @@ from sleuth.agent.a2rag import A2RAGAgent, Gated
 from sleuth.agent.ircot import IRCoTAgent
 from sleuth.agent.memory import MemoryAgent
 from sleuth.agent.run import Runner
-from sleuth.agent.variants import Setup, Variant, tool_loop
+from sleuth.agent.variants import PROFILE, Setup, Variant, tool_loop
 
 
 def _memory(setup: Setup) -> Runner:
@@ -35,11 +35,9 @@ VARIANTS: tuple[Variant, ...] = (
             "the documents do not say; an answer that only repeats the question's words "
             "gives way to the model's facts under it or to one more request; an answer cites "
             "the chunk that holds its words and is followed by the model's facts under it "
-            "where they state it",
+            "where they state it (the answer checks of the model profile: agent.checks)",
             tool_loop(retrieve_first=5, first_tool="hybrid_search", first_as_call=True,
-                      also_first=None, check_bridge=True, answer_span=True,
-                      read_facts=True, answer_first=True, first_whole=2,
-                      cite_holders=True, past_echo=True, with_support=True),
+                      also_first=None, answer_first=True, first_whole=2, checks=PROFILE),
             ("hybrid_search", "keyword_search", "semantic_search", "chunk_read"), "hybrid"),
     Variant("full", "A-RAG (Full): keyword, semantic and chunk-level tools", tool_loop(),
             ("keyword_search", "semantic_search", "chunk_read")),

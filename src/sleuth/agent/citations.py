@@ -15,22 +15,18 @@ from typing import TYPE_CHECKING
 from sleuth.llm.base import TextCallback
 from sleuth.text.docview import DocumentView
 from sleuth.text.ids import (
-    CITATION,
-    cite,
     cited_ids,
     is_relevance_line,
-    relevance_line,
     split_answer,
     strip_citations,
 )
-from sleuth.text.querytext import CONTENT_STOPWORDS
-from sleuth.types import Chunk, Citation, Step
+from sleuth.types import Citation, Step
 
 if TYPE_CHECKING:
     from sleuth.index.read import ReadIndex
     from sleuth.tools.tracker import Tracker
 
-__all__ = ["AnswerStream", "cite_holder", "cited_ids", "found_by", "parse_citations",
+__all__ = ["AnswerStream", "cited_ids", "found_by", "parse_citations",
            "resolve_sources", "split_answer", "strip_citations"]
 
 
@@ -170,52 +166,3 @@ def _shows(text: str, source: str) -> bool:
     """Whether ``text`` names ``source`` as a whole id (``a.md#1`` is not in ``a.md#12``)."""
     return bool(source) and source in text and re.search(
         rf"(?<![\w.\-/:#]){re.escape(source)}(?!\w)", text) is not None
-
-
-# the end of an answer's first sentence: its stop and the space after it, or a line's end
-_HEAD_END = re.compile(r"[.!?](?=\s)|\n")
-_NOT_VALUES = frozenset({"yes", "no", "not", "true", "false", "none"})
-LOOSE_WORDS = 4  # new words of an answer a chunk may hold apart, not as one run
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def cite_holder(answer: str, question: str, chunks: Sequence[Chunk]) -> tuple[str, str] | None:
-    """``answer`` with its first sentence (the answer itself, as the prompts ask it first)
-    citing the first of ``chunks`` that holds the words that sentence adds to ``question``,
-    and that chunk's id, where no chunk the answer cites holds them; None: its citations
-    stand (one holds them, no chunk of ``chunks`` does, the sentence adds no word, or it
-    is a yes or no). A 1.5B model that reads a value out of one of five passages cites
-    another one time in five ("5 minutes" for the checkpoint interval citing the paragraph
-    of ``checkpoint_completion_target``, BENCHMARKS §32): the passage cited must be the one
-    that states the value. Held means the sentence as a run of whole words (lower case,
-    punctuation left out) or, failing that in every chunk and for a sentence of at most
-    :data:`LOOSE_WORDS` new words ("5 minutes"), each of them; a chunk the answer cites
-    holds it where it holds each new word."""
-    body, scores = split_answer(answer)
-    end = _HEAD_END.search(body)
-    head = body[:end.start()] if end else body
-    words = _words(CITATION.sub("", head))
-    asked = set(_words(question))
-    new = {w for w in words if w not in asked and w not in CONTENT_STOPWORDS}
-    if not new or words[0] in _NOT_VALUES:
-        return None
-    texts = [(c, _words(c.text)) for c in chunks]  # each chunk's words, read once
-    cited = set(cited_ids(answer))
-    if any(new <= set(text) for c, text in texts if c.chunk_id in cited):
-        return None
-    phrase = f" {' '.join(words)} "
-    holder = next((c for c, text in texts if phrase in f" {' '.join(text)} "), None)
-    if holder is None and len(new) <= LOOSE_WORDS:
-        holder = next((c for c, text in texts if new <= set(text)), None)
-    if holder is None:
-        return None
-    bare = CITATION.sub("", head).rstrip()
-    stop = bare[-1] if bare.endswith((".", "!", "?")) else ""
-    rest = body[end.start():] if end else ""
-    lines = [f"{bare[:len(bare) - len(stop)]} {cite(holder.chunk_id)}{stop}{rest}"]
-    if scores:
-        lines.append(relevance_line({holder.chunk_id: 1.0, **scores}))
-    return "\n".join(lines), holder.chunk_id

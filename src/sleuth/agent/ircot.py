@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.agent.citations import found_by, resolve_sources
 from sleuth.agent.run import ModelRunner, Run
 from sleuth.ingest.sentences import split_sentences
 from sleuth.prompts import prompt
@@ -66,7 +65,9 @@ class IRCoTAgent(ModelRunner):
             final = _answer_of(self._reason(run, question, paragraphs, thoughts,
                                             prompt("ircot_answer")))
         run.answer.messages.append({"role": "assistant", "content": final})
-        run.scratch["gathered"] = (thoughts, paragraphs)
+        # the gathered paragraphs the reasoning cited are cited too, after the answer's own
+        gathered = {c.chunk_id for c in paragraphs}
+        run.also_cites = [cid for cid in cited_ids(" ".join(thoughts)) if cid in gathered]
         return final
 
     def _reason(self, run: Run, question: str, paragraphs: Sequence[Chunk],
@@ -118,17 +119,6 @@ class IRCoTAgent(ModelRunner):
             lines.append(f"{cite(chunk.chunk_id)} {title}: {text}" if title else
                          f"{cite(chunk.chunk_id)} {text}")
         return "\n".join(lines)
-
-    def finished(self, run: Run) -> None:
-        """Add the gathered paragraphs the reasoning cited to the answer's own citations."""
-        thoughts, paragraphs = run.scratch["gathered"]
-        answer = run.answer
-        gathered = {c.chunk_id for c in paragraphs}
-        have = {c.chunk_id for c in answer.citations}
-        ids = [cid for cid in cited_ids(" ".join(thoughts)) if cid in gathered - have]
-        found = resolve_sources(self.index, run.tracker, ids)
-        answer.citations += found_by([found[cid] for cid in ids if cid in found],
-                                     answer.trajectory)
 
 
 def _next_sentence(reply: str) -> tuple[str, str | None]:

@@ -133,8 +133,9 @@ class Run:
     on_step: StepCallback | None = None
     prices: Prices | None = None
     started: float = field(default_factory=time.perf_counter)
-    # what a runner's respond() leaves for its finished() (a runner keeps no state per run)
-    scratch: dict[str, Any] = field(default_factory=dict)
+    # ids the run's reasoning cited besides its answer (IRCoT's reasoning sentences): cited
+    # after the answer's own by :meth:`finish`
+    also_cites: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, name: str, llm: LLM, question: str, *, question_id: str | None = None,
@@ -224,13 +225,17 @@ class Run:
 
     def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
-        ``index`` and the tracker's reference ids (each with the tool that found it), and
-        the chunks read and retrieved. A listener that heard no token of it yet hears the
-        whole answer now."""
+        ``index`` and the tracker's reference ids (each with the tool that found it; then
+        :attr:`also_cites`), and the chunks read and retrieved. A listener that heard no
+        token of it yet hears the whole answer now."""
         answer = self.answer
         answer.answer, citations = parse_citations(
             text, lambda ids: resolve_sources(index, self.tracker, ids))
-        answer.citations = found_by(citations, answer.trajectory)
+        have = {c.chunk_id for c in citations}
+        more = [cid for cid in dict.fromkeys(self.also_cites) if cid not in have]
+        found = resolve_sources(index, self.tracker, more) if more else {}
+        answer.citations = found_by([*citations, *(found[c] for c in more if c in found)],
+                                    answer.trajectory)
         listener = self.listener
         if listener is not None and not listener.answered:
             listener.say(answer.answer)
@@ -267,11 +272,14 @@ class ModelRunner:
     settings: AgentSettings = field(default_factory=AgentSettings)
     prices: Prices | None = None
     name: str = "full"
+    profile: str | None = None  # the model profile it runs under (``Settings.profile``)
 
     def start(self, question: str, *, question_id: str | None = None,
               on_step: StepCallback | None = None, tracker: Tracker | None = None) -> Run:
-        return Run.start(self.name, self.llm, question, question_id=question_id,
-                         tracker=tracker, on_step=on_step, prices=self.prices)
+        run = Run.start(self.name, self.llm, question, question_id=question_id,
+                        tracker=tracker, on_step=on_step, prices=self.prices)
+        run.answer.profile = self.profile
+        return run
 
     def run(self, question: str, *, question_id: str | None = None,
             on_step: StepCallback | None = None, tracker: Tracker | None = None,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.agent.loop import Agent
+from sleuth.agent.loop import BASE_CHECKS, Agent
 from sleuth.agent.router import AUTO, Router
 from sleuth.agent.run import Runner
 from sleuth.agent.verify import Verified
@@ -45,11 +45,12 @@ class Setup:
 
     def fields(self) -> dict[str, Any]:
         """The :class:`~sleuth.agent.run.ModelRunner` fields the variant implies: its
-        tools and prompt, the agent settings, the prices, its name."""
+        tools and prompt, the agent settings, the prices, its name, the model profile."""
         return {"index": self.index, "llm": self.llm,
                 "tools": [TOOLS[t] for t in self.variant.tools],
                 "system_prompt": prompt(self.variant.prompt), "settings": self.settings.agent,
-                "prices": self.settings.llm.prices or None, "name": self.variant.name}
+                "prices": self.settings.llm.prices or None, "name": self.variant.name,
+                "profile": self.settings.profile().name}
 
 
 Factory = Callable[[Setup], Runner]
@@ -78,17 +79,24 @@ def register_variant(variant: Variant) -> Variant:
 VARIANTS: Registry[Variant] = Registry(AGENTS, register_variant)
 
 
-def tool_loop(*, also_first: tuple[str, ...] | None = (), **options: Any) -> Factory:
+PROFILE = None  # a variant's checks: the model profile's (``tool_loop(checks=PROFILE)``)
+
+
+def tool_loop(*, also_first: tuple[str, ...] | None = (),
+              checks: tuple[str, ...] | None = BASE_CHECKS, **options: Any) -> Factory:
     """The ReAct loop over the variant's tools, with ``options`` for the
     :class:`~sleuth.agent.loop.Agent`'s fields (``retrieve_first`` chunks retrieved by
-    ``first_tool`` before the first call, ``check_bridge``, ``answer_span``, ``read_facts``
-    ...); ``also_first`` names the tools called after the first retrieval where they apply
-    to the question (None: every registered tool that reads its arguments from a question,
-    ``Tool.from_question``, such as the facts pack's)."""
+    ``first_tool`` before the first call, ``answer_first`` ...); ``also_first`` names the
+    tools called after the first retrieval where they apply to the question (None: every
+    registered tool that reads its arguments from a question, ``Tool.from_question``, such
+    as the facts pack's); ``checks`` the answer checks it runs by default, in order
+    (:data:`PROFILE`: the model profile's, ``Settings.profile``). ``agent.checks``, where
+    set, replaces either: the one switch of each check."""
     def build(setup: Setup) -> Runner:
         first = also_first if also_first is not None else tuple(
             name for name, t in TOOLS.items() if t.from_question is not None)
-        return Agent(**setup.fields(), also_first=first, **options)
+        chosen = setup.settings.profile().checks if checks is PROFILE else checks
+        return Agent(**setup.fields(), also_first=first, checks=chosen, **options)
 
     return build
 

@@ -95,11 +95,14 @@ def llm_serve_cmd(size: str | None, runtime: str | None, port: int, context: int
 @llm_group.command("status")
 @common
 def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None:
-    """Which LLM Sleuth will use, which runtime runs the local model (and what it needs of
-    the CPU), what is installed, and which local model servers are running."""
+    """Which LLM Sleuth will use and its model profile (the answer checks the default agent
+    runs, whether the model is asked for its facts), which runtime runs the local model (and
+    what it needs of the CPU), what is installed, and which local model servers are running."""
+    from sleuth.agent.checks import choose
     from sleuth.llm import local, runtimes
 
-    cfg = load_settings(config, index_dir).llm
+    settings = load_settings(config, index_dir)
+    cfg = settings.llm
     try:
         chosen: str | None = runtimes.choose(cfg.local_runtime, local.server_path())
     except local.LocalModelError as exc:
@@ -125,11 +128,17 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
                     else f"local {local.spec(cfg.local_model).label} on {chosen}"
                     if local.installed(cfg.local_model, cfg.local_runtime)
                     else "nothing: no endpoint, no local model")
+    profile = settings.profile()
+    choose(profile.checks)  # an unknown check is an error here, not at the first question
+    info["profile"] = profile.to_dict()
     if as_json:
         emit(info)
     else:
         for key, value in info.items():
-            click.echo(f"{key}: {value}")
+            click.echo(f"{key}: {value}" if key != "profile" else
+                       f"profile: {profile.name} ({profile.chosen}); answer checks: "
+                       f"{', '.join(profile.checks) or 'none'}; facts first: "
+                       f"{'yes' if profile.facts_first else 'no'}")
 
 
 @llm_group.command("stop")

@@ -275,13 +275,16 @@ class LocalServer:
         self.stop()
 
 
-def client(server: Running | LocalServer, size: str, settings: LLMSettings) -> JsonToolCalls:
+def client(server: Running | LocalServer, size: str, settings: LLMSettings, *,
+           facts_first: bool) -> JsonToolCalls:
     """The agent's client for a running local server: the JSON tool-call protocol, the
-    first reply a tool call, sampling that avoids loops, and the context window known."""
+    first reply a tool call, sampling that avoids loops, and the context window known;
+    with ``facts_first`` (the model profile's: ``small`` asks, ``Settings.profile``), the
+    answer object starts with the facts it rests on."""
     inner = OpenAIClient(spec(size).label, server.base_url, server.key,
                          temperature=settings.temperature,
                          max_tokens=settings.max_tokens or 1024,
                          timeout=max(settings.timeout, 900.0), max_retries=settings.max_retries,
                          extra_body=SAMPLING)
     return JsonToolCalls(inner, context_window=server.context, require_tool_first=True,
-                         facts_first=True)
+                         facts_first=facts_first)

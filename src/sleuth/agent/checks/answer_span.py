@@ -1,4 +1,4 @@
-"""The answer step: the words of the evidence that answer, and the passage they are in.
+"""answer_span: the words of the evidence that answer, and the passage they are in.
 
 A 1.5B model that has read the right page still answers from what it remembers (the
 default ``lru_cache`` maxsize "None", ``http.server``'s port "80") and cites chunks that do
@@ -11,7 +11,8 @@ a reply that says no passage answers makes the agent say the documents do not; a
 else (a sentence not found, a phrase not in it) leaves the draft as it was.
 
 The evidence is the chunks the draft cites, then the others retrieved, in order, each cut
-to the sentences that share most words with the question (:func:`evidence`).
+to the sentences that share most words with the question (:func:`evidence`). Not in the
+``small`` profile's list (measured, BENCHMARKS §35): name it in ``agent.checks`` to run it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth.agent.checks.base import CheckContext, When
+from sleuth.agent.draft import Draft
 from sleuth.agent.run import NOT_SAID, Run
 from sleuth.agent.verify import complete
 from sleuth.index.read import ReadIndex
 from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
-from sleuth.text.ids import CHUNK_ID, cite, cited_ids, relevance_line, split_answer, strip_citations
+from sleuth.text.ids import cite, cited_ids, relevance_line, strip_citations
 from sleuth.text.querytext import content_words
 
 MAX_CHUNKS = 6  # passages shown to the answer step
@@ -123,54 +126,41 @@ def spanned(span: Span) -> str:
         relevance_line({span.chunk_id: 1.0})
 
 
-# the words an answer may name a passage with and still say nothing of what it says
-_NAMING = re.compile(r"\b(?:the|chunks?|passages?|paragraphs?|documents?|see|and|in)\b",
-                     re.IGNORECASE)
-
-
-def names_only(answer: str) -> list[str]:
-    """The chunk ids ``answer`` is made of when it says nothing else ("chunk
-    Novel-54537#00170#0", asked which passages tell something: the 1.5B model names the
-    passage instead of saying what it says); ``[]`` for any other answer."""
-    body = strip_citations(split_answer(answer)[0])
-    named = list(dict.fromkeys(CHUNK_ID.findall(body)))
-    rest = _NAMING.sub(" ", CHUNK_ID.sub(" ", body))
-    return named if named and not re.search(r"[^\W_]", rest) else []
-
-
-def quote_named(index: ReadIndex, question: str, named: Sequence[str],
-                retrieved: Sequence[str]) -> str | None:
-    """What the first of the ``named`` chunks that was ``retrieved`` says to ``question``:
-    its sentences that share most words with it (:func:`evidence`), quoted and cited. None:
-    no chunk named was retrieved (an id the model made up is not read)."""
-    shown = evidence(index, question, "", [c for c in named if c in retrieved][:1])
-    if not shown:
-        return None
-    chunk_id, text = next(iter(shown.items()))
-    return f"\"{text}\" {cite(chunk_id)}"
-
-
 NOT_STATED = f"{NOT_SAID}: none of the passages retrieved states the answer " \
     "to this question."
 
 
-def answer_step(run: Run, index: ReadIndex, question: str, draft: str) -> str | None:
-    """The answer that replaces ``draft`` after the answer step, or None to keep the draft;
-    the step is recorded in the trajectory (kind "observation": no tool ran)."""
-    started = time.perf_counter()
-    shown = evidence(index, question, draft, run.tracker.retrieved)
-    if not shown:
-        return None
-    span = read_span(run, question, draft, shown)
-    final = None if span is None else NOT_STATED if not span.answerable else \
-        spanned(span) if span.checked else None
-    outcome = "no reply understood: the draft stands" if span is None else \
-        "no passage states the answer: the agent says so" if not span.answerable else \
-        "the span was found in its passage: it is the answer" if span.checked else \
-        "the span was not found in the passage it names: the draft stands"
-    run.observe("answer_span", {"chunk_ids": list(shown)},
-                json.dumps(span.to_dict() if span else None, ensure_ascii=False), outcome,
-                started)
-    if span is not None and not span.answerable:
-        run.answer.abstained = True
-    return final
+@dataclass(frozen=True)
+class AnswerSpan:
+    """After the draft, one call for the span of the evidence that answers (see the module
+    docstring): a checked span replaces the draft, "no passage states it" makes the agent
+    say so; the step is recorded in the trajectory (kind "observation": no tool ran)."""
+
+    name: str = "answer_span"
+    when: When = "draft"
+    calls_model: bool = True
+    verdicts: bool = False
+
+    def applies(self, draft: Draft, ctx: CheckContext) -> bool:
+        return bool(strip_citations(draft.answer).strip())
+
+    def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
+        started = time.perf_counter()
+        question, run = draft.question, ctx.run
+        shown = evidence(ctx.index, question, draft.answer, ctx.retrieved)
+        if not shown:
+            return None
+        span = read_span(run, question, draft.answer, shown)
+        final = None if span is None else NOT_STATED if not span.answerable else \
+            spanned(span) if span.checked else None
+        outcome = "no reply understood: the draft stands" if span is None else \
+            "no passage states the answer: the agent says so" if not span.answerable else \
+            "the span was found in its passage: it is the answer" if span.checked else \
+            "the span was not found in the passage it names: the draft stands"
+        run.observe("answer_span", {"chunk_ids": list(shown)},
+                    json.dumps(span.to_dict() if span else None, ensure_ascii=False), outcome,
+                    started)
+        if final is None or span is None:
+            return None
+        return draft.revise(self.name, outcome, answer=final,
+                            abstained=draft.abstained or not span.answerable)

@@ -1,4 +1,4 @@
-"""An answer's support: the model's facts under it, where they state it.
+"""support: the model's facts under an answer follow it, where they state it.
 
 The default agent's prompt asks for the answer itself, then one or two sentences of
 support. A small model held to a JSON answer object (``{"facts": ..., "answer": ...}``,
@@ -12,15 +12,19 @@ it answers ("Yes" to which part?). Facts that state the answer (every content wo
 quarters of the words they add to the question are the passages', :func:`grounded`)
 follow the answer as its support, cited with its citations. Where the question offers
 choices ("A or B?"), facts that name an option the answer does not are left out: they
-would make the answer read both ways.
+would make the answer read both ways. The check applies only where the model wrote facts
+(the ``small`` profile asks for them: ``agent.facts_first``) and the answer step
+(``answer_span``) did not write the answer.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from sleuth.agent.echo import CHOICES, grounded, stems
-from sleuth.agent.run import Run
+from sleuth.agent.checks.base import CheckContext, When
+from sleuth.agent.checks.past_echo import CHOICES, grounded, stems
+from sleuth.agent.draft import Draft
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, cited_ids, is_relevance_line, strip_citations
 from sleuth.text.querytext import proper_names
@@ -63,24 +67,35 @@ def _heard(answer: str) -> str:
     return "\n".join(line for line in answer.split("\n") if not is_relevance_line(line)).rstrip()
 
 
-def support_step(run: Run, question: str, final: str, shown: str) -> str | None:
-    """``final`` followed by the model's facts under it where they are its support
-    (:func:`supported`; ``shown``: the text of the passages the answer came from),
-    recorded as a step; None: it stands alone. A listener that heard the answer hears the
-    support follow it, before the step: nothing is said twice, nothing reads as a
-    revision."""
-    started = time.perf_counter()
-    facts = run.scratch.get("facts")
-    found = supported(question, final, facts, shown)
-    if found is None:
-        return None
-    listener = run.listener
-    more = addition(final, found) if listener is not None and listener.answered else ""
-    if listener is not None and more:
-        listener.say(more)
-    run.observe("support", {"answer": strip_citations(final).strip()[:300]}, str(facts),
-                "the model's facts state its answer in the words of the passages: they "
-                "follow it as its support", started)
-    if listener is not None and more:
-        listener.answered = True  # the answer and its support were heard: not again
-    return found
+@dataclass(frozen=True)
+class Support:
+    """The answer followed by the model's facts under it where they are its support
+    (:func:`supported`; the draft's ``shown``: the text of the passages the answer came
+    from), recorded as a step. A listener that heard the answer hears the support follow
+    it, before the step: nothing is said twice, nothing reads as a revision."""
+
+    name: str = "support"
+    when: When = "draft"
+    calls_model: bool = False
+    verdicts: bool = False
+
+    def applies(self, draft: Draft, ctx: CheckContext) -> bool:
+        return bool(draft.facts) and "answer_span" not in draft.revised
+
+    def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
+        started = time.perf_counter()
+        final, facts = draft.answer, draft.facts
+        found = supported(draft.question, final, facts, draft.shown)
+        if found is None:
+            return None
+        listener = ctx.run.listener
+        more = addition(final, found) if listener is not None and listener.answered else ""
+        if listener is not None and more:
+            listener.say(more)
+        ctx.run.observe("support", {"answer": strip_citations(final).strip()[:300]},
+                        str(facts), "the model's facts state its answer in the words of the "
+                        "passages: they follow it as its support", started)
+        if listener is not None and more:
+            listener.answered = True  # the answer and its support were heard: not again
+        return draft.revise(self.name, "the model's facts follow the answer as its support",
+                            answer=found)

@@ -12,16 +12,21 @@ dividends"), or one the passages do not hold (a ratio the model computed, a name
 remembered), leave the abstention standing; so do facts that abstain in words of their own
 and facts about another relation than the question's ("Johann Nicolaus Bach's father was
 Johann Christoph Bach" for his paternal grandfather: a hop short).
-No model is called: the check reads strings only.
+No model is called: the check reads strings only, and only where the model wrote facts
+(the ``small`` profile asks for them: ``agent.facts_first``) and the tool loop answered.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from sleuth.agent.checks.base import CheckContext, When
+from sleuth.agent.draft import Draft
 from sleuth.text.abstain import abstains
-from sleuth.text.ids import cite, strip_citations
+from sleuth.text.ids import cite, cited_ids, strip_citations
 from sleuth.text.querytext import (
     CONTENT_STOPWORDS,
     identifier_terms,
@@ -100,3 +105,34 @@ def read_out(question: str, draft: str, facts: str | None, shown: Iterable[str],
     if not holding:
         return None
     return f"{' '.join(strip_citations(facts).split())} {' '.join(cite(c) for c in holding)}"
+
+
+@dataclass(frozen=True)
+class ReadFacts:
+    """The facts the model read out of the passages, in place of its loop answer that the
+    documents do not say, where the passages shown hold every value they add to the
+    question (:func:`read_out`); recorded as a step. The first answer without tools is
+    left alone (it abstains only to let the tools search on)."""
+
+    name: str = "read_facts"
+    when: When = "draft"
+    calls_model: bool = False
+    verdicts: bool = False
+
+    def applies(self, draft: Draft, ctx: CheckContext) -> bool:
+        return draft.source == "loop" and bool(draft.facts)
+
+    def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
+        started = time.perf_counter()
+        shown = [str(m.get("content") or "") for m in ctx.messages if m.get("role") == "tool"]
+        ids = list(dict.fromkeys([*draft.citations, *ctx.retrieved]))
+        chunks = {c.chunk_id: c.text for c in ctx.index.read(ids).chunks}
+        answer = read_out(draft.question, draft.answer, draft.facts, shown, chunks,
+                          draft.citations, common=ctx.common)
+        if answer is None:
+            return None
+        ctx.run.observe("read_facts", {"chunk_ids": cited_ids(answer)}, draft.facts or "",
+                        "the model's facts hold values the passages state, but its answer said "
+                        "the documents do not: the facts are the answer", started)
+        return draft.revise(self.name, "the model's facts, held by the passages, replace "
+                            "its answer that the documents do not say", answer=answer)
