@@ -115,10 +115,11 @@ class IngestSettings(Section):
         256, ge=16, description="Deepest element nesting of an HTML page (parsing time grows "
         "with the square of the depth)")
     parse_seconds: float = Field(
-        60, gt=0, description="Wall-clock seconds to parse one HTML, PDF or .docx file; the "
-        "parser runs in a child process that is stopped past it")
+        60, gt=0, description="Wall-clock seconds to parse one HTML, PDF or .docx file, or to "
+        "draw one PDF page image for the app; both run in a child process that is stopped "
+        "past it (a page stopped so is refused for ten minutes)")
     parse_memory_mb: int = Field(
-        2048, ge=256, description="Address space of that parsing process, in MB")
+        2048, ge=256, description="Address space of those child processes, in MB")
 
 
 class VectorSettings(Section):
