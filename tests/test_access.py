@@ -259,7 +259,11 @@ def test_writes_stay_in_the_callers_collection_and_groups(
         full: Path, corpus: Path, tmp_path: Path) -> None:
     folder = tmp_path / "idx"
     shutil.copytree(full, folder)
-    running = Api(folder, document_roots=[str(corpus)])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    running = Api(folder, document_roots=[str(corpus)], api_keys={  # staff's roots: its own
+        **KEYS, "acme-staff": {"key": "k-staff", "collection": "acme",
+                               "document_roots": [str(corpus)]}})
     try:
         with running.client("k-globex") as globex, running.client("k-staff") as staff, \
                 running.client("k-root") as root:
@@ -278,7 +282,7 @@ def test_writes_stay_in_the_callers_collection_and_groups(
                            files={"files": ("x.md", b"# X\n\nx\n")}),
                 staff.post("/v1/documents", json={"paths": [str(corpus / "plans.md")],
                                                   "collection": "globex"}),
-                root.post("/v1/documents", json={"paths": [str(tmp_path)]}),
+                root.post("/v1/documents", json={"paths": [str(outside)]}),
             ]
             assert [r.status_code for r in denied] == [403, 403, 403, 403]
             assert "document_roots" in denied[3].json()["detail"]

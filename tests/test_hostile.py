@@ -375,7 +375,9 @@ def test_a_server_never_reads_past_its_document_roots(sample_copy: Path,
     (root / "team" / "innocent.md").symlink_to(tmp_path / "secret.md")
     folder = tmp_path / "idx"
     shutil.copytree(sample_copy, folder)
-    api = Api(folder, _settings(document_roots=[str(root)]))
+    api = Api(folder, Settings.load(chunk={"tokens": 60}, serve={"api_keys": {
+        **KEYS, "acme-staff": {"key": "k-staff", "collection": "acme",
+                               "document_roots": [str(root)]}}}))
     try:
         with api.client("k-staff") as staff:
             got = staff.post("/v1/documents", json={"paths": [str(root / "team")]})

@@ -171,6 +171,11 @@ class AgentSettings(Section):
 
     max_steps: int = Field(15, ge=1, description="Max tool-calling iterations")
     token_budget: int = Field(128_000, ge=1000, description="Context token budget")
+    history_tokens: int | None = Field(
+        None, ge=100, description="Tokens of earlier turns a question carries to the model "
+        "(a chat client's resent conversation, a session's dialogue); the oldest turns are "
+        "left out first. None: a quarter of the model's context (token_budget for an "
+        "endpoint, llm.local_context for the local model)")
     parallel_tool_calls: bool = Field(False, description="Execute every tool call of a turn")
     warn_ratio: float = Field(
         0.9, gt=0, le=1, description="Share of the token budget at which the model is told to "
@@ -281,6 +286,10 @@ class ApiKey(Section):
     key: str = Field(min_length=1, description="The secret the client sends")
     collection: str = Field(description="The collection (tenant) the key reads and writes")
     groups: list[str] = Field(default_factory=list, description="Access groups it holds")
+    document_roots: list[Path] = Field(
+        default_factory=list, description="Server folders this key may index by path (POST "
+        "/v1/documents with paths); none: it may index no server path, only upload files. "
+        "serve.document_roots is not for tenants; the index folder is never indexable")
 
 
 class ServeSettings(Section):
@@ -302,12 +311,17 @@ class ServeSettings(Section):
         None, description="The address users reach the app at (https://rag.example.com), "
         "for the source links of chat answers; default http://HOST:PORT as served")
     document_roots: list[Path] | None = Field(
-        None, description="Server folders POST /v1/documents may index by path; none: only "
-        "admin keys may index server paths (tenants upload files)")
+        None, description="Server folders an admin key (or --no-auth) may index by path "
+        "through POST /v1/documents; none: any folder. A tenant's key indexes only under its "
+        "own document_roots (the key file); the index folder (its uploads, sessions) never, "
+        "whatever the roots say")
     max_query_chars: int = Field(2000, ge=1, description="Longest query or question accepted")
     max_top_k: int = Field(50, ge=1, description="Largest top_k a request may ask for")
     max_queries: int = Field(5, ge=1, description="Most queries (keywords, patterns) per call")
     max_body_bytes: int = Field(1_000_000, ge=1, description="Largest request body (HTTP 413)")
+    max_message_chars: int = Field(
+        32_000, ge=1, description="Longest message a chat request may carry as history (an "
+        "earlier user or assistant turn a chat client resends); longer: HTTP 413")
     runs: Path = Field(Path("results"), description="Folder of eval runs (`eval run --output`) "
                        "the run viewer at /viewer browses")
     workers: int | None = Field(

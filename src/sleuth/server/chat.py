@@ -38,6 +38,7 @@ from sleuth.llm.adapt import split_thinking
 from sleuth.server.auth import Unauthorized
 from sleuth.server.events import ask_events
 from sleuth.server.failures import told
+from sleuth.server.markdown import Stream, markdown_text, neutralise
 from sleuth.server.openapi import NOT_BLANK, responses, status_for
 from sleuth.service.callers import LOCAL, Caller
 from sleuth.service.service import Service
@@ -165,12 +166,17 @@ _ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error"
 
 
 def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The error entries of ``codes`` in OpenAI's shape (413 comes before the route, in
-    Sleuth's)."""
+    """The error entries of ``codes`` in OpenAI's shape (413 either: a body over
+    serve.max_body_bytes is refused before the route, in Sleuth's; a message over
+    serve.max_message_chars by the route, in OpenAI's)."""
     out = responses(*codes)
     for code, entry in out.items():
-        if code != 413:
-            entry["content"] = {"application/json": {"schema": _ERROR_SCHEMA}}
+        schema = entry["content"]["application/json"]["schema"]
+        if code == 413:
+            entry["description"] = "Request body over serve.max_body_bytes, or a message " \
+                "over serve.max_message_chars"
+        entry["content"] = {"application/json": {"schema": _ERROR_SCHEMA if code != 413 else
+                                                 {"anyOf": [schema, _ERROR_SCHEMA]}}}
     return out
 
 
@@ -253,7 +259,7 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
             raise ChatError(404, f"the model {body.get('model')!r} does not exist; choose one "
                             f"of GET /v1/models: {', '.join(models)}", param="model",
                             code="model_not_found")
-        question, history = _conversation(body, check)
+        question, history = _conversation(body, check, service.limits.max_message_chars)
         agent = str(body["model"])[len(PREFIX):]
         service.check_ask(question, agent)
         events = ask_events(service, question, agent, caller=who, history=history)
@@ -280,10 +286,17 @@ def _body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _conversation(body: dict[str, Any], check: Draft202012Validator
+def _conversation(body: dict[str, Any], check: Draft202012Validator, max_chars: int
                   ) -> tuple[str, list[dict[str, str]]]:
-    """(the question, the turns before it) of a request, checked against its schema."""
+    """(the question, the turns before it) of a request, checked against its schema; an
+    earlier message over ``max_chars`` (``serve.max_message_chars``) is refused with 413.
+    The service holds the turns to the model's context (oldest left out first)."""
     messages = body.get("messages")
+    for i, message in enumerate(messages if isinstance(messages, list) else ()):
+        if isinstance(message, dict) and len(_text(message.get("content"))) > max_chars:
+            raise ChatError(413, f"message {i} is over the limit of {max_chars} characters "
+                            "(serve.max_message_chars): start a new conversation or shorten "
+                            "it", param=f"messages.{i}.content", code="message_too_long")
     if isinstance(messages, list) and not any(
             isinstance(m, dict) and m.get("role") == "user" for m in messages):
         raise ChatError(400, "no user message: the last user message is the question",
@@ -342,16 +355,6 @@ def _context_line(event: Mapping[str, Any]) -> str:
             f"{action}\n")
 
 
-_MARKDOWN = {"\\": "\\\\", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;",
-             "*": "\\*", "_": "\\_", "`": "\\`", "\n": " ", "\r": " "}
-
-
-def _markdown_text(text: str) -> str:
-    """``text`` shown as itself in Markdown: no link, no emphasis, no HTML a chat app would
-    render (a title is the document's, and documents are anybody's)."""
-    return "".join(_MARKDOWN.get(ch, ch) for ch in text)
-
-
 def public_url(serve: ServeSettings, local: tuple[str, int] | None = None) -> str:
     """Where users reach this server: ``serve.public_url``, else the address the connection
     came in on (``local``, the listening socket's, which a client cannot make up), else
@@ -380,7 +383,7 @@ class _Reply:
             label = citation.get("title") or citation.get("doc_id") or "source"
             if citation.get("where"):
                 label += f", {citation['where']}"
-            label = _markdown_text(label)
+            label = markdown_text(label)  # a title is the document's: anybody's
             lines.append(f"{n}. [{label}]({passage_link(citation, self.base)})")
         return SOURCES + "\n".join(lines) if lines else ""
 
@@ -394,14 +397,15 @@ class _Reply:
         reasoning: list[str] = []
         async for event, data in events:
             if event == "step":
-                reasoning.append(_step_line(data))
+                reasoning.append(neutralise(_step_line(data), self.base))
             elif event == "context":
                 reasoning.append(_context_line(data))
             elif event == "error":
                 raise ChatError.of(data)
             elif event == "answer":
                 message = {"role": "assistant",
-                           "content": data["answer"] + self.sources(data)}
+                           "content": neutralise(data["answer"], self.base) +
+                           self.sources(data)}
                 if reasoning:
                     message["reasoning_content"] = "".join(reasoning)
                 return {"id": self.id, "object": "chat.completion", "created": self.created,
@@ -426,17 +430,22 @@ class _Reply:
         sources, the finish, the usage when asked for, ``[DONE]``."""
         yield self.chunk({"role": "assistant", "content": ""})
         spoken = resumed = False  # content streamed since the last step; and before it
+        shown = Stream(self.base)  # the content, made harmless as it streams
         async for event, data in events:
+            if event in ("step", "error", "answer") and (held := shown.flush()):
+                yield self.chunk({"content": held})
             if event == "step":
                 resumed, spoken = resumed or spoken, False
-                yield self.chunk({"reasoning_content": _step_line(data)})
+                yield self.chunk({"reasoning_content": neutralise(_step_line(data),
+                                                                  self.base)})
             elif event == "context":
                 yield self.chunk({"reasoning_content": _context_line(data)})
             elif event == "token":
-                if resumed and not spoken:  # what came before was not the answer
-                    yield self.chunk({"content": REVISED})
+                piece = shown.feed(REVISED if resumed and not spoken else "") + \
+                    shown.feed(data)  # REVISED: what came before was not the answer
                 spoken = True
-                yield self.chunk({"content": data})
+                if piece:
+                    yield self.chunk({"content": piece})
             elif event == "error":
                 yield f"data: {json.dumps(ChatError.of(data).body(), ensure_ascii=False)}\n\n"
                 return

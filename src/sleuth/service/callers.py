@@ -2,7 +2,8 @@
 
 A plain key is an admin's (it sees the whole index); ``{key, collection, groups}`` is a
 tenant's (its collection, and the documents there that are open or share one of its
-groups). Keys are compared in constant time.
+groups), and with ``document_roots`` the server folders it may index by path. Keys are
+compared in constant time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Caller:
     name: str = "local"
     collection: str | None = None
     groups: tuple[str, ...] = ()
+    # the server folders a tenant's key may index by path (its key file's document_roots)
+    document_roots: tuple[Path, ...] = ()
 
     @property
     def admin(self) -> bool:
@@ -39,16 +42,23 @@ class Caller:
 
 
 LOCAL = Caller()
+# The limits of serve a tenant's key is shown (GET /v1/status): those its own requests are
+# held to; the server's address, folders, pools and other keys' work are the operator's.
+TENANT_LIMITS = ("max_query_chars", "max_top_k", "max_queries", "max_body_bytes",
+                 "max_message_chars", "asks_per_key", "uploads_per_key")
 KeyRing = dict[str, Caller]  # secret → the caller it authenticates
 
 
 def load_api_keys(serve: ServeSettings) -> KeyRing:
     """The callers of ``serve.api_keys`` by secret (a mapping, or a YAML/JSON file of one):
-    a plain string is an admin key, ``{key, collection, groups}`` a tenant's key."""
+    a plain string is an admin key, ``{key, collection, groups, document_roots}`` a tenant's
+    key (relative roots are read from the key file's folder)."""
     keys = serve.api_keys
     if keys is None:
         return {}
+    base = Path.cwd()  # what relative document_roots are read against: the key file's folder
     if isinstance(keys, Path):
+        base = keys.expanduser().resolve().parent
         try:
             loaded = yaml.safe_load(keys.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
@@ -65,7 +75,9 @@ def load_api_keys(serve: ServeSettings) -> KeyRing:
         if isinstance(spec, ApiKey):  # its name also names its sessions folder
             caller = Caller(check_name("API key", str(name)),
                             check_name("collection", spec.collection),
-                            parse_groups(spec.groups))
+                            parse_groups(spec.groups),
+                            tuple((base / root.expanduser()).resolve()
+                                  for root in spec.document_roots))
             secret = spec.key
         else:
             caller, secret = Caller(str(name)), spec

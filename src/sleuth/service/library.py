@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
 import threading
 import time
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from sleuth.errors import NotFoundError, RequestError, SleuthError
-from sleuth.ingest import SUPPORTED_SUFFIXES, ReadLimits
+from sleuth.ingest import SUPPORTED_SUFFIXES, IngestReport, ReadLimits, Skipped, iter_documents
 from sleuth.ingest.reading import SkipSource
 from sleuth.ingest.sandbox import ChildFailed, OverLimit, Sandbox
 from sleuth.service.pool import Quota, WorkPool
@@ -461,17 +462,17 @@ def file_statuses(index: ReadIndex, files: Sequence[tuple[str, Path | str]],
     refused)``: ``indexed`` (new or changed), ``unchanged`` or ``error``, with its document
     id (the first, for a file of records) and chunks."""
     changed = {*report.added, *report.updated}
-    reasons = {s.path: s.reason for s in report.skipped}
+    reasons = {_real(s.path): s.reason for s in report.skipped}
     by_path: dict[str, list[DocumentInfo]] = {}
     if any(isinstance(saved, Path) for _, saved in files):
-        for info in index.document_list():
-            by_path.setdefault(info.path or "", []).append(info)
+        for info in index.document_list():  # paths as stored: absolute on both sides
+            by_path.setdefault(_real(info.path or ""), []).append(info)
     out: list[dict[str, Any]] = []
     for name, saved in files:
         if isinstance(saved, str):
             out.append({"name": name, "status": "error", "error": saved})
             continue
-        where = str(saved.resolve())
+        where = _real(str(saved))
         docs = by_path.get(where, [])
         if not docs:
             reason = reasons.get(where) or next(
@@ -483,3 +484,70 @@ def file_statuses(index: ReadIndex, files: Sequence[tuple[str, Path | str]],
         out.append({"name": name, "status": status, "doc_id": docs[0].doc_id,
                     "chunks": sum(d.chunks for d in docs), "documents": len(docs)})
     return out
+
+
+def _real(path: str) -> str:
+    """``path`` made absolute (a relative one read from the working folder, which is
+    resolved; no file system calls), so a document stored under a relative path (a server
+    started with a relative ``--index``) matches the upload saved there."""
+    return os.path.abspath(path) if path else path
+
+
+def read_each(paths: Sequence[Path], sandbox: Sandbox) -> tuple[list[Document], IngestReport]:
+    """The documents of uploaded files, each file read on its own (in ``sandbox``, within its
+    limits): a file that cannot be read at all (a JSON file of the wrong shape) is reported
+    as skipped with its reason instead of failing the others; a doc id already read from
+    another file is a duplicate. When no file gave a document, the first such error is
+    raised (the request is refused as a whole, as for one bad file)."""
+    report = IngestReport(skipped=[], duplicates=[])
+    docs: list[Document] = []
+    seen: dict[str, str] = {}
+    failed: list[SleuthError] = []
+    for path in paths:
+        try:
+            found = list(iter_documents([path], report=report, limits=sandbox.limits,
+                                        sandbox=sandbox))
+        except SleuthError as err:
+            failed.append(err)
+            report.skipped.append(Skipped(str(path), str(err)))
+            continue
+        for doc in found:
+            if doc.doc_id in seen:
+                report.duplicates.append(Skipped(str(path), f"duplicate doc_id {doc.doc_id!r} "
+                                                            f"(first seen in {seen[doc.doc_id]})"))
+                continue
+            seen[doc.doc_id] = str(path)
+            docs.append(doc)
+    if failed and not docs:
+        raise failed[0]
+    return docs, report
+
+
+def upload_answer(answer: dict[str, Any], files: Sequence[tuple[str, Path | str]],
+                  statuses: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
+    """The answer to an upload: ``answer`` (the indexing report) with ``files``' statuses;
+    the saved files no document came from removed (a refused file leaves nothing), and the
+    server ``folder`` they were saved in left out of every path and reason."""
+    remove_uploads([path for (_, path), status in zip(files, statuses, strict=True)
+                    if isinstance(path, Path) and status["status"] == "error"])
+    for status in statuses:
+        if "error" in status:
+            status["error"] = without_folder(status["error"], folder)
+    for kind in ("skipped", "duplicates"):
+        answer[kind] = [{"path": without_folder(s["path"], folder),
+                         "reason": without_folder(s["reason"], folder)} for s in answer[kind]]
+    return {**answer, "files": statuses}
+
+
+def remove_uploads(paths: Sequence[Path]) -> None:
+    """Delete saved uploads that no document came from."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def without_folder(text: str, folder: Path) -> str:
+    """``text`` without the server folder uploads are saved in (a tenant learns only the
+    names it uploaded)."""
+    for form in {str(folder.resolve()), str(folder)}:
+        text = text.replace(form + "/", "").replace(form, "uploads")
+    return text

@@ -50,7 +50,7 @@ from sleuth.ingest import IngestReport, ReadLimits, iter_documents
 from sleuth.ingest.sandbox import Sandbox
 from sleuth.ingest.sandbox import stop_all as stop_parsers
 from sleuth.llm import LLM
-from sleuth.service.callers import LOCAL, Caller
+from sleuth.service.callers import LOCAL, TENANT_LIMITS, Caller
 from sleuth.service.library import (
     LIST_LIMIT,
     PageImages,
@@ -60,10 +60,15 @@ from sleuth.service.library import (
     list_documents,
     page_source,
     passage,
+    read_each,
+    remove_uploads,
     unsupported,
+    upload_answer,
+    without_folder,
 )
 from sleuth.service.pool import Quota, WorkPool
-from sleuth.service.sessions import Session
+from sleuth.service.roots import check_paths
+from sleuth.service.sessions import Session, bound_history, history_budget
 from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.text.access import DEFAULT_COLLECTION, check_name, parse_groups, scope_name
 from sleuth.text.threads import server_running, thread_policy
@@ -265,26 +270,30 @@ class Service:
     # -- index -------------------------------------------------------------------------
 
     def status(self, caller: Caller = LOCAL) -> dict[str, Any]:
+        """What the index holds for ``caller`` and the limits its requests are held to; an
+        admin also sees the server's own settings, workers, threads and index location (a
+        tenant never: no paths, hosts or ports, nothing of other keys' work)."""
         stats = self.view(caller).stats()
         out = {"version": __version__, "documents": stats.documents, "chunks": stats.chunks,
                "sentences": stats.sentences,
                "embedder": (stats.manifest.get("embedder") or {}).get("name"),
                "tools": sorted(TOOLS),
-               "limits": self.limits.model_dump(exclude={"api_keys", "document_roots"}),
-               "workers": self.pool.status(), "threads": thread_policy().to_dict(),
+               "limits": self.limits.model_dump(include=set(TENANT_LIMITS)),
                "warm": self.warm.is_set(),
                "caller": {"name": caller.name, "collection": caller.collection,
                           "groups": list(caller.groups), "admin": caller.admin}}
         if caller.admin:
-            out["index"] = self.index.location
+            out["limits"] = self.limits.model_dump(exclude={"api_keys", "document_roots"})
+            out.update(workers=self.pool.status(), threads=thread_policy().to_dict(),
+                       index=self.index.location)
         return out
 
     def add_documents(self, paths: Sequence[str | Path], caller: Caller = LOCAL, *,
                       collection: str | None = None,
                       groups: Sequence[str] | str | None = None) -> dict[str, Any]:
         """Index server-side files or folders (new and changed documents; nothing deleted)
-        into ``collection`` with access ``groups``. Paths must lie under
-        ``serve.document_roots`` when set; without it only admins may index server paths.
+        into ``collection`` with access ``groups``. Paths must lie under the caller's
+        roots and never touch the server's own folders (:mod:`sleuth.service.roots`).
 
         Returns the counts of ``sleuth index --json`` plus ``added_ids`` and ``updated_ids``.
         """
@@ -292,31 +301,25 @@ class Service:
             raise RequestError("no paths given: send a list of files or folders to index")
         if any(not str(p).strip() for p in paths):  # "" would be the server's own folder
             raise RequestError("an empty path was given: name each file or folder to index")
-        roots = self.limits.document_roots
-        if roots is None and not caller.admin:
-            raise ForbiddenError("this key may not index server paths; upload the files "
-                                 "(multipart 'files') or ask the operator to set "
-                                 "serve.document_roots")
-        if roots is not None:
-            allowed = [Path(r).expanduser().resolve() for r in roots]
-            for path in paths:
-                real = Path(path).expanduser().resolve()
-                if not any(real == root or root in real.parents for root in allowed):
-                    raise ForbiddenError(f"{path} is outside the folders this server may "
-                                         "index (serve.document_roots)")
-        within = None if roots is None else [Path(r).expanduser() for r in roots]
+        within = check_paths(paths, caller, self.limits.document_roots,
+                             [self.index.folder, self.limits.runs])
         return self._add_report(list(paths), caller, collection, groups, within)[0]
 
     def _add_report(self, paths: Sequence[str | Path], caller: Caller,
                     collection: str | None, groups: Sequence[str] | str | None,
-                    within: Sequence[Path] | None = None) -> tuple[dict[str, Any], AddReport]:
+                    within: Sequence[Path] | None = None, *,
+                    each: bool = False) -> tuple[dict[str, Any], AddReport]:
         """Read ``paths`` (bounded, in the parsing child, before the write lock is taken:
-        a hostile file costs its own request, not every writer's), then store what was
-        read as ``caller``, who may write only what it could read."""
+        a hostile file costs its own request, not every writer's; with ``each``, uploads,
+        one file's failure is its own, :func:`read_each`), then store what was read as
+        ``caller``, who may write only what it could read."""
         target, wanted = self._write_target(caller, collection, groups)
-        ingest = IngestReport(skipped=[], duplicates=[])
-        docs = list(iter_documents(paths, report=ingest, within=within,
-                                   limits=self.parser.limits, sandbox=self.parser))
+        if each:
+            docs, ingest = read_each([Path(p) for p in paths], self.parser)
+        else:
+            ingest = IngestReport(skipped=[], duplicates=[])
+            docs = list(iter_documents(paths, report=ingest, within=within,
+                                       limits=self.parser.limits, sandbox=self.parser))
         with self._write_lock:
             report = self.index.add_documents(docs, collection=target, groups=wanted,
                                               writer=caller.access, ingest=ingest)
@@ -348,11 +351,13 @@ class Service:
         again under the same name updates that document. A file that cannot be saved raises
         :class:`StoreError` (HTTP 500). ``files`` in the answer says what became of each
         (:func:`sleuth.service.library.file_statuses`); one of a type the indexer does not read, a
-        second one of the same name or one without a usable name is not saved."""
+        second one of the same name or one without a usable name is not saved. A file that
+        cannot be read is reported with its reason and removed; the others are indexed."""
         if not files:
             raise RequestError("no files uploaded: send one or more multipart 'files' parts")
         target, wanted = self._write_target(caller, collection, groups)
-        folder = self.index.folder / "uploads" / scope_name(target, wanted)
+        # resolved: documents keep an absolute path, whatever folder the server started in
+        folder = (self.index.folder / "uploads" / scope_name(target, wanted)).resolve()
         outcome: list[tuple[str, Path | str]] = []
         taken: set[str] = set()
         for filename, content in files:
@@ -373,26 +378,15 @@ class Service:
                     "collection": target, "groups": list(wanted),
                     "files": file_statuses(self.view(caller), outcome, AddReport())}
         try:
-            answer, report = self._add_report(saved, caller, target, groups)
-        except SleuthError as err:  # a file named directly that is not a corpus: say which
-            _remove(saved)
-            raise type(err)(_without_folder(str(err), folder)) from None
+            answer, report = self._add_report(saved, caller, target, groups, each=True)
+        except SleuthError as err:  # no file gave a document, one is no corpus: say which
+            remove_uploads(saved)
+            raise type(err)(without_folder(str(err), folder)) from None
         except BaseException:
-            _remove(saved)
+            remove_uploads(saved)
             raise
-        statuses = file_statuses(self.view(caller), outcome, report)
-        _remove([path for (_, path), status in zip(outcome, statuses, strict=True)
-                 if isinstance(path, Path) and status["status"] == "error"])
-        for status in statuses:
-            if "error" in status:
-                status["error"] = _without_folder(status["error"], folder)
-        answer["skipped"] = [{"path": _without_folder(s["path"], folder),
-                              "reason": _without_folder(s["reason"], folder)}
-                             for s in answer["skipped"]]
-        answer["duplicates"] = [{"path": _without_folder(s["path"], folder),
-                                 "reason": _without_folder(s["reason"], folder)}
-                                for s in answer["duplicates"]]
-        return {**answer, "files": statuses}
+        return upload_answer(answer, outcome, file_statuses(self.view(caller), outcome, report),
+                             folder)
 
     @staticmethod
     def _save(path: Path, content: bytes) -> Path:
@@ -508,7 +502,8 @@ class Service:
 
         if session is None:
             answer = build_agent(agent, self.view(caller), self.llm, self.settings).run(
-                question, on_step=on_step, history=[dict(m) for m in history])
+                question, on_step=on_step,
+                history=bound_history(history, history_budget(self.settings)))
             return answer.to_record()
         if history:
             raise RequestError("a saved session keeps its own history: send a session id or "
@@ -521,15 +516,17 @@ class Service:
     # -- sessions ----------------------------------------------------------------------
 
     def sessions(self, caller: Caller = LOCAL) -> list[dict[str, Any]]:
-        """``caller``'s saved sessions (a tenant key sees only its own)."""
-        return Session.saved(self.index, _owner(caller))
+        """``caller``'s saved sessions (a tenant key sees only its own, as it may now read
+        them: :meth:`Session.shown_turns`)."""
+        return Session.saved(self.view(caller), _owner(caller))
 
     def session(self, session_id: str, caller: Caller = LOCAL) -> dict[str, Any]:
-        """A saved session: id, agent, created, and its turns (question, answer, citations)."""
+        """A saved session: id, agent, created, and its turns (question, answer, citations),
+        those that drew on documents ``caller`` may no longer read withheld."""
         conversation = self._session(session_id, caller)
         return {"id": conversation.id, "agent": conversation.agent_name,
                 "title": conversation.shown_title, "created": conversation.created,
-                "turns": conversation.turns}
+                "turns": conversation.shown_turns()}
 
     def rename_session(self, session_id: str, title: str,
                        caller: Caller = LOCAL) -> dict[str, Any]:
@@ -577,20 +574,6 @@ class SessionLocks:
             if isinstance(session, str):
                 return self._saved.setdefault((owner, session), threading.RLock())
             return self._live.setdefault(session, threading.RLock())
-
-
-def _remove(paths: Sequence[Path]) -> None:
-    """Delete saved uploads that no document came from: a refused file leaves nothing."""
-    for path in paths:
-        path.unlink(missing_ok=True)
-
-
-def _without_folder(text: str, folder: Path) -> str:
-    """``text`` without the server folder uploads are saved in (a tenant learns only the
-    names it uploaded)."""
-    for form in {str(folder.resolve()), str(folder)}:
-        text = text.replace(form + "/", "").replace(form, "uploads")
-    return text
 
 
 def _owner(caller: Caller) -> str | None:

@@ -83,6 +83,16 @@ def looks_scoped(doc_id: str) -> bool:
     return _SCOPED.match(doc_id) is not None
 
 
+def scope_of(doc_id: str) -> tuple[str, tuple[str, ...]]:
+    """The collection and groups a stored document id was written with (read back from its
+    scope; a bare id is an open document of ``default``), for deciding whether a caller may
+    read it even where the document is gone."""
+    if not looks_scoped(doc_id):
+        return DEFAULT_COLLECTION, ()
+    collection, *groups = doc_id.split(":", 1)[0].split("~")
+    return collection, tuple(groups)
+
+
 @dataclass(frozen=True)
 class Access:
     """What a caller may read: see the module docstring."""
