@@ -5,7 +5,8 @@ this module holds the pieces it is made of, as plain functions over documents, c
 an embedder: the report and progress records, the split of long documents into parts
 (:func:`parts`), the embedding of one batch with its documents' summaries (:func:`prepare`),
 the extractive summary (:func:`summarize`), the content hash that tells a changed document
-(:func:`digest`) and the command line that resumes an interrupted build.
+(:func:`digest`), the pages that copy another (:class:`Copies`) and the command line that
+resumes an interrupted build.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from sleuth.ingest import IngestReport, JsonFields, Skipped, iter_chunks
 from sleuth.store.base import PARTIAL, PreparedDocument, Store
 from sleuth.text.access import DEFAULT_COLLECTION, Access, looks_scoped, restricted, scoped_doc_id
 from sleuth.text.threads import batch_work
-from sleuth.types import Chunk, Document
+from sleuth.types import Chunk, DocType, Document
 
 BATCH_SENTENCES = 2048
 PIPELINE_DEPTH = 2  # batches embedded ahead of the one being written
@@ -281,6 +282,53 @@ def refusal(doc_id: str, collection: str, writer: Access | None,
     return None
 
 
+# Documents that are pages of a site or files of a folder: one whose text another has already
+# given is a copy (a page saved under two names, a "current" page that is the latest
+# release's). Records of a corpus (JSON, JSONL) keep their ids whatever their text.
+PAGE_TYPES: frozenset[DocType] = frozenset({"html", "markdown", "text", "pdf", "docx"})
+
+
+class Copies:
+    """The pages of one write whose text another page already has, in this write or, for
+    a page new to the index, among the pages of the same collection and groups that are
+    indexed (whose file, if they came from one, is still there: a page moved is not its
+    own copy). Each text is indexed once; the later copies are reported as duplicates."""
+
+    def __init__(self, store: Store, grant: Grant) -> None:
+        self.store, self.grant = store, grant
+        self.met: dict[str, str] = {}  # hash of a page's text -> where it was met first
+        self.stored_titles: dict[str, list[str]] | None = None  # title -> indexed pages
+
+    def original(self, doc: Document, known: bool) -> str | None:
+        """Where the text of ``doc`` (a page already indexed under its id when ``known``)
+        was met first, or None (then it is this page's from now on)."""
+        if doc.type not in PAGE_TYPES:
+            return None
+        key = hashlib.sha256(doc.text.encode()).hexdigest()
+        first = self.met.get(key) or (None if known else self.indexed(doc, key))
+        if first is None:
+            self.met[key] = doc.path or doc.doc_id
+        return first
+
+    def indexed(self, doc: Document, key: str) -> str | None:
+        """Where an indexed page of the same title and text as ``doc`` comes from."""
+        if self.stored_titles is None:
+            same = {doc_id for doc_id, grant in self.store.document_access().items()
+                    if grant == self.grant}
+            self.stored_titles = {}
+            for doc_id, title in self.store.document_titles().items():
+                if doc_id in same:
+                    self.stored_titles.setdefault(title, []).append(doc_id)
+        for doc_id in self.stored_titles.get(doc.title, ()):
+            held = self.store.get_document(doc_id)
+            if (held is None or doc_id == doc.doc_id or held.type not in PAGE_TYPES
+                    or hashlib.sha256(held.text.encode()).hexdigest() != key
+                    or (held.path and not Path(held.path).is_file())):
+                continue
+            return held.path or doc_id
+        return None
+
+
 class Ingestion:
     """One :meth:`Index.add_documents` call: its report, its progress and the batches it
     embeds (in the pipeline's worker thread) for the store to write."""
@@ -296,6 +344,7 @@ class Ingestion:
         self.progress = IndexProgress()
         self.known = store.document_hashes()
         self.stored_access = store.document_access() if restricted(writer) else {}
+        self.copies = Copies(store, grant)
         self.stop = threading.Event()  # set when the writer stops (Ctrl-C): embedding too
 
     def step_progress(self, done: IndexProgress) -> None:
@@ -328,6 +377,11 @@ class Ingestion:
         refused = refusal(doc.doc_id, collection, self.writer, self.stored_access)
         if refused:
             self.ingest.skipped.append(Skipped(doc.path or doc.doc_id, refused))
+            return []
+        original = self.copies.original(doc, known=doc.doc_id in self.known)
+        if original is not None:
+            self.ingest.duplicates.append(Skipped(doc.path or doc.doc_id, "the same text "
+                                                  f"as {original} (a page is indexed once)"))
             return []
         self.seen.add(doc.doc_id)
         self.progress.documents_seen += 1

@@ -2,24 +2,31 @@
 
 A file's cost must not be the attacker's to choose. Each document is held to a size on disk,
 to the text it may expand to (a 63 KB PDF can inflate to 21 MB of text, a 52 KB ``.docx``
-to 17 MB of XML), to a depth of nesting (the HTML parser's cost grows with the square of the
-depth) and, for the parsers written in C (HTML, PDF, ``.docx``), to a wall-clock time in a
-child process that is stopped past it (:mod:`sleuth.ingest.sandbox`). A source over a
-limit is reported and skipped with the limit's name, like any other unusable file.
+to 17 MB of XML), to a depth of nesting (measured on the tree the HTML parser builds; the
+parser's cost grows with the square of the depth, so a page whose tags show it far deeper is
+refused before it is parsed: :mod:`sleuth.ingest.nesting`) and, for the parsers written in C
+(HTML, PDF, ``.docx``), to a wall-clock time in a child process that is stopped past it
+(:mod:`sleuth.ingest.sandbox`). A source over a limit is reported and skipped with the
+limit's name, like any other unusable file.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sleuth.ingest.nesting import source_depth
 from sleuth.ingest.reading import SkipSource
 
 if TYPE_CHECKING:
     from sleuth.settings import IngestSettings
 
 MB = 1 << 20
+# A page is parsed unless its tags show it nested more than SOURCE_MARGIN times max_depth:
+# the tree the parser builds is what max_depth bounds, the estimate from the tags only keeps
+# the parser from a page that would cost it minutes (a margin, so that no page the parser
+# would build within the limit is refused by an estimate; 1,024 nested <div> parse in ms)
+SOURCE_MARGIN = 4
 
 
 @dataclass(frozen=True)
@@ -51,40 +58,17 @@ class ReadLimits:
                              f"(ingest.max_chars)")
 
     def check_depth(self, depth: int, what: str) -> None:
+        """:class:`SkipSource` for ``what`` nested ``depth`` elements deep, over ``max_depth``."""
         if depth > self.max_depth:
             raise SkipSource(f"{what} is nested more than {self.max_depth} elements deep "
                              f"(ingest.max_depth)")
 
+    def check_source_depth(self, source: str) -> None:
+        """:class:`SkipSource` for an HTML page whose tags nest it more than
+        :data:`SOURCE_MARGIN` times ``max_depth`` deep, before it is parsed."""
+        bound = SOURCE_MARGIN * self.max_depth
+        if source_depth(source, bound) > bound:
+            self.check_depth(bound + 1, "HTML page")
+
 
 NO_LIMITS = ReadLimits()
-
-# Elements that never hold others, or whose end tag may be left out (the next sibling closes
-# them): neither deepens a page however often it appears.
-_FLAT = frozenset({
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
-    "source", "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "tbody", "thead",
-    "tfoot", "option", "optgroup", "colgroup", "caption", "rb", "rt", "rp", "html", "head",
-    "body"})
-_RAW = re.compile(r"<!--.*?(?:-->|$)|<(script|style|textarea|title)\b.*?(?:</\1\s*>|$)",
-                  re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<(/?)([A-Za-z][^\s/<>]*)[^<>]*>")
-
-
-def html_depth(source: str, stop: int) -> int:
-    """An upper bound of the element nesting of an HTML page, counted from its tags in one
-    linear pass (comments and raw-text elements left out), stopping once it passes
-    ``stop``. End tags that close nothing open count for nothing; elements of :data:`_FLAT`
-    are not counted."""
-    depth = deepest = 0
-    for match in _TAG.finditer(_RAW.sub(" ", source)):
-        if match.group(2).lower() in _FLAT:
-            continue
-        if match.group(1):
-            depth = max(0, depth - 1)
-            continue
-        depth += 1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop:
-                break
-    return deepest

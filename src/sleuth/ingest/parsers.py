@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sleuth.ingest.html import parse_html
-from sleuth.ingest.limits import NO_LIMITS, ReadLimits, html_depth
+from sleuth.ingest.html import NAVIGATION, parse_html
+from sleuth.ingest.limits import NO_LIMITS, ReadLimits
 from sleuth.ingest.pdf import docx_document, pdf_document
 from sleuth.ingest.reading import SkipSource, decode_utf8, normalise_newlines, read_bytes
 from sleuth.ingest.textfiles import with_title
@@ -27,12 +27,11 @@ def parse_file(path: Path, doc_id: str, kind: str, limits: ReadLimits = NO_LIMIT
     if not data:
         raise SkipSource("empty file (0 bytes)")
     source = normalise_newlines(decode_utf8(data))
-    limits.check_depth(html_depth(source, limits.max_depth), "HTML page")
-    page = parse_html(source)
-    if page.navigation_only:
-        raise SkipSource("HTML page of navigation only (a site's index, table of contents, "
-                         "a listing its generator marks as one, or a redirect): it repeats "
-                         "what the site's other pages say")
+    limits.check_source_depth(source)
+    page = parse_html(source, limits)
+    if page.navigation is not None:
+        raise SkipSource(f"HTML page of navigation only ({NAVIGATION[page.navigation]}): it "
+                         "repeats what the site's other pages say")
     if not page.text.strip():
         raise SkipSource("HTML page has no visible text")
     limits.check_chars(len(page.text), "visible text")
