@@ -1,25 +1,247 @@
-"""Shared helpers for the Sleuth benchmarks: machine facts, percentiles, output files."""
+"""Shared helpers for the Sleuth benchmarks: the data root, the cached dev indexes, machine
+facts, percentiles, output files."""
 
 from __future__ import annotations
 
+import argparse
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "bench" / "out"
-CACHE_DIR = Path("/tmp/sleuth-bench")
-CORPUS_2WIKI = Path("/work/shared/data/2wikimultihopqa/corpus.json")
-QUESTIONS_2WIKI = Path("/work/shared/data/2wikimultihopqa/questions.json")
+# the benchmark data (2wikimultihopqa/, financebench/, graphrag_bench_*/): beside the checkout
+DEFAULT_DATA = REPO.parent / "shared" / "data"
+
+
+def bench_cache() -> Path:
+    """Where the benchmarks cache what they build: ``$SLEUTH_BENCH_CACHE``, else
+    ``$XDG_CACHE_HOME/sleuth/bench`` (``~/.cache/sleuth/bench``)."""
+    if os.environ.get("SLEUTH_BENCH_CACHE"):
+        return Path(os.environ["SLEUTH_BENCH_CACHE"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sleuth" / "bench"
+
+
+# synthetic indexes (bench/_synth.py) of keyword_search, semantic and timing_channel
+CACHE_DIR = bench_cache() / "synthetic"
+# the 2Wiki files under the default data root (scripts not yet taking --data)
+CORPUS_2WIKI = DEFAULT_DATA / "2wikimultihopqa" / "corpus.json"
+QUESTIONS_2WIKI = DEFAULT_DATA / "2wikimultihopqa" / "questions.json"
+
+
+# --- the data root ---------------------------------------------------------------------
+
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--data`` option every benchmark that reads the dev sets takes."""
+    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="the benchmark data root, holding 2wikimultihopqa/, financebench/, "
+                        "graphrag_bench_medical/, graphrag_bench_novel/ [../shared/data from "
+                        "the repository root]")
+
+
+def data_root(value: str | Path | None = None) -> Path:
+    """The data root: ``value`` (a ``--data`` argument, relative to the current folder) or
+    ``../shared/data`` from the repository root, whatever the current folder. Exits with a
+    message naming the folder when it is missing."""
+    path = Path(value).expanduser().resolve() if value else DEFAULT_DATA.resolve()
+    if not path.is_dir():
+        raise SystemExit(f"bench: no benchmark data at {path}; pass --data DIR, the folder "
+                         "holding 2wikimultihopqa/, financebench/, graphrag_bench_medical/ "
+                         "and graphrag_bench_novel/ (see ../shared/data/README.md)")
+    return path
+
+
+def data_file(data: Path, relative: str) -> Path:
+    """A file of the data root, or an exit naming it when it is missing."""
+    path = data / relative
+    if not path.exists():
+        raise SystemExit(f"bench: {path} is missing from the data root {data}")
+    return path
+
+
+def wiki_corpus(data: Path) -> Path:
+    """The 2WikiMultihopQA corpus (6,119 passages) of the data root."""
+    return data_file(data, "2wikimultihopqa/corpus.json")
+
+
+def wiki_questions(data: Path) -> Path:
+    """The 2WikiMultihopQA dev questions (570) of the data root."""
+    return data_file(data, "2wikimultihopqa/questions.json")
+
+
+# --- the cached dev indexes --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DevCorpus:
+    """One dev corpus ``dev_index`` can build: what it indexes and with which embedder."""
+
+    source: str  # relative to the data root, or an absolute folder a Debian package installs
+    embedder: str = "minilm"  # the embedder the project's measurements used
+    package: str | None = None  # the Debian package that installs an absolute source
+    build_time: str = ""  # how long a build takes on 2 cores (BENCHMARKS), for the log line
+
+
+DEV_CORPORA = {
+    "2wiki": DevCorpus("2wikimultihopqa/corpus.json", build_time="about 3 min"),
+    "medical": DevCorpus("graphrag_bench_medical/corpus.json", build_time="about 1 min"),
+    "novel": DevCorpus("graphrag_bench_novel/corpus.json", build_time="several minutes"),
+    # 10,206 long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8, §32)
+    "financebench": DevCorpus("financebench/corpus.json", embedder="model2vec",
+                              build_time="about 3 min"),
+    # BENCHMARKS §23-§24, bench/sets/README.md: Debian bookworm's PostgreSQL 15 manual
+    "pgdocs": DevCorpus("/usr/share/doc/postgresql-doc-15/html", package="postgresql-doc-15",
+                        build_time="4 to 9 min"),
+    # BENCHMARKS §38: Apache Commons Lang 3.12's Javadoc as Debian ships it
+    "javadoc": DevCorpus("/usr/share/doc/libcommons-lang3-java/api",
+                         package="libcommons-lang3-java-doc", build_time="a few minutes"),
+}
+
+
+def ensure_debian_docs(folder: Path, package: str) -> None:
+    """Install the Debian package that puts ``folder`` on disk when it is missing (apt-get,
+    as root or through sudo); exits with the command to run when that cannot be done."""
+    if folder.is_dir():
+        return
+    command = ["apt-get", "install", "-y", package]
+    if os.geteuid() != 0:
+        command = ["sudo", "-n", *command]
+    log(f"{folder} is missing: installing the Debian package {package} ({' '.join(command)})")
+    try:
+        subprocess.run(command, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"bench: {folder} is missing and `{' '.join(command)}` failed "
+                         f"({exc}); install {package} (Debian/Ubuntu: apt-get install -y "
+                         f"{package}) or pass --index to an index of it") from exc
+    if not folder.is_dir():
+        raise SystemExit(f"bench: {package} is installed but {folder} is still missing")
+
+
+def corpus_fingerprint(source: Path) -> str:
+    """sha256 (16 hex) of a corpus file's or folder's files: relative path, size, mtime.
+    A changed, added or removed file changes it."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+    for f in files:
+        st = f.stat()
+        name = f.relative_to(source) if source.is_dir() else f.name
+        digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (two benches asking for one index: one builds,
+    the other waits and then finds it built)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_complete(index: Path) -> bool:
+    """Whether the index folder holds a finished build (none running or interrupted)."""
+    from sleuth.errors import SleuthError
+    from sleuth.store.base import open_store
+
+    if not (index / "manifest.json").is_file():
+        return False
+    try:
+        store = open_store(str(index), create=False, embedder=None)
+    except SleuthError:
+        return False
+    try:
+        return bool(store.build_status()["state"] == "complete")
+    finally:
+        store.close()
+
+
+def _sleuth(*args: str) -> None:
+    """Run a ``sleuth`` command of this checkout, its progress on stderr, with no SLEUTH_*
+    setting of the caller's environment (a cached dev index is the same for everyone)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "ARAG_"))}
+    command = [sys.executable, "-m", "sleuth", *args]
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise SystemExit(f"bench: `sleuth {' '.join(args)}` failed (exit {done.returncode}); "
+                         "run the same bench again to resume the build")
+
+
+def dev_index(name: str, *, data: Path | None = None, embedder: str | None = None,
+              graph: bool = False) -> Path:
+    """The folder of an index of dev corpus ``name``, built on first use and cached.
+
+    ``name`` is one of ``DEV_CORPORA``: ``2wiki`` (``2wikimultihopqa/corpus.json`` of the
+    data root), ``medical`` and ``novel`` (``graphrag_bench_*/corpus.json``),
+    ``financebench`` (``financebench/corpus.json``, one passage per PDF page), ``pgdocs``
+    (the PostgreSQL 15 manual of Debian's ``postgresql-doc-15``) and ``javadoc`` (Commons
+    Lang 3.12's Javadoc, Debian's ``libcommons-lang3-java-doc``); a missing Debian package
+    is installed with apt-get. ``data`` is the data root (None: :func:`data_root`'s default).
+    ``embedder`` is a ``sleuth index --embedder`` value; None takes the one the project
+    measured the corpus with (``model2vec`` for FinanceBench, ``minilm`` for the others).
+    ``graph`` also builds the knowledge graph (``sleuth graph build``), in an index of its
+    own, since a graph changes how ``hybrid`` ranks.
+
+    The index lives in ``bench_cache()/<name>-<embedder>[-graph]/`` (``$SLEUTH_BENCH_CACHE``
+    or ``~/.cache/sleuth/bench``), with ``<folder>.json`` beside it recording the corpus's
+    fingerprint (its files' sizes and mtimes) and the embedder: a changed corpus rebuilds it
+    from scratch. It is built with ``sleuth index`` (and ``sleuth graph build``), both
+    resumable: a build interrupted (Ctrl-C, a crash) resumes on the next call. Building logs
+    one line on stderr, then ``sleuth index``'s own progress bar; a cached index costs a
+    ``stat`` of the corpus's files. Concurrent calls for one index wait for each other.
+    """
+    if name not in DEV_CORPORA:
+        raise SystemExit(f"bench: no dev corpus {name!r}; choose from {', '.join(DEV_CORPORA)}")
+    spec = DEV_CORPORA[name]
+    if spec.package:
+        source = Path(spec.source)
+        ensure_debian_docs(source, spec.package)
+    else:
+        source = data_file(data_root(data), spec.source)
+    chosen = embedder or spec.embedder
+    folder = bench_cache() / f"{name}-{chosen.replace('/', '_').replace(':', '_')}" \
+        f"{'-graph' if graph else ''}"
+    key = {"name": name, "source": str(source), "fingerprint": corpus_fingerprint(source),
+           "embedder": chosen, "graph": graph}
+    meta_path = folder.with_name(folder.name + ".json")
+    with _locked(folder.with_name(folder.name + ".lock")):
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        if meta.get("key") == key and meta.get("state") == "complete" and build_complete(folder):
+            return folder
+        if meta.get("key") != key and folder.exists():
+            log(f"dev index {name}: {source} or the embedder changed since {folder} was "
+                "built; building it again")
+            shutil.rmtree(folder)
+        resuming = folder.exists()
+        log(f"dev index {name} ({chosen}{', graph' if graph else ''}): "
+            f"{'resuming the build' if resuming else 'building'} of {source} into {folder} "
+            f"({spec.build_time or 'minutes'} on 2 cores; resumable, cached for next time)")
+        meta_path.write_text(json.dumps({"key": key, "state": "building"}, indent=2))
+        started = time.perf_counter()
+        _sleuth("index", str(source), "--index", str(folder), "--embedder", chosen)
+        if graph:
+            _sleuth("graph", "build", "--index", str(folder))
+        seconds = round(time.perf_counter() - started, 1)
+        meta_path.write_text(json.dumps(
+            {"key": key, "state": "complete", "seconds": seconds,
+             "built_utc": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2))
+        log(f"dev index {name}: ready at {folder} in {seconds} s")
+        return folder
 
 
 def machine_facts() -> dict[str, Any]:
