@@ -1,12 +1,13 @@
 """Does a tenant's search time say whether another tenant's documents hold a word?
 
 Builds (or reuses) a small embedded index of two tenants (collections ``tenant-a`` and
-``tenant-b``, ``--docs`` synthetic ~1,000-token documents each, bench/_synth.py text cut
-into chunks of ``--chunk-tokens``, random unit sentence vectors instead of model
-embeddings). ``--hidden`` of tenant B's documents hold a rare word W three times; no
-document holds W', a word of the same length. Tenant A (who sees no document with either
-word) then runs, interleaved in random order, each call up to ``--repeats`` times per round
-(fewer when ``--budget`` seconds per pair and round allow fewer), for ``--rounds`` rounds:
+``tenant-b``, ``--docs`` synthetic ~1,000-token documents each, bench/_synth.py text (from
+the ``--words`` most frequent words) cut into chunks of ``--chunk-tokens``, random unit
+sentence vectors instead of model embeddings). ``--hidden`` of tenant B's documents hold a
+rare word W three times; no document holds W', a word of the same length. Tenant A (who
+sees no document with either word) then runs, interleaved in random order, each call up to
+``--repeats`` times per round (fewer when ``--budget`` seconds per pair and round allow
+fewer), for ``--rounds`` rounds:
 
 * ``keyword_search([W])`` and ``keyword_search([W'])`` in substring mode and in word mode
   (both answer nothing visible), and a two-word phrase holding W or W';
@@ -63,12 +64,12 @@ from sleuth.types import Document
 
 HIDDEN_WORD = "zorblatine"  # in tenant B's documents only
 ABSENT_WORD = "zorblitane"  # in no document: same length, same shape
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 
 
 def _document(gen: TextGen, collection: str, i: int, word: str | None) -> Document:
     """One ~1,000-token document; ``word`` (when given) goes into three of its sentences."""
-    title = gen.title(i)
+    title = f"{collection.title()} report {i}"
     parts: list[str] = []
     used = count_tokens(title)
     while True:
@@ -93,9 +94,16 @@ def _prepared(doc: Document, collection: str, rng: np.random.Generator,
                             collection=collection)
 
 
-def build(location: str, docs: int, hidden: int, seed: int, chunk_tokens: int) -> None:
-    """Tenant A's and tenant B's documents, written interleaved in batches of 25."""
+def build(location: str, docs: int, hidden: int, seed: int, chunk_tokens: int,
+          words: int) -> None:
+    """Tenant A's and tenant B's documents, written interleaved in batches of 25, their
+    words drawn from the ``words`` most frequent of the synthetic vocabulary (0: all)."""
     vocab = Vocab.build(seed)
+    if words:
+        probs = vocab.probs[:words] / vocab.probs[:words].sum()
+        cdf = np.cumsum(probs)
+        cdf[-1] = 1.0
+        vocab = Vocab(vocab.items[:words], vocab.kinds[:words], probs, cdf)
     gen = TextGen(vocab, seed)
     rng = np.random.default_rng(seed)
     store = open_store(location, create=True, embedder=RANDOM_EMBEDDER,
@@ -116,9 +124,10 @@ def build(location: str, docs: int, hidden: int, seed: int, chunk_tokens: int) -
 
 def ensure(args: argparse.Namespace) -> Path:
     params = {"docs": args.docs, "hidden": args.hidden, "seed": args.seed,
-              "chunk_tokens": args.chunk_tokens, "version": BUILD_VERSION}
+              "chunk_tokens": args.chunk_tokens, "words": args.words,
+              "version": BUILD_VERSION}
     folder = CACHE_DIR / (f"timing-channel-{args.docs}-{args.hidden}-{args.chunk_tokens}-"
-                          f"{args.seed}")
+                          f"{args.words}-{args.seed}")
     meta = folder.with_name(folder.name + ".json")
     if not args.rebuild and meta.is_file() and json.loads(meta.read_text()) == params:
         return folder
@@ -126,7 +135,7 @@ def ensure(args: argparse.Namespace) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    build(str(folder), args.docs, args.hidden, args.seed, args.chunk_tokens)
+    build(str(folder), args.docs, args.hidden, args.seed, args.chunk_tokens, args.words)
     meta.write_text(json.dumps(params))
     return folder
 
@@ -282,7 +291,8 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, source:
                       "ratio p50", "ratio by round", "difference ms", "W' p50 spread ms"], rows)
     backend = "PostgreSQL" if args.postgres else "folder"
     print(f"sleuth from {source}, {backend} index; {args.docs} documents per tenant in chunks of "
-          f"{args.chunk_tokens} tokens, {args.hidden} of tenant B's hold W={HIDDEN_WORD!r}, "
+          f"{args.chunk_tokens} tokens, words from {args.words or 'all'} of the vocabulary, "
+          f"{args.hidden} of tenant B's hold W={HIDDEN_WORD!r}, "
           f"W'={ABSENT_WORD!r} in none; {args.rounds} rounds (calls of each per round: "
           + ", ".join(f"{name} {r['calls_per_round']}" for name, r in results.items()) + ")")
     print(table)
@@ -300,6 +310,9 @@ def main() -> None:
                         help="tenant B's documents that hold the word")
     parser.add_argument("--chunk-tokens", type=int, default=1000,
                         help="chunk size (the server's default is 1000)")
+    parser.add_argument("--words", type=int, default=0,
+                        help="draw the text from this many most frequent words (0: all "
+                        "~150k); a substring search reads the whole vocabulary first")
     parser.add_argument("--repeats", type=int, default=400,
                         help="calls of each, per round, at most")
     parser.add_argument("--budget", type=float, default=4.0,
@@ -324,7 +337,7 @@ def main() -> None:
             uri = server.get_uri()
             location = f"{uri}{'&' if '?' in uri else '?'}schema=timing_channel"
             log(f"building a PostgreSQL index ({args.docs} documents per tenant)")
-            build(location, args.docs, args.hidden, args.seed, args.chunk_tokens)
+            build(location, args.docs, args.hidden, args.seed, args.chunk_tokens, args.words)
             results = measure(location, args)
         finally:
             server.cleanup()

@@ -125,6 +125,9 @@ class StoreStats:
 # A backend applies it inside its queries, before ranking and counting, so nothing outside
 # it shows: hidden chunks are absent from results, counts and statistics (BM25's document
 # frequencies and lengths included), and a hidden id reads exactly like a nonexistent one.
+# Nor may the time a search takes say what hidden chunks hold: a keyword or BM25 search
+# reads, counts and matches the text of visible chunks only, and hidden ones cost at most
+# the index's own step over them (tests/test_hostile_timing.py, bench/timing_channel.py).
 # :func:`sleuth.store.ranking.visible_documents` says what an access may read.
 
 
