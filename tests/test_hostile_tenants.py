@@ -317,10 +317,13 @@ def test_links_split_anywhere_in_a_stream_come_out_as_a_whole_answer_does() -> N
               "[ok](https://ok.example/a) ", "<img\nsrc=x> ", "`code [e](javascript:y)` ",
               "[r]: http://evil.example/r.png\n\n", "![r][r] ", "<javascript:alert(1)> ",
               "[f](<javascript:z>) ", '[g](javascript:t "t)") ', "a < b and c<d. ",
-              f"![own]({base}/v1/page-image?doc=a&page=1) ", "\\[h](javascript:w) "]
+              f"![own]({base}/v1/page-image?doc=a&page=1) ", "\\[h](javascript:w) ",
+              "[a `]` b](javascript:q) ", "- item\n\n    ![x](http://evil.example/l)\n",
+              "```\n[k](javascript:k)\n```\n", "<div>\n[d](javascript:d)\n</div>\n\n",
+              "x ![", "](http://evil.example/split) ", "[a]\n[a]: javascript:late\n"]
     rng = random.Random(61)
-    for _ in range(40):
-        text = "".join(rng.sample(pieces, 6))
+    for _ in range(60):
+        text = "".join(rng.choice(pieces) for _ in range(7))
         whole = neutralise(text, base)
         assert _unsafe(whole, base) == [], whole
         stream, out, at = Stream(base), [], 0

@@ -45,6 +45,8 @@ except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "markdown-it-py", "serve") from None
 
 HOLD_MAX = 1000  # characters a stream holds behind an unfinished link before escaping it
+BATCH = 400  # characters a stream gathers once something must be read, before reading it
+CONTEXT_MAX = 4000  # characters of an open block a stream reads a piece after, at most
 PASSES = 4  # readings of an answer before whatever is left is escaped wholesale
 LINK_SCHEMES = ("http://", "https://", "mailto:")
 Replacement = tuple[int, int, str]  # (start, end, text) in the text read
@@ -54,6 +56,10 @@ _TEXT = {"\\": "\\\\", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&
 _OPENER = re.compile(r"[\[<]")
 _BLANK = re.compile(r"\n[ \t]*\n")
 _DEFINITION = re.compile(r"!?\[(?:[^\[\]\\]|\\.)*\]:")
+# what a piece of a stream must hold to make anything live: an inline link or image ("]("),
+# an autolink or tag ("<"), a definition ("]:"); a reference link or image needs a
+# definition, and definitions are always escaped
+_RISKY = re.compile(r"\]\(|<|\]:")
 
 
 def markdown_text(text: str) -> str:
@@ -116,9 +122,17 @@ def neutralise(text: str, base: str) -> str:
 
 def replacements(text: str, base: str) -> list[Replacement]:
     """What to rewrite in ``text`` (normalised line ends), outermost first, in order."""
+    return _read(text, base)[0]
+
+
+def _read(text: str, base: str) -> tuple[list[Replacement], int]:
+    """:func:`replacements` of ``text``, and where its last top-level block starts: what
+    more text can still change (a block closed before it is final; definitions aside, which
+    are always escaped)."""
     env: dict[str, Any] = {}
     tokens = _MD.parse(text, env)
     starts = _line_starts(text)
+    last = max((t.map[0] for t in tokens if t.level == 0 and t.map), default=0)
     out: list[Replacement] = []
     for token in tokens:
         if token.type == "html_block" and token.map:
@@ -129,7 +143,7 @@ def replacements(text: str, base: str) -> list[Replacement]:
         bracket = text.find("[", starts[line], _line_end(text, starts, line))
         if bracket >= 0:
             out.append((bracket, bracket + 1, "\\["))
-    return _outermost(out)
+    return _outermost(out), starts[min(last, len(starts) - 1)]
 
 
 def _inline(text: str, starts: Sequence[int], token: Token, base: str) -> list[Replacement]:
@@ -229,8 +243,9 @@ def _lines(text: str, starts: Sequence[int], span: Sequence[int],
 
 
 def _escaped(text: str) -> str:
-    """``text`` with no bracket or angle bracket left to open anything."""
-    return text.replace("\\", "\\\\").replace("[", "\\[").replace("<", "&lt;")
+    """``text`` with no bracket or angle bracket left to open or close anything."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]") \
+        .replace("<", "&lt;")
 
 
 def _line_starts(text: str) -> list[int]:
@@ -266,22 +281,31 @@ class Stream:
     """A streamed answer made harmless as it comes: :meth:`feed` each piece and send what
     it returns, and what :meth:`flush` returns where the answer ends. Text after an opening
     ``[``, ``![`` or ``<`` waits until what it opens is complete or plainly not a link,
-    image or tag; what is sent has been read together with everything sent before it, as
-    the client will read it."""
+    image or tag; what is sent has been read together with what was sent before it, as the
+    client will read it. Only text that could make something live is read (an inline link
+    or image, an autolink or tag, a definition: :data:`_RISKY`), gathered to
+    :data:`BATCH` characters, from the start of the last top-level block sent
+    (:attr:`block`; the blocks before it are final) and at most :data:`CONTEXT_MAX`
+    characters back: past that, its brackets are escaped unread."""
 
     def __init__(self, base: str) -> None:
         self.base = base
         self.sent = ""  # what the client has, as the client reads it
         self.pending = ""  # received, not sent
+        self.settled = 0  # how much of pending opens nothing unfinished
+        self.block = 0  # where in sent a top-level block starts that may still be open
 
     def feed(self, piece: str) -> str:
         self.pending += _normal(piece)
-        cut = _open_at(self.pending)
+        cut = _open_at(self.pending, self.settled)
         while len(self.pending) - cut > HOLD_MAX:  # waited too long: it opens nothing
             opener = cut + 1 if self.pending[cut] == "!" else cut
             mark = "\\[" if self.pending[opener] == "[" else "&lt;"
             self.pending = self.pending[:opener] + mark + self.pending[opener + 1:]
-            cut = _open_at(self.pending)
+            cut = _open_at(self.pending, cut)
+        self.settled = cut
+        if cut < BATCH and _RISKY.search(self.pending, 0, cut):
+            return ""  # to be read with more of what follows
         return self._send(cut)
 
     def flush(self) -> str:
@@ -290,29 +314,33 @@ class Stream:
 
     def _send(self, cut: int) -> str:
         piece, self.pending = self.pending[:cut], self.pending[cut:]
-        if "[" in piece or "<" in piece:
+        self.settled = 0
+        if _RISKY.search(piece):
             piece = self._judged(piece)
         self.sent += piece
         return piece
 
     def _judged(self, piece: str) -> str:
         """``piece`` rewritten as it reads after what was sent."""
-        before = len(self.sent)
+        context = self.sent[self.block:]
+        if len(context) > CONTEXT_MAX:
+            return _escaped(piece)
+        before = len(context)
         for _ in range(PASSES):
-            found = replacements(self.sent + piece, self.base)
+            found, last = _read(context + piece, self.base)
             if any(start < before < end for start, end, _ in found):
                 return _escaped(piece)  # it would complete something already sent
             found = [r for r in found if r[0] >= before]
             if not found:
+                self.block += min(last, before)
                 return piece
             piece = _apply(piece, found, before)
         return _escaped(piece)
 
 
-def _open_at(text: str) -> int:
-    """Where the first construct of ``text`` starts that more text could still make a link,
-    image or tag; ``len(text)`` when there is none."""
-    at = 0
+def _open_at(text: str, at: int = 0) -> int:
+    """Where the first construct of ``text`` (from ``at``) starts that more text could still
+    make a link, image or tag; ``len(text)`` when there is none."""
     while (found := _OPENER.search(text, at)) is not None:
         start = found.start()
         if _backslashes(text, start) % 2:  # an escaped opener opens nothing
@@ -350,10 +378,13 @@ def _settled(text: str) -> bool:
             return False
         tails: list[str] = [">", "\">", "'>", "\"'>", "'\">", "-->", "?>", "]]>"]
     else:
-        if _DEFINITION.match(text) or not _label_closed(text):
+        end = _label_end(text)
+        if _DEFINITION.match(text) or end is None or end + 1 == len(text):
             return False  # a definition runs on until the paragraph ends; a label until "]"
+        if text[end + 1] not in "(:" and "`" not in text[:end]:
+            return True  # a reference at most, and definitions are escaped: never a link
         depth = min(text.count("(") - text.count(")"), 32) + 1
-        brackets = min(text.count("[") - text.count("]"), 32)
+        brackets = min(text.count("[") - (0 if "`" in text else text.count("]")), 32)
         tails = ["]" * k + "(x)" for k in range(max(brackets, 0) + 1)]
         tails += [close + ")" * k for k in range(1, max(depth, 1) + 1)
                   for close in ("", "\"", "'", ">")]
@@ -362,8 +393,9 @@ def _settled(text: str) -> bool:
     return not any(_complete(text + tail) for tail in tails)
 
 
-def _label_closed(text: str) -> bool:
-    """Whether the bracket opening ``text`` (``[`` or ``![``) is closed in it."""
+def _label_end(text: str) -> int | None:
+    """Where the bracket opening ``text`` (``[`` or ``![``) closes, None while it is open
+    (code spans aside: a label holding a backtick is read by the parser)."""
     depth, i = 0, 0
     while i < len(text):
         if text[i] == "\\":
@@ -371,9 +403,9 @@ def _label_closed(text: str) -> bool:
             continue
         depth += {"[": 1, "]": -1}.get(text[i], 0)
         if depth == 0 and text[i] == "]":
-            return True
+            return i
         i += 1
-    return False
+    return None
 
 
 def _complete(text: str) -> bool:
