@@ -218,7 +218,10 @@ def _close(stack: list[tuple[str, bool]], names: Collection[str],
            stops: frozenset[str]) -> None:
     """Pop the stack down to the nearest open element of ``names`` (inclusive), unless one
     of ``stops`` (or the body) comes first or it is more than :data:`REACH` down."""
-    for back, (tag, _) in enumerate(reversed(stack[max(2, len(stack) - REACH):])):
+    window = stack[max(2, len(stack) - REACH):]
+    if not any((name, False) in window or (name, True) in window for name in names):
+        return  # none open (looked for in C: the common case, and a hostile page's)
+    for back, (tag, _) in enumerate(reversed(window)):
         if tag in names:
             del stack[len(stack) - 1 - back:]
             return
@@ -236,14 +239,15 @@ def _in_table(stack: list[tuple[str, bool]]) -> bool:
 
 def tree_depth(root: Any, stop: int) -> int:
     """The depth of the element tree under ``root`` (a parsed node; ``root`` is 1 deep),
-    measured without recursion, stopping once past ``stop``."""
+    measured without recursion; once past ``stop`` it answers at once (before a deep
+    element's children are listed)."""
     deepest = 0
     pending = [(root, 1)]
     while pending:
         node, depth = pending.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop:
-                break
-        pending.extend((child, depth + 1) for child in node.iter(include_text=False))
+        deepest = max(deepest, depth)
+        for child in node.iter(include_text=False):
+            if depth >= stop:
+                return depth + 1
+            pending.append((child, depth + 1))
     return deepest
