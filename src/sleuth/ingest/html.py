@@ -165,7 +165,7 @@ def _redirects(tree: Any) -> bool:
 # block, such as Javadoc's "Methods inherited from class", is one entry or none), the
 # links' text is at least LINK_PAGE_SHARE of the page's words, and less than LINK_PAGE_PROSE
 # of its words are in sentences. Measured on seven documentation sets (SQLite, PostgreSQL,
-# the JDK's and Commons Lang's Javadoc, Node.js, Valgrind, libxslt: BENCHMARKS), the pages
+# the JDK's and Commons Lang's Javadoc, Node.js, Valgrind, libxslt; issue 62), the pages
 # it leaves out have 42 entries or more, 43-100 % of their words in links and at most 12 %
 # in sentences; no page of content meets all three (the nearest meet two: an API object's
 # page with 39 % in sentences, a release history with 35 % in links).
