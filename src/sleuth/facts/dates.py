@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sleuth.facts.fields import fields
+from sleuth.facts.fields import all_fields, fields
+from sleuth.facts.subject import Reading, Subject, clause_after, whose
 
 Event = Literal["born", "died", "lived", "date"]
 Order = Literal["earliest", "latest"]
@@ -89,6 +90,8 @@ def _bare_year(text: str, start: int, end: int) -> bool:
     before, after = text[max(0, start - 3):start], text[end:end + 2]
     if re.search(r"\bc\.\s?$", before):  # "c.1762": circa
         return True
+    if re.search(r"[^\W\d_],\s$", before):  # "Prague, 1970": after a word, not a number
+        return not re.match(r"[.,]\d|%", after)
     return not re.search(r"[\d.,$£€]\s?$", before) and not re.match(r"[.,]\d|%", after)
 
 
@@ -181,3 +184,106 @@ class Comparison:
     def arguments(self) -> dict[str, object]:
         return {"entities": list(self.entities), "event": self.event, "order": self.order,
                 "relation": self.relation}
+
+
+# --- every date a page offers for a birth or a death, and whose each is -------------------
+
+# a hyphen a dump broke with a space ("Austria- Hungary", "Mecklenburg- Güstrow"): a word,
+# not a range; before a month or a number it is a range's dash ("Oklahoma- April 7, 1988")
+BROKEN_HYPHEN = re.compile(rf"(?<=[^\W\d_])- (?=[^\W\d_])(?!{_MONTH}\s*\d)", re.IGNORECASE)
+# a parenthesis of years that are no life: a time someone was active, reigned, held office
+_NOT_A_LIFE = re.compile(r"\b(?:fl\.|floruit|flourished|active|reigned|r\.|ruled|in\s+office"
+                         r"|worked|lived\s+here|tenure)", re.IGNORECASE)
+# what one side of a life's dash may hold besides its date: places, "born", "c.", "or"
+_SIDE_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def opening_parenthesis(text: str) -> re.Match[str] | None:
+    """The first parenthesis with a date in a page's lead that belongs to the name the page
+    opens with ("Edith Marlow (4 April 1890 – 1962) was", "Albert( Albert I)( before 1131 –
+    1162)"): only capitalised words, linking words, ordinals and punctuation before it; a
+    parenthesis after "was the daughter of George Marlow" gives George's dates. A first
+    line that is a heading (the title an index puts before a page's text: "Amaury de Montfort
+    (d. 1241)") is passed over."""
+    first, newline, _ = text.partition("\n")
+    skip = len(first) + 1 if newline and len(first) < 200 and \
+        not re.search(r"[.!?]\s*$|\b(?:is|was|are|were)\b", first) else 0
+    for paren in re.compile(r"\(([^()]{0,200})\)").finditer(text, skip, skip + 600):
+        before = re.sub(r"\([^()]*\)", " ", text[skip:paren.start()])
+        if not re.fullmatch(r"[\s\"“”'‘’,.:&-]*(?:(?:[A-Z0-9À-Þ][\w'’.-]*|of|the|de|von|van|"
+                            r"der|den|da|di|la|le|del|du|des|bin|ibn|al|y|zu|und|and|né|née|"
+                            r"\d+(?:st|nd|rd|th))[\s\"“”'‘’,.:&-]*){1,14}", before):
+            return None
+        if parse_dates(paren.group(1)):
+            return paren
+    return None
+
+
+def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
+    """The births and deaths the lead's parenthesis gives (:func:`opening_parenthesis`),
+    and whether the reading is sure; None where there is none. Sure: a real range (a dash
+    with a date or nothing on each side: "Austria- Hungary" is a word), dates after "born"
+    or "died", or two dates in order whose dash was lost ("(1911 1987)"). Not sure: a lone
+    date with neither dash nor cue ("( 31 January 1758)": a birth or a death?), a side of a
+    dash with words but no date, a time someone was active ("fl. 1347 – 1391")."""
+    paren = opening_parenthesis(text)
+    if paren is None:
+        return None
+    inside = _GLUED.sub(r"\1 – ", paren.group(1))
+    parts = [p for p in inside.split(";") if parse_dates(p)]
+    inside = BROKEN_HYPHEN.sub("-", " – ".join(p.strip() for p in parts))
+    dates = [d for _, d in parse_dates(inside)]
+    if _NOT_A_LIFE.search(inside):
+        return [], [], False
+    sides = _DASH.split(inside, maxsplit=1)
+    if len(sides) == 2:
+        found = [[d for _, d in parse_dates(side)] for side in sides]
+        real = all(f or not _SIDE_WORDS.search(re.sub(r"\b(?:c|ca|circa|or|born|died|b|d)\b"
+                                                      r"\.?", "", side, flags=re.IGNORECASE))
+                   for side, f in zip(sides, found, strict=True))
+        # a side with words but no date is no life's half ("Austria– Hungary, 1898")
+        return found[0], found[1], real and bool(found[0] or found[1])
+    cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
+    if cue:
+        at = [(a, d) for a, d in parse_dates(inside)]
+        return [d for a, d in at if a < cue.start()], [d for a, d in at if a > cue.start()], True
+    if re.search(r"\b(?:born|b\.)", inside, re.IGNORECASE):
+        return dates, [], True
+    if len(dates) == 2 and dates[0] < dates[1]:
+        return [dates[0]], [dates[1]], True  # "(May 30, 1896 December 26, 1977)"
+    return dates, dates, False
+
+
+_CUES = {"born": re.compile(r"(?<![\w-])(?<!-\s)born\b", re.IGNORECASE),
+         "died": re.compile(r"\b(?:died|passed\s+away)\b", re.IGNORECASE)}
+
+
+def date_readings(text: str, event: Literal["born", "died"], subject: Subject) -> list[Reading]:
+    """Every date ``text`` offers for the ``event`` of a person: its labelled fields
+    ("Born: 14 August 1968"; the subject's when the page has one, unclear when it has
+    several), the lead's parenthesis (the subject's; unclear where :func:`lead_life` is not
+    sure), and each sentence's "born ..." or "died ..." with the first date a few words on,
+    judged by :func:`~sleuth.facts.subject.whose`."""
+    readings: list[Reading] = []
+    stated = all_fields(text, event)
+    for at, value in stated:
+        for _, date in parse_dates(value)[:1]:
+            readings.append(Reading(date, at, "subject" if len(stated) == 1 else "unknown",
+                                    "field"))
+    paren = opening_parenthesis(text)
+    life = lead_life(text)
+    if paren is not None and life is not None:
+        born, died, sure = life
+        for date in born if event == "born" else died:
+            readings.append(Reading(date, paren.start(), "subject" if sure else "unknown",
+                                    "lead"))
+    for match in _CUES[event].finditer(text[:20_000]):
+        if paren is not None and paren.start() <= match.start() < paren.end():
+            continue
+        if stated and any(abs(match.start() - at) < 12 for at, _ in stated):
+            continue  # the label of a field read above
+        near = parse_dates(clause_after(text, match.end()))
+        if near and near[0][0] < 70:
+            readings.append(Reading(near[0][1], match.start(),
+                                    whose(text, match.start(), subject)))
+    return readings

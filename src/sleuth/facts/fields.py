@@ -19,7 +19,7 @@ LABELS = {
     "buried": "buried_at", "spouse": "spouse", "spouses": "spouse", "spouse(s)": "spouse",
     "wife": "spouse", "husband": "spouse", "parents": "parents", "parent(s)": "parents",
     "father": "father", "mother": "mother", "nationality": "nationality",
-    "citizenship": "nationality",
+    "citizenship": "nationality", "birth": "born", "death": "died", "burial": "buried_at",
 }
 _LABEL = "|".join(re.escape(label) for label in sorted(LABELS, key=len, reverse=True))
 # a label at a line's start, after a separator or after a sentence ("... Rahman. Born:
@@ -41,3 +41,12 @@ def fields(text: str) -> dict[str, str]:
         if value and key not in found:
             found[key] = value
     return found
+
+
+def all_fields(text: str, key: str) -> list[tuple[int, str]]:
+    """Every field of kind ``key`` ("born", "died", ...) in ``text``, with its offset: a
+    record of several people ("Born: 4 June 1902 — Otto ... Born: 2 March 1907 — Hans")
+    states one for each."""
+    return [(m.start("value"), m["value"].strip(" ,."))
+            for m in FIELD.finditer(text[:20_000])
+            if LABELS[m["label"].lower()] == key and m["value"].strip(" ,.")]

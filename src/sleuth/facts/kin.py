@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,7 +55,8 @@ _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)$", re.IGNORECASE)
 # "the son of", "the fourth son of", "only child of", "born in Rabat to", "born 1459 to"
 _PARENTS = re.compile(r"\b(?:sons?|daughters?|child|children|stepson|stepdaughter)"
                       r"(?:\s+and\s+(?:heir|successor)\s+|\s*—[^—]{1,60}—\s*|\s+)of\s+|"
-                      r"\bborn\b[^.;()]{0,60}?\bto\s+(?=[A-Z]|(?:the\s+)?[a-z]+\s+[A-Z])",
+                      r"\bborn\b(?:(?!\band\b)[^.;()]){0,60}?\bto\s+"
+                      r"(?=[A-Z]|(?:the\s+)?[a-z]+\s+[A-Z])",
                       re.IGNORECASE)
 # "Philippa de Beauchamp, daughter of ...", "Gaitelgrima, a daughter of ...": an apposition
 # about someone else the page names
@@ -221,17 +223,26 @@ class Family:
     spouses: tuple[Relative, ...] = ()
 
 
-def family(text: str) -> Family:
-    """The parents ("son of A and B", "born ... to A and B", "His father was A") and the
-    spouses ("married C", "wife of D", "his first wife, E") a page names. A spouse named
-    inside the parents' phrase ("son of King Louis XV and his wife, Queen Marie") is a
-    parent's; a phrase that goes on from the first ("son of A and the only child of B")
-    names the other parent; one after another name and a comma ("His mother was Anne, the
-    daughter of C") is about that other person, and read only when nothing else is."""
-    return _stated_family(text) or _lead_family(text)
+Judge = Callable[[str, int, str], bool]
+"""Whether the words at an offset of a (tidied) text state the page subject's own
+relation: called with the text, the offset and how the relation is stated ("clause": the
+clause's subject's, as "son of", "married"; "possessive": a "his"/"her" opening it, as
+"her parents were"; "object": a "her"/"him" after "married")."""
 
 
-def _lead_family(text: str) -> Family:
+def family(text: str, judge: Judge | None = None) -> Family:
+    """The parents ("son of A and B", "born ... to A and B", "His father was A", "Her
+    parents were A and B") and the spouses ("married C", "wife of D", "his first wife, E",
+    "F married her") a page names. A spouse named inside the parents' phrase ("son of King
+    Louis XV and his wife, Queen Marie") is a parent's; a phrase that goes on from the first
+    ("son of A and the only child of B") names the other parent; one after another name and
+    a comma ("His mother was Anne, the daughter of C") is about that other person, and read
+    only when nothing else is. With ``judge``, only what it says is the subject's own is
+    read, and no such phrase about another person is."""
+    return _stated_family(text) or _lead_family(text, judge)
+
+
+def _lead_family(text: str, judge: Judge | None = None) -> Family:
     """The family a lead's sentences name (:func:`family`)."""
     text = _tidy(text)
     parents: list[Relative] = []
@@ -243,34 +254,63 @@ def _lead_family(text: str) -> Family:
         if _APPOSED.search(text[max(0, match.start() - 60):match.start()]):
             apposed.append(match)  # likely about another person the page names
             continue
+        if judge is not None and not judge(text, match.start(), "clause"):
+            continue
         names, used = _names_after(text[match.end():], pair=True)
         parents += [n for n in names if n.name not in {p.name for p in parents}]
         taken.append((match.start(), match.end() + used))
     parents = _paired(parents[:2])
+    for match in _PARENTS_WERE.finditer(text):
+        if parents or (judge is not None and not judge(text, match.start(), "possessive")):
+            continue
+        names, used = _names_after(text[match.end():], pair=True)
+        parents = _paired(names)
+        taken.append((match.start(), match.end() + used))
     for match in _NAMED_PARENT.finditer(text):
+        if judge is not None and not judge(text, match.start(), "possessive"):
+            continue
         sex: Sex = "male" if match["kin"].lower() == "father" else "female"
         for named in _names_after(text[match.end():], pair=False)[0]:
             if all(named.name != p.name for p in parents):
                 parents.append(Relative(named.name, sex))
-    if not parents and apposed:  # "a member of the House of Plantagenet, the daughter of"
+    if not parents and apposed and judge is None:  # "a member of the House of X, the daughter of"
         names, used = _names_after(text[apposed[0].end():], pair=True)
         parents = _paired(names)
         taken.append((apposed[0].start(), apposed[0].end() + used))
-    return Family(tuple(parents), tuple(_spouses(text, taken, parents)))
+    return Family(tuple(parents), tuple(_spouses(text, taken, parents, judge)))
 
 
-def _spouses(text: str, taken: list[tuple[int, int]],
-             parents: list[Relative]) -> list[Relative]:
-    """The spouses a lead names outside the parents' phrases (``taken``)."""
+# "Her parents were the brewer Konrad Voss and his wife Lina Hartmann"
+_PARENTS_WERE = re.compile(r"\b(?:his|her|their)\s+parents\s+(?:were|are)\s+", re.IGNORECASE)
+# "Sir Giles Pemberton married her in 1785": the name is the spouse of whom "her" stands for
+_MARRIED_OBJECT = re.compile(r"((?:[A-Z][\w'’.-]*\s+(?:(?:of|de|von|van|der)\s+)?)*"
+                             r"[A-Z][\w'’.-]*)\s+(?:married|wed)\s+(her|him)\b")
+
+
+def _spouses(text: str, taken: list[tuple[int, int]], parents: list[Relative],
+             judge: Judge | None = None) -> list[Relative]:
+    """The spouses a lead names outside the parents' phrases (``taken``); with ``judge``,
+    also the one who "married her" (or "him") where that pronoun is the subject."""
     spouses: list[Relative] = []
     for match in _SPOUSE.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue  # a parent's spouse
+        how = "possessive" if match.group(0)[:3].lower() in ("his", "her") else "clause"
+        if judge is not None and not judge(text, match.start(), how):
+            continue
         for named in _names_after(text[match.end():], pair=False)[0]:
             if " " not in named.name and spouses:  # "his wife Mapy": one named before
                 spouses[-1] = _also_named(spouses[-1], named.name, text)
             elif named.name not in {s.name for s in spouses} | {p.name for p in parents}:
                 spouses.append(named)
+    for match in _MARRIED_OBJECT.finditer(text):
+        if judge is None:
+            break
+        name = re.split(r"(?<=\w\w)\.\s+", match.group(1))[-1]  # "Bath. Sir Giles ..."
+        name = re.sub(r"^(?:The|A|An|In|On|At|After|Later|Then)\s+", "", name)
+        if name[:1].isupper() and judge(text, match.start(2), "object") and \
+                name not in {s.name for s in spouses}:
+            spouses.append(Relative(name, "male" if match.group(2) == "her" else "female"))
     return spouses
 
 
@@ -366,17 +406,20 @@ def plain_name(name: str) -> str:
     return " ".join(words)
 
 
-def nationality(text: str) -> str | None:
+def nationality(text: str, judge: Judge | None = None) -> str | None:
     """The nationality a person's lead gives ("is a former Pakistani singer" →
     "Pakistani"): the first word that reads as one after "is a", "was an" and at most two
     lowercase words, or None. Two nationalities are given as stated ("was an Austrian-born
     American film composer" → "Austrian-born American"): which one a question means (where
-    they were from, what they became) is not the page's to say."""
+    they were from, what they became) is not the page's to say. With ``judge``, only a
+    sentence about the page's subject is read ("Her father was a Polish officer" is not)."""
     stated = fields(text).get("nationality")  # "Nationality: Indian"
     if stated:
         return stated.split(",")[0].strip()
     text = _tidy(text)
     for match in _SUBJECT.finditer(text[:600]):
+        if judge is not None and not judge(text, match.start(), "clause"):
+            continue
         words = re.findall(r"[\w'’-]+", text[match.end():match.end() + 80])[:5]
         lead = 0
         while lead < min(2, len(words)) and words[lead][:1].islower():

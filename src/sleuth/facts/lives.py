@@ -13,9 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sleuth.facts.dates import DATE, MONTH_NAMES, Date, event_date, life_parenthesis
-from sleuth.facts.fields import fields
+from sleuth.facts.dates import (
+    BROKEN_HYPHEN,
+    DATE,
+    MONTH_NAMES,
+    Date,
+    event_date,
+    lead_life,
+    life_parenthesis,
+    opening_parenthesis,
+)
+from sleuth.facts.fields import all_fields, fields
 from sleuth.facts.places import not_a_place
+from sleuth.facts.subject import Reading, Subject, clause_after, whose
 from sleuth.text.querytext import wordset
 
 LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
@@ -149,3 +159,56 @@ class FactQuestion:
 
     def arguments(self) -> dict[str, object]:
         return {"entity": self.entity, "fact": self.fact, "relation": self.relation}
+
+
+# --- every place a page offers for a birth, death or burial, and whose each is ------------
+
+PLACE_CUES = {"birth_place": ("born", r"(?<![\w-])(?<!-\s)born\b"),
+              "death_place": ("died", r"\b(?:died|passed\s+away)\b"),
+              "burial_place": ("buried_at", r"\b(?:buried|interred|entombed)\b")}
+
+
+def place_readings(text: str, fact: str, subject: Subject) -> list[Reading]:
+    """Every place ``text`` offers for a person's birth, death or burial (``fact``): its
+    labelled fields ("Place of birth: Gdańsk"; unclear when the page has several), the
+    sides of the lead's parenthesis where it is a real life span (:func:`lead_life`), and
+    the place after "in" or "at" a few words after each sentence's "born", "died" or
+    "buried", judged by :func:`~sleuth.facts.subject.whose`."""
+    field, cue = PLACE_CUES[fact]
+    readings: list[Reading] = []
+    where = {"born": "born_at", "died": "died_at", "buried_at": "buried_at"}[field]
+    stated = all_fields(text, where) or [
+        (at, place) for at, value in all_fields(text, field) if (place := _place_in(value))]
+    for at, value in stated:
+        readings.append(Reading(value, at, "subject" if len(stated) == 1 else "unknown",
+                                "field"))
+    paren = opening_parenthesis(text)
+    life = lead_life(text)
+    if paren is not None and life is not None and field != "buried_at":
+        inside = BROKEN_HYPHEN.sub("-", life_parenthesis(paren.group(0)) or "")
+        sides = _DASH.split(_GLUED.sub(r"\1 ", inside), maxsplit=1)
+        side = sides[0] if field == "born" else sides[1] if len(sides) == 2 else None
+        place = _place_in(side) if side else None
+        if place:
+            readings.append(Reading(place, paren.start(), "subject" if life[2] else "unknown",
+                                    "lead"))
+    for match in re.finditer(cue, text[:20_000], re.IGNORECASE):
+        if paren is not None and paren.start() <= match.start() < paren.end():
+            continue
+        place = _place_after(text, match.end())
+        if place:
+            readings.append(Reading(place, match.start(), whose(text, match.start(), subject)))
+    return readings
+
+
+def _place_after(text: str, end: int) -> str | None:
+    """The place after "in" or "at" within a few words of a cue ending at ``end``, in the
+    same sentence (:func:`_after_cue` for one cue)."""
+    clause = clause_after(text, end)
+    for where in re.finditer(r"\b(?:in|at)\s+(?=[^\W\d_])", clause):
+        if where.start() >= 50:
+            break
+        place = place_at(clause[where.start():])
+        if place and not _dated(place) and not not_a_place(place):
+            return place
+    return None

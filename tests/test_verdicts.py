@@ -1,0 +1,215 @@
+"""A verdict without a model only where the page is unambiguous: the facts pack's tools
+(``sleuth fact``, ``sleuth compare``, the default agent's calls before its first model call)
+settle a question only from an entity's own page whose statements about its subject agree;
+where a page offers several candidates (a span without its dash, a relative's birth first,
+an aside about someone else, a relative's page found by another name) or is no encyclopedia
+entry (an obituary, a record), the candidates are quoted and the model judges them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import records_index
+
+import sleuth
+from sleuth.facts.entity import entity_page
+from sleuth.llm import OpenAIClient
+from sleuth.testing.fake import FakeLLMServer, reply
+
+PAGES = [
+    # a lone date with neither dash nor "born"/"died": a birth or a death?
+    {"id": "arvidsson", "title": "Sten Arvidsson", "text": "Sten Arvidsson ( 14 March 1802) "
+     "was a Swedish bishop of Lund."},
+    # two dates whose dash was lost: the year runs into the next day
+    {"id": "kranjc", "title": "Ivo Kranjc", "text": "Ivo Kranjc (12 March 1911 4 June 1987) "
+     "was a Slovene poet."},
+    {"id": "hale", "title": "Dora Hale", "text": "Dora Hale (May 2, 1850 July 9, 1911) was an "
+     "American botanist."},
+    # a hyphenated country is a word, not a life's dash
+    {"id": "horak", "title": "Milan Horak", "text": "Milan Horak (Austria- Hungary, 3 May "
+     "1898 – Prague, 9 June 1970) was a Czech painter."},
+    # the first "born" is a relative's
+    {"id": "brenner", "title": "Ada Brenner", "text": "Ada Brenner was a German botanist. Her "
+     "father, Karl Brenner, was born in 1840 in Kassel and kept a pharmacy. Brenner was born "
+     "on 3 June 1871 in Jena. She died in 1944."},
+    {"id": "marsh", "title": "Lena Marsh", "text": "Lena Marsh (1901–1980) was an American "
+     "actress. She married the director Paul Quill, who was born in Denver. Marsh was born in "
+     "Omaha."},
+    # a death on the page that is a husband's: the subject is alive
+    {"id": "varga", "title": "Ines Varga", "text": "Ines Varga (born 1955) is a Hungarian "
+     "cellist. Her husband died in Szeged in 2001."},
+    # "Her parents were ...", and an aside with a "daughter of" about a teacher
+    {"id": "weil", "title": "Clara Weil", "text": "Clara Weil (1880–1950) was a Swiss "
+     "painter. Her parents were the banker Otto Weil and his wife Rosa Lenz. Her teacher, "
+     "Anna Roth, daughter of the painter Max Roth, took her to Paris."},
+    # a "son of" stated of a partner
+    {"id": "tamm", "title": "Hugo Tamm", "text": "Hugo Tamm (1850–1920) was an Estonian "
+     "architect. His partner, Jaan Ilves, son of the mason Peeter Ilves, built the church "
+     "with him."},
+    # "X married her": X is her husband; on a man's page, "her" is someone else
+    {"id": "ashby", "title": "Maud Ashby", "text": "Maud Ashby (1790–1860) was an English "
+     "poet. Sir Henry Cole married her in 1815, and she moved to Bath."},
+    {"id": "finch", "title": "Thomas Finch", "text": "Thomas Finch (1800–1870) was an "
+     "English printer. His sister Ann kept his accounts; John Dee married her in 1830."},
+    # a parent named in full whose shortened name is another person's page
+    {"id": "sophie", "title": "Sophie of Rell", "text": "Sophie of Rell (1701–1760) was a "
+     "German countess. She was the daughter of Count Ludwig Albrecht of Rell and his wife "
+     "Maria of Tann."},
+    {"id": "albrecht", "title": "Albrecht of Rell", "text": "Albrecht of Rell (1630–1699) "
+     "was a German count. He was the son of Count Ernst of Rell."},
+    # a parent whose name is part of a longer title
+    {"id": "clara", "title": "Clara Rye", "text": "Clara Rye (1921–2004) was an American "
+     "aviator. She was the daughter of Edmund Rye and his wife Bess Hollins."},
+    {"id": "ryejr", "title": "Edmund Rye Jr.", "text": "Edmund Rye Jr. (1918–1990) was an "
+     "American banker. He was the son of Edmund Rye and Bess Hollins."},
+    # a plain entry and its father's: verdicts
+    {"id": "ruane", "title": "Tomas Ruane", "text": "Tomas Ruane (born 1949) is an Irish "
+     "fiddler. He is the son of Brendan Ruane and his wife Maeve Keane."},
+    {"id": "brendan", "title": "Brendan Ruane", "text": "Brendan Ruane (1920–1985) was an "
+     "Irish piper from Tulla."},
+    # no encyclopedia entry: an obituary and a record, indexed beside the entries
+    {"id": "koenig", "title": "Walter Koenig", "text": "Walter Koenig, 84, of Dayton, died "
+     "peacefully on March 3, 2019 at home. He was born on June 11, 1934 in Xenia, Ohio."},
+    {"id": "vogel", "title": "Hans Vogel: family register", "text": "Births in the Vogel "
+     "family bible\nBorn: 4 June 1902 — Otto Vogel\nBorn: 2 March 1907 — Hans Vogel"},
+]
+
+
+@pytest.fixture(scope="module")
+def pages_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return records_index(tmp_path_factory, "verdicts", PAGES)
+
+
+def _fact(sleuth_cli: Any, index: Path, entity: str, fact: str,
+          relation: str | None = None) -> dict[str, Any]:
+    extra = ("--relation", relation) if relation else ()
+    result = sleuth_cli("fact", entity, fact, *extra, "--index", str(index), "--json")
+    assert result.code == 0, result.err
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def test_a_life_span_without_its_dash_settles_only_two_dates_in_order(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    lone = _fact(sleuth, pages_index, "Sten Arvidsson", "birth_date")
+    assert lone["answer"] is None
+    assert lone["candidates"] == [{"value": "14 March 1802", "whose": "unknown"}]
+    out = sleuth("fact", "Sten Arvidsson", "birth_date", "--index", str(pages_index)).out
+    assert "does not settle the birth date" in out and "[arvidsson#0]" in out
+    assert out.rstrip().endswith("judge them from the passages.")
+    # "1911 4 June 1987": the birth year is lost with the dash, 1987 is no birth
+    assert _fact(sleuth, pages_index, "Ivo Kranjc", "birth_date")["answer"] is None
+    # two whole dates in order: the first is the birth, the second the death
+    assert _fact(sleuth, pages_index, "Dora Hale", "birth_date")["answer"] == "May 2, 1850"
+    assert _fact(sleuth, pages_index, "Dora Hale", "death_date")["answer"] == "July 9, 1911"
+
+
+def test_a_hyphenated_country_is_no_life_span(pages_index: Path,
+                                              sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Milan Horak", "death_date")["answer"] == "9 June 1970"
+    assert _fact(sleuth, pages_index, "Milan Horak", "birth_date")["answer"] == "3 May 1898"
+    assert _fact(sleuth, pages_index, "Milan Horak", "death_place")["answer"] == "Prague"
+    assert _fact(sleuth, pages_index, "Milan Horak", "birth_place")["answer"] != "Austria"
+
+
+def test_a_relatives_birth_or_death_is_not_the_subjects(pages_index: Path,
+                                                        sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Ada Brenner", "birth_date")["answer"] == "3 June 1871"
+    assert _fact(sleuth, pages_index, "Ada Brenner", "birth_place")["answer"] == "Jena"
+    assert _fact(sleuth, pages_index, "Lena Marsh", "birth_place")["answer"] == "Omaha"
+    alive = _fact(sleuth, pages_index, "Ines Varga", "death_place")
+    assert alive["answer"] is None
+    assert alive["candidates"] == [{"value": "Szeged", "whose": "other"}]
+    out = sleuth("fact", "Ines Varga", "death_date", "--index", str(pages_index)).out
+    assert "2001 (said of someone else) [varga#0]" in out
+
+
+def test_parents_are_read_of_the_subject_not_of_an_aside(pages_index: Path,
+                                                         sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Clara Weil", "father")["answer"] == "Otto Weil"
+    assert _fact(sleuth, pages_index, "Clara Weil", "mother")["answer"] == "Rosa Lenz"
+    partner = _fact(sleuth, pages_index, "Hugo Tamm", "father")
+    assert partner["answer"] is None
+    assert partner["candidates"] == [{"value": "Peeter Ilves", "whose": "other"}]
+
+
+def test_x_married_her_names_her_husband_only_on_her_page(pages_index: Path,
+                                                          sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Maud Ashby", "spouse")["answer"] == "Sir Henry Cole"
+    # on Thomas Finch's page "her" is his sister: John Dee is nobody's answer for him
+    assert _fact(sleuth, pages_index, "Thomas Finch", "spouse")["answer"] is None
+
+
+def test_a_parents_page_must_be_titled_with_the_name_given(pages_index: Path,
+                                                           sleuth) -> None:  # type: ignore[no-untyped-def]
+    # "Count Ludwig Albrecht of Rell" has no page; "Albrecht of Rell" is another count's
+    shortened = _fact(sleuth, pages_index, "Sophie of Rell", "death_date", "father")
+    assert shortened["answer"] is None and shortened["person"] == \
+        "Count Ludwig Albrecht of Rell"
+    out = sleuth("fact", "Sophie of Rell", "father", "--relation", "father", "--index",
+                 str(pages_index)).out
+    assert "Not settled" in out and "Answer:" not in out
+    # "Edmund Rye" is not "Edmund Rye Jr."
+    assert _fact(sleuth, pages_index, "Clara Rye", "death_date", "father")["answer"] is None
+    # a father's own page, titled with his name: a verdict
+    assert _fact(sleuth, pages_index, "Tomas Ruane", "death_date", "father")["answer"] == \
+        "1985"
+
+
+def test_a_page_that_is_no_encyclopedia_entry_gives_no_verdict(pages_index: Path,
+                                                                sleuth) -> None:  # type: ignore[no-untyped-def]
+    obituary = _fact(sleuth, pages_index, "Walter Koenig", "birth_date")
+    assert obituary["answer"] is None
+    assert {"value": "June 11, 1934", "whose": "subject"} in obituary["candidates"]
+    out = sleuth("fact", "Walter Koenig", "birth_date", "--index", str(pages_index)).out
+    assert "[koenig#0] is not an encyclopedia entry about one entity" in out
+    assert _fact(sleuth, pages_index, "Hans Vogel", "birth_date")["answer"] is None
+
+
+def test_compare_settles_only_when_every_date_is_settled(pages_index: Path,
+                                                         sleuth) -> None:  # type: ignore[no-untyped-def]
+    index = ("--index", str(pages_index))
+    out = sleuth("compare", "Sten Arvidsson", "Lena Marsh", "--event", "born", *index).out
+    assert "Answer:" not in out
+    assert "Sten Arvidsson: birth date not settled from [arvidsson#0]" in out
+    data = sleuth("compare", "Ada Brenner", "Lena Marsh", "--event", "born", *index,
+                  "--json").json()
+    assert data["answer"] == "Ada Brenner"  # type: ignore[index]
+    out = sleuth("compare", "Walter Koenig", "Lena Marsh", "--event", "born", *index).out
+    assert "Answer:" not in out and "not an encyclopedia entry" in out
+
+
+def test_the_default_agent_asks_the_model_where_a_page_is_not_an_entry(
+        pages_index: Path) -> None:
+    with FakeLLMServer([]) as server:
+        settled = sleuth.ask("When was Ada Brenner born?", index=pages_index,
+                             llm=OpenAIClient("fake-model", server.base_url), agent="hybrid")
+        assert server.requests == []  # an entry's unambiguous date: the verdict
+    assert settled.answer.startswith("3 June 1871")
+    with FakeLLMServer([reply("June 11, 1934 [koenig#0].")] * 4) as server:
+        asked = sleuth.ask("When was Walter Koenig born?", index=pages_index,
+                           llm=OpenAIClient("fake-model", server.base_url), agent="hybrid")
+        assert server.requests  # the obituary's dates went to the model
+    assert [s.tool_name for s in asked.trajectory][:2] == ["hybrid_search", "person_fact"]
+    assert "not an encyclopedia entry" in asked.trajectory[1].tool_output
+
+
+@pytest.mark.parametrize(("title", "text", "expected"), [
+    ("Teutberga", "Teutberga( died 11 November 875) was a queen of Lotharingia.", True),
+    ("The Tender Years", "The Tender Years is a 1948 American drama film.", True),
+    ("Nicki Minaj", "Onika Tanya Maraj-Petty (born December 8, 1982), known professionally "
+     "as Nicki Minaj, is a rapper.", True),
+    ("Ada Brenner", "Ada Brenner\nAda Brenner was a German botanist.", True),
+    ("Walter Koenig", "Walter Koenig, 84, of Dayton, died peacefully on March 3, 2019. He was "
+     "born in 1934.", False),
+    ("Thomas Avery plaque", "HERE LIVED THOMAS AVERY 1820 1885 CLOCKMAKER.", False),
+    ("Jane Okafor CV", "Jane Okafor\nSenior Structural Engineer\nBorn: 12 May 1975", False),
+    ("Rose Kelly – a family memoir", "Rose's mother, Nora Kelly, was born in 1879 in Galway.",
+     False),
+    ("The Kessler family", "My grandfather Otto Kessler was born in 1902.", False),
+    ("Stephen Brown", "Stephen or Steven Brown may refer to:", False),
+])
+def test_an_entity_page_is_told_by_its_own_lead(title: str, text: str, expected: bool) -> None:
+    assert entity_page(title, text) is expected
