@@ -108,6 +108,41 @@ class TooMany(Busy):
     (HTTP 429 with ``Retry-After``): nothing was done; send it again once one has ended."""
 
 
+class OutOfFiles(Busy):
+    """The process has no file descriptor left (EMFILE, ENFILE): HTTP 503 with
+    ``Retry-After``, never a report of damage (:func:`out_of_files`)."""
+
+    def __init__(self) -> None:
+        super().__init__("server out of file descriptors (too many open files); the index "
+                         "is intact: retry in 5 s", 5)
+
+
+def out_of_files(exc: BaseException) -> OutOfFiles | None:
+    """:class:`OutOfFiles` when ``exc`` says the process ran out of file descriptors: an
+    OSError with EMFILE or ENFILE, or SQLite's "unable to open" (which carries no errno)
+    while no descriptor can be opened; else None."""
+    import errno
+
+    if isinstance(exc, OSError):
+        return OutOfFiles() if exc.errno in (errno.EMFILE, errno.ENFILE) else None
+    if "unable to open" in str(exc) and descriptors_exhausted():  # SQLITE_CANTOPEN
+        return OutOfFiles()
+    return None
+
+
+def descriptors_exhausted() -> bool:
+    """Whether this process cannot open a file now for want of a descriptor (what a failure
+    to read a file of the index is checked against before it is reported as damage)."""
+    import errno
+    import os
+
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as probe:
+        return probe.errno in (errno.EMFILE, errno.ENFILE)
+    return False
+
+
 class ToolNotFound(ToolError, NotFoundError):
     """A tool call names something that does not exist: a reference id no search returned,
     an entity not in the graph, a graph not built. The model reads it as an observation;

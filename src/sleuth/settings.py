@@ -290,6 +290,12 @@ class ApiKey(Section):
         default_factory=list, description="Server folders this key may index by path (POST "
         "/v1/documents with paths); none: it may index no server path, only upload files. "
         "serve.document_roots is not for tenants; the index folder is never indexable")
+    asks: int | None = Field(None, ge=1, description="This key's serve.asks_per_key")
+    uploads: int | None = Field(None, ge=1, description="This key's serve.uploads_per_key")
+    calls: int | None = Field(None, ge=1, description="This key's serve.calls_per_key")
+    rate: float | None = Field(None, ge=0, description="This key's serve.rate_per_key (0: "
+                               "no limit)")
+    burst: int | None = Field(None, ge=1, description="This key's serve.burst_per_key")
 
 
 class ServeSettings(Section):
@@ -339,9 +345,28 @@ class ServeSettings(Section):
     uploads_per_key: int = Field(
         2, ge=1, description="Indexing requests (uploads, paths) one API key may have going "
         "at once; more get 429 with Retry-After")
+    calls_per_key: int = Field(
+        8, ge=1, description="Tool calls and library reads one API key may have running or "
+        "waiting at once (waiting calls take turns across keys); more get 429 with "
+        "Retry-After")
+    rate_per_key: float = Field(
+        50.0, ge=0, description="Requests a second one API key may send on average, on every "
+        "route (HTTP API, chat, MCP); past it and its burst 429 with Retry-After. 0: no limit")
+    burst_per_key: int = Field(
+        100, ge=1, description="Requests one API key may send at once above rate_per_key")
     header_timeout: float = Field(
         10.0, gt=0, description="Seconds a client has to send a request's headers; a "
         "connection that sends them slower is closed")
+    body_timeout: float = Field(
+        30.0, gt=0, description="Seconds a client has, once the headers are in, to send the "
+        "whole request body; a slower one gets 408 and its connection is closed")
+    max_connections: int | None = Field(
+        None, ge=1, description="Connections the server holds open at once; more are "
+        "answered 503 and closed. Default: three quarters of the open-file limit (raised to "
+        "its hard limit at start), the rest kept for the index, uploads and parsers")
+    connections_per_client: int = Field(
+        64, ge=1, description="Connections one client address may hold open at once; more "
+        "are answered 429 and closed (behind a proxy every client shares its address)")
 
 
 def cache_dir() -> Path:

@@ -53,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - the serve extra is missing
     raise MissingDependency(exc.name or "fastapi", "serve") from None
 
 PREFIX = "sleuth-"
+OPENAI_PATHS = ("/v1/chat/", "/v1/models")  # errors here, the key check's too, in OpenAI's shape
 SOURCES = "\n\nSources:\n"  # heads the links after the answer (and is cut from history)
 # between streamed text that turned out not to be the answer (a model that wrote before it
 # called a tool; a draft the agent withheld or revised against the evidence) and the answer;
@@ -228,7 +229,7 @@ def chat_router(service: Service, caller: Callable[..., Awaitable[Caller]],
                 auth: bool) -> APIRouter:
     """``/v1/models`` and ``/v1/chat/completions`` behind the ``caller`` dependency that
     guards every ``/v1`` route."""
-    denied = (401,) if auth else ()
+    denied = (401, 429) if auth else ()  # 429: past the key's rate (serve.rate_per_key)
     router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], route_class=ChatRoute,
                        tags=["chat (OpenAI-compatible)"],
                        responses=_responses(*denied, 400, 500))

@@ -34,10 +34,11 @@ from sleuth.errors import (
     MissingDependency,
     RequestError,
     SleuthError,
+    out_of_files,
 )
-from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.auth import KeyCheck, Unauthorized, authenticate
 from sleuth.server.bodies import TextBodies
-from sleuth.server.chat import chat_router
+from sleuth.server.chat import OPENAI_PATHS, chat_router
 from sleuth.server.events import ask_events
 from sleuth.server.failures import RequestIds, told
 from sleuth.server.guard import Guard, allowed_hosts
@@ -62,6 +63,7 @@ from sleuth.server.runs import runs_router, viewer_router
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.server.webapp import app_router
 from sleuth.service.callers import LOCAL, Caller, KeyRing, load_api_keys
+from sleuth.service.pool import RateLimit
 from sleuth.service.service import Service
 from sleuth.settings import DEFAULT_AGENT
 from sleuth.text.access import check_name, parse_groups
@@ -133,9 +135,12 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
                           "a {name: key} mapping or a key file) or pass --no-auth for local use")
     app = FastAPI(title="Sleuth", version=__version__,
                   description="Agentic retrieval over a document index: tools, ask, sessions.")
+    if auth:  # added first, so innermost: yet before anything reads a body (see KeyCheck)
+        app.add_middleware(KeyCheck, keys=keys, rate=RateLimit(
+            service.limits.rate_per_key, service.limits.burst_per_key), openai=OPENAI_PATHS)
     _install_errors(app, service.limits.max_body_bytes)
     caller = _authenticate(keys) if auth else _anonymous
-    denied = (401,) if auth else ()
+    denied = (401, 429) if auth else ()  # 429: past the key's rate, on any route
     router = APIRouter(prefix="/v1", dependencies=[Depends(caller)],
                        responses=responses(*denied, 400, 500))
     _index_routes(router, service)
@@ -246,6 +251,8 @@ def _install_errors(app: FastAPI, limit: int) -> None:
     @app.exception_handler(OSError)
     async def os_error(request: Request, exc: OSError) -> JSONResponse:
         # handled here, an I/O failure answers JSON and the client's connection stays open
+        if (busy := out_of_files(exc)) is not None:  # no descriptor left: 503, not broken
+            return await sleuth_error(request, busy)
         reason = exc.strerror or type(exc).__name__
         return JSONResponse({"detail": f"server I/O error: {reason}"}, status_code=500)
 
@@ -387,9 +394,10 @@ def _tool_route(router: APIRouter, service: Service, tool: Tool,
     router.add_api_route(
         f"/tools/{tool.name}", call, methods=["POST"], tags=["tools"],
         operation_id=f"tool_{tool.name}", summary=f"Call {tool.name}",
-        description=tool.description + "\n\nCalls run on a bounded pool of workers: when its "
-        "queue is full the answer is 503 with Retry-After.",
-        response_model=ToolAnswer, responses=responses(400, 404, 413, 415, 422, 503),
+        description=tool.description + "\n\nCalls run on a bounded pool of workers, keys in "
+        "turn: past a key's share the answer is 429, when the queue is full 503, both with "
+        "Retry-After.",
+        response_model=ToolAnswer, responses=responses(400, 404, 413, 415, 422, 429, 503),
         openapi_extra=_body(schema, required=bool(schema.get("required"))))
 
 
@@ -401,7 +409,7 @@ def _body(schema: dict[str, Any], *, required: bool) -> dict[str, Any]:
 async def _call(service: Service, name: str, arguments: dict[str, Any], session: str | None,
                 who: Caller) -> dict[str, Any]:
     result = await service.pool.run(
-        lambda: service.call_tool(name, arguments, session=session, caller=who))
+        lambda: service.call_tool(name, arguments, session=session, caller=who), who)
     return {"text": result.text, "data": result.data,
             "retrieved_tokens": result.retrieved_tokens}
 

@@ -113,7 +113,7 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
         type, pages (null: unpaged), chunks, access groups and the source file's last change
         (null when unknown); ``total`` counts them all."""
         return await pool.run(lambda: service.documents(
-            caller, collection=collection, q=q, limit=limit, offset=offset))
+            caller, collection=collection, q=q, limit=limit, offset=offset), caller)
 
     async def passage(caller: Who, doc: DocQuery = None, chunk: ChunkQuery = None,
                       lines: LinesQuery = None, page: PageQuery = None,
@@ -127,7 +127,7 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
         ``marks``, ``sentences`` and shared ``terms``); null where none shares a word, and
         the whole chunk stands."""
         return await pool.run(lambda: service.passage(
-            caller, doc=doc, chunk=chunk, lines=lines, page=page, support=support))
+            caller, doc=doc, chunk=chunk, lines=lines, page=page, support=support), caller)
 
     async def page_image(caller: Who, doc: Annotated[str, Query(
             min_length=1, max_length=PATH_ID_MAX, pattern=PATH_ID_PATTERN,
@@ -139,7 +139,7 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
         page is too costly to draw (the same answer, without drawing it again, for ten
         minutes); 429 past a key's two pages being drawn; 503 when the queue is full."""
         # the file is found on the tool threads; it is drawn on the render thread
-        source = await pool.run(lambda: service.page_source(doc, page, caller))
+        source = await pool.run(lambda: service.page_source(doc, page, caller), caller)
         png = await service.pages.image(source, caller.name)
         return Response(png, media_type="image/png",
                         headers={"Cache-Control": "private, max-age=300"})
@@ -151,9 +151,9 @@ def library_router(service: Service, auth: Callable[..., Awaitable[Caller]],
         return service.rename_session(session_id, body.title, caller)
 
     router.add_api_route("/documents", documents, methods=["GET"], tags=["index"],
-                         responses=responses(422, 503))
+                         responses=responses(422, 429, 503))
     router.add_api_route("/passage", passage, methods=["GET"], tags=["index"],
-                         responses=responses(400, 404, 422, 503),
+                         responses=responses(400, 404, 422, 429, 503),
                          openapi_extra=_PASSAGE_PARAMETERS)
     router.add_api_route("/page-image", page_image, methods=["GET"], tags=["index"],
                          response_class=Response,

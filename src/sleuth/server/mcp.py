@@ -23,7 +23,6 @@ unless ``--no-auth``), and a tenant's key sees only its collection and groups.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections import OrderedDict
 from typing import Any, Literal
@@ -31,12 +30,13 @@ from typing import Any, Literal
 import anyio
 
 from sleuth.errors import ConfigError, MissingDependency, ToolError
-from sleuth.server.auth import Unauthorized, authenticate
+from sleuth.server.auth import KeyCheck, Unauthorized, authenticate
 from sleuth.server.bodies import lone_surrogate
 from sleuth.server.failures import told
 from sleuth.server.guard import Guard, allowed_hosts
 from sleuth.server.schemas import ArgumentCheck, ask_schema
 from sleuth.service.callers import LOCAL, Caller, KeyRing, load_api_keys
+from sleuth.service.pool import RateLimit
 from sleuth.service.service import Service
 from sleuth.service.sessions import Session
 from sleuth.settings import DEFAULT_AGENT, ServeSettings
@@ -154,7 +154,7 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                 session = live.get(ctx, found)
                 result = await service.pool.run(  # bounded: a full queue is an error result
                     lambda: service.call_tool(params.name, arguments, session=session,
-                                              caller=found))
+                                              caller=found), found)
                 text, data = result.text, result.data
         except Exception as exc:  # a bug too: said without its detail to a tenant
             said = told(exc, caller)
@@ -196,22 +196,10 @@ def http_app(service: Service, *, host: str = "127.0.0.1", auth: bool = True) ->
     if not auth:
         return Guard(app, hosts)
 
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                       for k, v in scope.get("headers", [])}
-            try:
-                authenticate(keys, headers)
-            except Unauthorized as exc:
-                body = json.dumps({"detail": str(exc)}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await app(scope, receive, send)
-
-    return Guard(guarded, hosts)
+    # every path: a key before the body is read (401), and the key's rate (429)
+    serve = service.limits
+    return Guard(KeyCheck(app, keys, rate=RateLimit(serve.rate_per_key, serve.burst_per_key),
+                          guarded=("",), query_key=False), hosts)
 
 
 def serve_mcp(service: Service, transport: Transport = "stdio", *, host: str = "127.0.0.1",

@@ -71,8 +71,8 @@ _STATUS_TEXT = {
     422: "Malformed request: a body that is not JSON or not the declared shape, or a path "
          "or query parameter of the wrong form",
     429: "This key already has as many such requests going as the server allows "
-         "(serve.asks_per_key, serve.uploads_per_key); send it again after Retry-After "
-         "seconds",
+         "(serve.asks_per_key, serve.uploads_per_key, serve.calls_per_key) or sent more "
+         "than its rate (serve.rate_per_key); send it again after Retry-After seconds",
     500: "A server-side failure, such as a file that cannot be written",
     502: "The LLM endpoint failed or answered something unusable",
     503: "Busy: the workers and their queue are full and nothing was done; send it again "

@@ -20,6 +20,18 @@ from sleuth.text.access import Access, check_name, parse_groups
 
 
 @dataclass(frozen=True)
+class Share:
+    """A key's own share of the server, from its entry in the key file; each None where the
+    ``serve.*_per_key`` default applies (:mod:`sleuth.service.pool`)."""
+
+    asks: int | None = None  # agent runs going at once (serve.asks_per_key)
+    uploads: int | None = None  # indexing requests going at once (serve.uploads_per_key)
+    calls: int | None = None  # tool calls and reads running or waiting (serve.calls_per_key)
+    rate: float | None = None  # requests a second, 0 for no limit (serve.rate_per_key)
+    burst: int | None = None  # requests at once above the rate (serve.burst_per_key)
+
+
+@dataclass(frozen=True)
 class Caller:
     """Who makes a request: the API key's name (``local`` without auth), and for a tenant's
     key its collection and groups (``collection`` None: an admin, who sees everything)."""
@@ -29,6 +41,7 @@ class Caller:
     groups: tuple[str, ...] = ()
     # the server folders a tenant's key may index by path (its key file's document_roots)
     document_roots: tuple[Path, ...] = ()
+    share: Share = Share()  # its own limits, where its key file entry sets them
 
     @property
     def admin(self) -> bool:
@@ -45,7 +58,8 @@ LOCAL = Caller()
 # The limits of serve a tenant's key is shown (GET /v1/status): those its own requests are
 # held to; the server's address, folders, pools and other keys' work are the operator's.
 TENANT_LIMITS = ("max_query_chars", "max_top_k", "max_queries", "max_body_bytes",
-                 "max_message_chars", "asks_per_key", "uploads_per_key")
+                 "max_message_chars", "asks_per_key", "uploads_per_key",
+                 "calls_per_key", "rate_per_key", "burst_per_key")
 KeyRing = dict[str, Caller]  # secret → the caller it authenticates
 
 
@@ -77,7 +91,8 @@ def load_api_keys(serve: ServeSettings) -> KeyRing:
                             check_name("collection", spec.collection),
                             parse_groups(spec.groups),
                             tuple((base / root.expanduser()).resolve()
-                                  for root in spec.document_roots))
+                                  for root in spec.document_roots),
+                            Share(spec.asks, spec.uploads, spec.calls, spec.rate, spec.burst))
             secret = spec.key
         else:
             caller, secret = Caller(str(name)), spec

@@ -43,6 +43,7 @@ from sleuth.errors import (
     RequestError,
     SleuthError,
     StoreError,
+    out_of_files,
 )
 from sleuth.index.read import ReadIndex
 from sleuth.index.write import AddReport, Index
@@ -66,7 +67,7 @@ from sleuth.service.library import (
     upload_answer,
     without_folder,
 )
-from sleuth.service.pool import Quota, WorkPool
+from sleuth.service.pool import FairLock, Quota, WorkPool, add_in_turns
 from sleuth.service.roots import check_paths
 from sleuth.service.sessions import Session, bound_history, history_budget
 from sleuth.settings import DEFAULT_AGENT, Settings
@@ -151,21 +152,21 @@ class Service:
         self.index = Index.open(index_path, settings=self.settings)
         server_running(True)
         self.limits = self.settings.serve
-        # three pools, so that none waits behind another: tool calls (CPU-bound: the cores),
-        # indexing requests (two, at a lower priority: parsing runs in a child, the store
-        # writes one at a time)
-        # and agent runs (many: they mostly wait on the LLM), each key held to a few of the
-        # last two at once
-        self.pool = WorkPool(self.limits.workers, self.limits.queue)
-        self.writes = WorkPool(2, self.limits.queue, name="writer", nice=10)
+        # three fair pools (keys take turns; see sleuth.service.pool), none waiting behind
+        # another: tool calls (CPU-bound: the cores), indexing (two, niced, one per key while
+        # another key waits; the store writes in turns) and agent runs (mostly wait on the LLM)
+        self.pool = WorkPool(self.limits.workers, self.limits.queue,
+                             per_key=self.limits.calls_per_key)
+        self.writes = WorkPool(2, self.limits.queue, name="writer", nice=10, running_per_key=1)
         self.asks = WorkPool(self.limits.ask_workers, 0, name="ask")
         self.ask_quota = Quota(self.limits.asks_per_key, "questions", "serve.asks_per_key",
-                               lambda: self.asks.seconds)
+                               lambda: self.asks.seconds, share="asks")
         self.write_quota = Quota(self.limits.uploads_per_key, "indexing requests",
-                                 "serve.uploads_per_key", lambda: self.writes.seconds)
+                                 "serve.uploads_per_key", lambda: self.writes.seconds,
+                                 share="uploads")
         self._llm = llm
         self._llm_down: tuple[float, str] | None = None  # (until, why): see _check_llm
-        self._write_lock = threading.Lock()
+        self._write_lock = FairLock()  # index writes, keys in turn
         # one parsing child for the server's uploads, started ahead (see _warm)
         self.parser = Sandbox(ReadLimits.of(self.settings.ingest))
         self.pages = PageImages(ReadLimits.of(self.settings.ingest))  # drawn in a child too
@@ -238,9 +239,9 @@ class Service:
         """Run ``work`` (an agent run of ``caller``) on the agents' pool: TooMany (429) when
         the key already has ``serve.asks_per_key`` going, Busy (503) when the pool is
         full."""
-        give_back = self.ask_quota.take(caller.name)
+        give_back = self.ask_quota.take(caller)
         try:
-            future = self.asks.start(work)
+            future = self.asks.start(work, caller)
         except BaseException:
             give_back()
             raise
@@ -250,9 +251,9 @@ class Service:
     async def write(self, work: Callable[[], T], caller: Caller) -> T:
         """Run ``work`` (an indexing request of ``caller``) on the writers' pool, held to
         ``serve.uploads_per_key`` per key."""
-        give_back = self.write_quota.take(caller.name)
+        give_back = self.write_quota.take(caller)
         try:
-            return await self.writes.run(work)
+            return await self.writes.run(work, caller)
         finally:
             give_back()
 
@@ -320,9 +321,9 @@ class Service:
             ingest = IngestReport(skipped=[], duplicates=[])
             docs = list(iter_documents(paths, report=ingest, within=within,
                                        limits=self.parser.limits, sandbox=self.parser))
-        with self._write_lock:
-            report = self.index.add_documents(docs, collection=target, groups=wanted,
-                                              writer=caller.access, ingest=ingest)
+        report = add_in_turns(self._write_lock, caller.name, docs, lambda part: (
+            self.index.add_documents(part, collection=target, groups=wanted,
+                                     writer=caller.access, ingest=ingest)))
         return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated,
                 "collection": target, "groups": list(wanted)}, report
 
@@ -393,9 +394,10 @@ class Service:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
-        except OSError as err:
-            raise StoreError(f"cannot save upload {path.name!r} on the server: "
-                             f"{err.strerror or type(err).__name__}") from None
+        except OSError as err:  # no descriptor left: OutOfFiles (503), else StoreError
+            reason = err.strerror or type(err).__name__
+            raise out_of_files(err) or StoreError(f"cannot save upload {path.name!r} on the "
+                                                  f"server: {reason}") from None
         return path
 
     def delete_documents(self, doc_ids: Sequence[str], caller: Caller = LOCAL) -> dict[str, Any]:

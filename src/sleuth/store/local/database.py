@@ -18,7 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from sleuth.errors import IndexDamaged, StoreError
+from sleuth.errors import (
+    IndexDamaged,
+    OutOfFiles,
+    StoreError,
+    descriptors_exhausted,
+    out_of_files,
+)
 
 MANIFEST = "manifest.json"
 DB = "sleuth.db"
@@ -96,8 +102,12 @@ class _Database:
     _writer: sqlite3.Connection | None
 
     def _damaged(self, problem: str, repair: str | None = "re-embeds the vectors from the "
-                 "stored text") -> IndexDamaged:
-        """The one error for a damaged part: what is wrong and how to repair it."""
+                 "stored text") -> IndexDamaged | OutOfFiles:
+        """The one error for a damaged part: what is wrong and how to repair it. A part that
+        cannot be opened while the process has no file descriptor left is not damaged: that
+        is :class:`OutOfFiles` (HTTP 503), whatever the failure said."""
+        if descriptors_exhausted():
+            return OutOfFiles()
         if repair is None:
             return IndexDamaged(f"index {self.root} is damaged: {problem}; its documents must "
                                 "be indexed again (move the folder away and run `sleuth index "
@@ -105,7 +115,7 @@ class _Database:
         return IndexDamaged(f"index {self.root} is damaged: {problem}; `sleuth index --repair "
                             f"--index {self.root}` {repair}")
 
-    def _db_error(self, exc: sqlite3.DatabaseError) -> StoreError:
+    def _db_error(self, exc: sqlite3.DatabaseError) -> StoreError | OutOfFiles:
         text = str(exc)
         if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
             return StoreError(f"{self.root / DB} is locked by another process ({text}); try "
@@ -118,8 +128,14 @@ class _Database:
         empty ``-wal``/``-shm`` files beside it)."""
         path = (self.root / DB).resolve()
         target = f"{path.as_uri()}?mode=ro" if readonly else str(path)
-        db = sqlite3.connect(target, uri=readonly, check_same_thread=False,
-                             isolation_level=None, timeout=BUSY_SECONDS)
+        try:
+            db = sqlite3.connect(target, uri=readonly, check_same_thread=False,
+                                 isolation_level=None, timeout=BUSY_SECONDS)
+        except sqlite3.Error as exc:  # no descriptor left: the server is busy, not broken
+            busy = out_of_files(exc)
+            if busy is None:
+                raise
+            raise busy from None
         if not readonly:
             db.execute("PRAGMA synchronous=NORMAL")
         return db

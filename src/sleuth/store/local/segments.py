@@ -314,6 +314,9 @@ class _Segments(_Database):
                     matches = file_digest(path) == digest
                 except FileNotFoundError:  # deleted since its stat: a compaction, or damage
                     raise _Broken(f"{VECTORS}/{path.name}", "is missing", retry=True) from None
+                except OSError as exc:  # no descriptor left reads as such (see _damaged)
+                    raise _Broken(f"{VECTORS}/{path.name}",
+                                  f"cannot be read ({_short(exc)})") from None
                 if not matches:
                     raise _Broken(f"{VECTORS}/{path.name}", "does not match its checksum")
                 self._verified.add(stamp)
