@@ -113,6 +113,78 @@ def test_its_bounds_are_in_the_schema() -> None:
         calc("1+" * 250 + "1")
 
 
+def test_every_figure_the_schema_admits_is_read() -> None:
+    """The published pattern of a figure is one the tool reads: schemathesis (through
+    hypothesis) generates figures from it, as a client nobody here wrote would."""
+    hypothesis = pytest.importorskip("hypothesis")
+    strategies = pytest.importorskip("hypothesis.strategies")
+    item = TOOLS["calculate"].parameters["properties"]["figures"]["items"]
+
+    @hypothesis.settings(max_examples=400, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(strategies.from_regex(item["pattern"]))
+    def read(figure: str) -> None:  # read, or the call would be refused with the reason
+        assert calc("1", figure).data["figures"] == [figure.strip()]
+
+    read()
+
+
+# Bodies the published schema admits, at its edges: each is computed (200), or for a name no
+# figure gives, 404; each the schema refuses is 400 naming the argument.
+ACCEPTED = [({"expression": "big * tiny", "figures": [
+                "big = $999,999,999,999,999,999.5 trillion", "tiny:.5e-30%"]}, 200),
+            ({"expression": " r^2 ", "figures": ["r = 12 %", "R_2=1.e5K"]}, 200),
+            ({"expression": "maximum - min(1, 2)", "figures": ["maximum = 3"]}, 200),
+            ({"expression": "growth * 100", "figures": []}, 404)]
+REFUSED = [({"expression": "1; 2"}, "expression"), ({"expression": " "}, "expression"),
+           ({"expression": "a", "figures": ["a 12"]}, "figures.0"),
+           ({"expression": "1", "figures": ["max = 3"]}, "figures.0"),
+           ({"expression": "1", "figures": ["_a = 3"]}, "figures.0"),
+           ({"expression": "1", "figures": ["a = 1e99"]}, "figures.0")]
+
+
+def test_the_schema_says_what_the_server_reads(sample_copy: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from sleuth.server.http import create_app
+    from sleuth.service.service import Service
+
+    service = Service(sample_copy, Settings.load())
+    try:
+        client = TestClient(create_app(service, auth=False), base_url="http://localhost")
+        paths = client.get("/openapi.json").json()["paths"]
+        body = paths["/v1/tools/calculate"]["post"]["requestBody"]["content"]
+        published = body["application/json"]["schema"]["properties"]
+        assert published["figures"]["items"]["pattern"].startswith("^")
+        assert published["expression"]["pattern"].startswith("^")
+        for sent, status in ACCEPTED:
+            got = client.post("/v1/tools/calculate", json=sent)
+            assert got.status_code == status, (sent, got.text)
+        unknown = client.post("/v1/tools/calculate", json=ACCEPTED[-1][0])
+        assert "unknown name 'growth'" in unknown.json()["detail"]
+        for sent, where in REFUSED:
+            got = client.post("/v1/tools/calculate", json=sent)
+            assert got.status_code == 400 and f"calculate: {where}:" in got.json()["detail"], \
+                (sent, got.text)
+        metric = client.post("/v1/tools/compute_metric", json={
+            "subject": "Pepys", "formula": "Margin = operating income / revenue", "year": 1960})
+        assert metric.status_code == 200, metric.text
+        assert "Not computed" in metric.json()["text"]  # no statements in the diary
+        refused = client.post("/v1/tools/compute_metric", json={"subject": "Pepys",
+                                                                 "formula": "000"})
+        assert refused.status_code == 400 and "compute_metric: formula:" in \
+            refused.json()["detail"]
+        # a definition the schema admits whose terms are no line items: said, not refused
+        unread = client.post("/v1/tools/compute_metric", json={"subject": "Pepys",
+                                                                "formula": "A is defined as0"})
+        assert unread.status_code == 200, unread.text
+        assert unread.json()["text"].startswith("Not computed: cannot read the formula's terms")
+        assert unread.json()["data"]["answer"] is None
+    finally:
+        service.close()
+
+
 def test_a_cli_command(sleuth: Any, sample_index: Path) -> None:
     result = sleuth("calculate", MARGIN["expression"], "--figures", MARGIN["figures"][0],
                     "--figures", MARGIN["figures"][1], "--index", str(sample_index), "--json")

@@ -40,6 +40,15 @@ from sleuth.types import Chunk
 
 SEARCHED = 8  # chunks searched for each figure
 MAX_SUBJECT = 200  # characters of the subject (the tool's argument)
+UNREAD = ("write it as '<metric> is defined as: <terms>' with + - * / and parentheses, each "
+          "term a number, another defined name, or a line item with its year ('FY2017 COGS', "
+          "'average total assets between FY2016 and FY2017'), or give year")
+# What the schema publishes of a formula: at least one definition as
+# sleuth.statements.formula.definitions reads them, "<Name> is defined as: <formula>" or
+# "<Name> = <formula>", at the start or after a sentence's end. (Whether its terms are line
+# items with years, no JSON schema says: such a formula is answered "Not computed", why.)
+FORMULA_PATTERN = (r"(?:^|[.?!:]\s)[A-Z][\w&/()' -]{0,60}?\s+(?:is|are)\s+defined\s+as:?\s*"
+                   r"[^\s.?]|(?:^|[.?!:;]\s)[A-Z][\w&/ -]{0,40}?\s*=\s*[^\s.;]")
 _SUBJECT = re.compile(r"\b[A-Z][\w&.'’-]*(?:\s+(?:&\s+)?[A-Z][\w&.'’-]*)*")
 _NOT_SUBJECT = {"what", "which", "how", "is", "does", "did", "the", "for", "in", "of",
                 "fy", "round", "please", "give", "using", "based", "answer", "calculate"}
@@ -89,7 +98,8 @@ def subject(question: str, metric: str) -> str:
 def compute_metric(
     ctx: ToolContext,
     subject: Annotated[str, Field(max_length=MAX_SUBJECT), QUERY],
-    formula: Annotated[str, Field(min_length=3, max_length=MAX_FORMULA)],
+    formula: Annotated[str, Field(min_length=3, max_length=MAX_FORMULA, json_schema_extra={
+        "pattern": FORMULA_PATTERN})],
     year: Annotated[int | None, Field(ge=1900, le=2100)] = None,
     places: Annotated[int | None, Field(ge=0, le=MAX_PLACES)] = None,
 ) -> ToolResult:
@@ -111,10 +121,12 @@ def compute_metric(
     """
     parsed = parse(formula, year)
     if parsed is None:
-        raise ToolError("cannot read the formula: write it as '<metric> is defined as: "
-                        "<terms>' with + - * / and parentheses, each term a number, another "
-                        "defined name, or a line item with its year ('FY2017 COGS', "
-                        "'average total assets between FY2016 and FY2017'), or give year")
+        if not definitions(formula):  # what the published pattern refuses: no definition
+            raise ToolError(f"cannot read the formula: {UNREAD}")
+        # a definition whose terms are not line items this reads: said, as a figure not
+        # found is (no JSON schema can say which words are line items)
+        return ToolResult(f"Not computed: cannot read the formula's terms: {UNREAD}.",
+                          {"answer": None, "formula": None, "figures": [], "cited": []})
     retriever = HybridRetriever(ctx.index)
     pages: list[Chunk] = []
     found = [_read(ctx, retriever, subject, figure, pages) for figure in parsed.figures]

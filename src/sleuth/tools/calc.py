@@ -32,7 +32,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from sleuth.errors import ToolError
+from sleuth.errors import ToolError, ToolNotFound
 from sleuth.tools.base import ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 
@@ -58,6 +58,28 @@ _NUMBER = re.compile(
 _UNITS = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "m": 6, "billion": 9, "bn": 9,
           "b": 9, "trillion": 12}
 _FIGURE = re.compile(r"^\s*([A-Za-z_]\w{0,59})\s*[=:]\s*(.+?)\s*$")
+
+
+def _anycase(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
+# What the schema publishes, so that a figure or expression it admits is one this reads (JSON
+# Schema patterns: no flags, so letters' cases are spelled out). A figure: a name (ASCII, not
+# a function's, not starting with "_") and one number as _NUMBER reads it, held under
+# 10**39 (18 digits before the point, an exponent of one digit, a unit of at most 10**12).
+_NUMBER_SCHEMA = (
+    r"[$€£¥]?[ \t]*(?:[0-9]{1,3}(?:,[0-9]{3}){1,5}(?:\.[0-9]+)?|[0-9]{1,18}(?:\.[0-9]*)?"
+    r"|\.[0-9]+)(?:[eE](?:[+]?[0-9]|-[0-9]{1,2}))?(?:[ \t]*(?:"
+    + "|".join(_anycase(w) for w in ("thousand", "million", "billion", "trillion"))
+    + ")|" + "|".join(_anycase(w) for w in ("k", "mn", "m", "bn", "b")) + r")?(?:[ \t]*%)?")
+FIGURE_PATTERN = (r"^[ \t]*(?!(?:round|abs|min|max)[ \t]*[=:])[A-Za-z][A-Za-z0-9_]{0,59}"
+                  r"[ \t]*[=:][ \t]*" + _NUMBER_SCHEMA + r"[ \t]*$")
+# An expression: something other than blanks, in the characters arithmetic is written with
+# (no JSON schema says which strings of them are arithmetic: "1/0", "x + 1" and "((" are
+# refused with the reason, "x" with 404 when no figure names it)
+_ARITHMETIC = r"0-9A-Za-z_.,$€£¥%()+\-*/^×÷−"
+EXPRESSION_PATTERN = rf"^[ \t]*[{_ARITHMETIC}][ \t{_ARITHMETIC}]*$"
 _SYMBOLS = {"×": "*", "÷": "/", "−": "-", "^": "**"}
 _OPERATORS: dict[type[ast.AST], Callable[[Decimal, Decimal], Decimal]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -142,9 +164,9 @@ class _Walker:
             raise ToolError(f"the expression is too complex (at most {MAX_NODES} parts, "
                             f"nested {MAX_DEPTH} deep)")
         if isinstance(node, ast.Name):
-            if node.id not in self.names:
-                raise ToolError(f"unknown name {node.id!r}: give it as a figure "
-                                "('name = number') or write the number")
+            if node.id not in self.names:  # 404: a name nothing defines
+                raise ToolNotFound(f"unknown name {node.id!r}: give it as a figure "
+                                   "('name = number') or write the number")
             return self.names[node.id]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             inner = self.value(node.operand, depth + 1)
@@ -219,9 +241,10 @@ def rounded(value: Decimal) -> str:
 @tool(command="calculate")
 def calculate(
     ctx: ToolContext,
-    expression: Annotated[str, Field(min_length=1, max_length=MAX_CHARS)],
-    figures: Annotated[list[Annotated[str, Field(max_length=200)]], StrList,
-                       Field(max_length=MAX_FIGURES)] = [],  # noqa: B006
+    expression: Annotated[str, Field(min_length=1, max_length=MAX_CHARS, json_schema_extra={
+        "pattern": EXPRESSION_PATTERN})],
+    figures: Annotated[list[Annotated[str, Field(max_length=200, json_schema_extra={
+        "pattern": FIGURE_PATTERN})]], StrList, Field(max_length=MAX_FIGURES)] = [],  # noqa: B006
 ) -> ToolResult:
     """Compute an arithmetic expression exactly, e.g. a margin, a ratio or a growth rate
     from figures read in the documents: "operating_income / revenue" with figures
