@@ -156,8 +156,9 @@ def row_from_predictions(run: Path, *, dataset: str, agent: str, model: str, com
         raise ValueError(f"no predictions in {run}")
     overall = aggregate(rows)
     answerable = [r for r in rows if "unanswerable" not in r]
-    wrong = [r for r in answerable if r["answered"] and not r.get("abstained")
-             and not r["contain"]]
+    # answered, not an abstention (the record's flag or its words), not Contain-correct:
+    # the scorer's own "answered wrong" (sleuth.eval.metrics.answered_wrong)
+    wrong = [r for r in answerable if r.get("answered_wrong")]
     unanswerable = int(overall.get("unanswerable", 0))
 
     def pct(key: str) -> float | None:

@@ -1,5 +1,6 @@
 """Answer metrics as in the A-RAG evaluation: SQuAD-normalised EM and F1, Contain-Acc, and
 evidence Recall@k. Each answer metric takes the best score over the gold answer's aliases.
+:func:`answered_wrong` counts the confident mistakes: answered, not abstained, not right.
 :func:`abstains` (from :mod:`sleuth.text.abstain`) tells an answer that says the documents do
 not answer from one that answers.
 """
@@ -60,6 +61,17 @@ def contain_match(prediction: str, gold: str | Sequence[str]) -> float:
         return 0.0
     pred = normalize_answer(prediction)
     return float(any(normalize_answer(g) in pred for g in _golds(gold) if g))
+
+
+def answered_wrong(prediction: str, gold: str | Sequence[str], abstained: bool = False) -> float:
+    """1.0 when the question got an answer (not empty, not an abstention: the record's
+    ``abstained`` or :func:`abstains`) that holds no gold answer (not Contain-correct): a
+    confident mistake, what a user pays for more than for "the documents do not say".
+    Meaningful for answerable questions only (an unanswerable one is scored by whether the
+    answer abstains)."""
+    if not prediction.strip() or abstained or abstains(prediction):
+        return 0.0
+    return 1.0 - contain_match(prediction, gold)
 
 
 def contain_words(prediction: str, gold: str | Sequence[str]) -> float:

@@ -7,7 +7,10 @@ scored apart: by whether the answer abstains (``abstain_unanswerable``), never i
 Contain-Acc or LLM-Acc, which are over the answerable questions. ``cited_contains_answer``
 is the share of answers, of answerable questions answered with at least one cited chunk,
 whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises).
-``numeric`` is over the questions whose gold answer is one figure (FinanceBench's
+``answered_wrong`` is the share of answerable questions answered (not empty, not an
+abstention) and wrong (not Contain-correct): the confident mistakes, over every answerable
+question, abstentions included in the count. ``numeric`` is over the questions whose gold
+answer is one figure (FinanceBench's
 "$1577.00", "24.26"): a number of the answer within 1 % of it; ``numeric_n`` counts them.
 """
 
@@ -27,6 +30,7 @@ from sleuth.errors import IngestError
 from sleuth.eval.datasets import doc_key
 from sleuth.eval.metrics import (
     abstains,
+    answered_wrong,
     contain_match,
     contain_words,
     exact_match,
@@ -140,7 +144,6 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
     :func:`aggregate` leaves them out."""
     answer = strip_citations(prediction_of(record))
     golds = golds_of(record)
-    gold_ids = record.get("gold_ids") or []
     row: dict[str, float] = {
         "em": exact_match(answer, golds), "f1": f1_score(answer, golds),
         "contain": contain_match(answer, golds),
@@ -168,9 +171,18 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
     if not answerable(record):
         row["unanswerable"] = 1.0
         row["abstain_unanswerable"] = float(abstained)
-    elif row["answered"] and not abstained and record.get("cited_passages"):
+        return _judged(row, record, golds, answer, ks, judge)
+    row["answered_wrong"] = answered_wrong(answer, golds, abstained)
+    if row["answered"] and not abstained and record.get("cited_passages"):
         row["cited_contains_answer"] = float(any(
             contain_words(str(p.get("text") or ""), golds) for p in record["cited_passages"]))
+    return _judged(row, record, golds, answer, ks, judge)
+
+
+def _judged(row: dict[str, float], record: dict[str, Any], golds: list[str], answer: str,
+            ks: Sequence[int], judge: Judge | None) -> dict[str, float]:
+    """``row`` with the evidence recalls and, with ``judge``, LLM-Acc."""
+    gold_ids = record.get("gold_ids") or []
     if gold_ids:
         retrieved = record.get("retrieved_doc_ids") or []
         for k in ks:
@@ -187,7 +199,8 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
 
 
 # Answer accuracy: averaged over the answerable questions only
-_ANSWER_METRICS = ("em", "f1", "contain", "contain_words", "answered", "llm_acc", "numeric")
+_ANSWER_METRICS = ("em", "f1", "contain", "contain_words", "answered", "llm_acc", "numeric",
+                   "answered_wrong")
 
 
 def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
@@ -273,7 +286,8 @@ def control_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 _COLUMNS = [("n", "n", "{:.0f}"), ("llm_acc", "LLM-Acc", "{:.1%}"),
-            ("contain", "Contain", "{:.1%}"), ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}"),
+            ("contain", "Contain", "{:.1%}"), ("answered_wrong", "answered wrong", "{:.1%}"),
+            ("em", "EM", "{:.1%}"), ("f1", "F1", "{:.1%}"),
             ("numeric", "figure ±1%", "{:.1%}"), ("numeric_n", "figures n", "{:.0f}")]
 _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%}"),
          ("retrieved_tokens", "tokens", "{:.0f}"),

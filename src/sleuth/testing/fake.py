@@ -51,6 +51,11 @@ request accepted, OpenAI's format), ``openai``, ``azure`` (``base_url`` is then 
 endpoint; requests go to ``/openai/deployments/{model}/...?api-version=...``), ``vllm``
 (without ``--enable-auto-tool-choice``), ``ollama``, ``llamacpp-jinja`` and ``reasoning``.
 Requests a mode refuses never reach the script; they are kept in ``rejected``.
+
+``reader`` makes the server answer from each request rather than from a script: a function
+of the request body that returns the turn, consulted once the script (which may be empty) is
+used up. :mod:`sleuth.testing.readers` holds two, an oracle and a model that answers from
+memory, for measuring the agent's answer checks without a model.
 """
 
 from __future__ import annotations
@@ -341,7 +346,9 @@ class FakeLLMServer:
     ``api_key``, when set, makes every request without ``Authorization: Bearer <api_key>``
     (an ``api-key`` header in ``azure`` mode; any key in ``ollama`` mode) fail with HTTP 401.
     ``mode`` picks the server family whose behaviour the fake reproduces (see the module
-    docstring); requests it refuses are kept in ``rejected``. ``retry_after`` (seconds) is
+    docstring); requests it refuses are kept in ``rejected``. ``reader``, where given, writes
+    the turn of each request the script does not answer (see the module docstring).
+    ``retry_after`` (seconds) is
     the default ``retry-after-ms`` sent with retryable error turns (429/5xx), so tests of
     retries need not wait for the SDK's backoff.
     """
@@ -357,11 +364,14 @@ class FakeLLMServer:
         embedding_dim: int = 64,
         retry_after: float | None = None,
         mode: str = "default",
+        reader: Callable[[dict[str, Any]], Turn | Mapping[str, Any]] | None = None,
     ) -> None:
         self.model = model
+        self.reader = reader
         self.mode = mode
         self.behaviour = behaviour(mode, model)
         self.rejected: list[dict[str, Any]] = []
+        self.reader_errors: list[str] = []  # what the reader raised, one line each
         self.api_key = api_key
         self.embedding_dim = embedding_dim
         self.retry_after = retry_after
@@ -442,15 +452,26 @@ class FakeLLMServer:
         """Record the request and take the next turn, its number and fresh tool-call ids."""
         with self._lock:
             self.requests.append(body)
-            if self._next >= len(self._script):
+            scripted = self._next < len(self._script)
+            if scripted:
+                turn = self._script[self._next]
+                self._next += 1
+        if not scripted:
+            if self.reader is None:
                 return None, self._next, []
-            turn = self._script[self._next]
-            self._next += 1
+            # written outside the lock: requests in flight are read side by side
+            try:
+                turn = _normalise_turn(len(self.requests), self.reader(body))
+            except Exception as exc:  # noqa: BLE001 - the reader's bug, kept for the test
+                with self._lock:
+                    self.reader_errors.append(f"{type(exc).__name__}: {exc}")
+                raise Rejected(500, f"the reader failed: {type(exc).__name__}: {exc}") from exc
+        with self._lock:
             ids = []
             for _ in turn.get("tool_calls") or ():
                 self._call_ids += 1
                 ids.append(f"call_{self._call_ids}")
-            return turn, self._next, ids
+            return turn, self._next if scripted else len(self.requests), ids
 
     def _chat(self, handler: _Handler, body: dict[str, Any]) -> None:
         _validate_chat(body)

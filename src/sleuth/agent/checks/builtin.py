@@ -8,6 +8,7 @@ from sleuth.agent.checks.answer_span import AnswerSpan
 from sleuth.agent.checks.base import AnswerCheck
 from sleuth.agent.checks.bridge import Bridge
 from sleuth.agent.checks.cite_holder import CiteHolder
+from sleuth.agent.checks.grounded import Grounded
 from sleuth.agent.checks.past_echo import PastEcho
 from sleuth.agent.checks.quote_named import QuoteNamed
 from sleuth.agent.checks.read_facts import ReadFacts
@@ -17,4 +18,4 @@ from sleuth.agent.checks.unfounded import Unfounded
 
 CHECKS: tuple[AnswerCheck, ...] = (Bridge(), ReadFacts(), PastEcho(), AnswerSpan(),
                                    Unfounded(), CiteHolder(), Support(), QuoteNamed(),
-                                   Silence())
+                                   Silence(), Grounded())
