@@ -37,9 +37,6 @@ def bench_cache() -> Path:
 
 # synthetic indexes (bench/_synth.py) of keyword_search, semantic and timing_channel
 CACHE_DIR = bench_cache() / "synthetic"
-# the 2Wiki files under the default data root (scripts not yet taking --data)
-CORPUS_2WIKI = DEFAULT_DATA / "2wikimultihopqa" / "corpus.json"
-QUESTIONS_2WIKI = DEFAULT_DATA / "2wikimultihopqa" / "questions.json"
 
 
 # --- the data root ---------------------------------------------------------------------
@@ -92,12 +89,16 @@ class DevCorpus:
     embedder: str = "minilm"  # the embedder the project's measurements used
     package: str | None = None  # the Debian package that installs an absolute source
     build_time: str = ""  # how long a build takes on 2 cores (BENCHMARKS), for the log line
+    # whether the project's runs on it build the knowledge graph (answers.py, ranking.py)
+    graph: bool = False
 
 
 DEV_CORPORA = {
-    "2wiki": DevCorpus("2wikimultihopqa/corpus.json", build_time="about 3 min"),
-    "medical": DevCorpus("graphrag_bench_medical/corpus.json", build_time="about 1 min"),
-    "novel": DevCorpus("graphrag_bench_novel/corpus.json", build_time="several minutes"),
+    "2wiki": DevCorpus("2wikimultihopqa/corpus.json", build_time="about 3 min", graph=True),
+    "medical": DevCorpus("graphrag_bench_medical/corpus.json", build_time="about 2 min",
+                         graph=True),
+    "novel": DevCorpus("graphrag_bench_novel/corpus.json", build_time="several minutes",
+                       graph=True),
     # 10,206 long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8, §32)
     "financebench": DevCorpus("financebench/corpus.json", embedder="model2vec",
                               build_time="about 3 min"),
@@ -182,6 +183,14 @@ def _sleuth(*args: str) -> None:
                          "run the same bench again to resume the build")
 
 
+def dev_index_meta(index: Path) -> dict[str, Any]:
+    """What :func:`dev_index` recorded of a build: ``key``, ``state``, ``seconds`` (the
+    last build's or resume's), ``finished`` (epoch) and ``built_utc``; empty for another
+    folder."""
+    path = index.with_name(index.name + ".json")
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def dev_index(name: str, *, data: Path | None = None, embedder: str | None = None,
               graph: bool = False) -> Path:
     """The folder of an index of dev corpus ``name``, built on first use and cached.
@@ -238,10 +247,78 @@ def dev_index(name: str, *, data: Path | None = None, embedder: str | None = Non
             _sleuth("graph", "build", "--index", str(folder))
         seconds = round(time.perf_counter() - started, 1)
         meta_path.write_text(json.dumps(
-            {"key": key, "state": "complete", "seconds": seconds,
+            {"key": key, "state": "complete", "seconds": seconds, "finished": time.time(),
              "built_utc": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2))
         log(f"dev index {name}: ready at {folder} in {seconds} s")
         return folder
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """A dev question set: the dev corpus its index is built from and its question file."""
+
+    corpus: str  # a DEV_CORPORA name
+    questions: str  # relative to the data root, or "bench/..." relative to the repository
+
+
+DEV_SETS = {
+    "2wiki": DevSet("2wiki", "2wikimultihopqa/questions.json"),
+    "2wiki-natural": DevSet("2wiki", "bench/sets/2wiki-natural/questions.json"),
+    "2wiki-written": DevSet("2wiki", "bench/sets/2wiki-natural/written.json"),
+    "medical": DevSet("medical", "graphrag_bench_medical/questions.json"),
+    "novel": DevSet("novel", "graphrag_bench_novel/questions.json"),
+    "financebench": DevSet("financebench", "financebench/questions.json"),
+    "pgdocs": DevSet("pgdocs", "bench/sets/pgdocs/questions.json"),
+    "javadoc": DevSet("javadoc", "bench/sets/javadoc/questions.json"),
+}
+
+
+def dev_questions(name: str, data: Path | None = None) -> Path:
+    """The question file of dev set ``name`` (one of ``DEV_SETS``)."""
+    if name not in DEV_SETS:
+        raise SystemExit(f"bench: no dev set {name!r}; choose from {', '.join(DEV_SETS)}")
+    relative = DEV_SETS[name].questions
+    if relative.startswith("bench/"):
+        return REPO / relative
+    return data_file(data_root(data), relative)
+
+
+def resolve_index(value: str | Path | None, corpus: str, data: Path | None = None,
+                  **options: Any) -> Path:
+    """An ``--index`` argument: None builds or reuses ``dev_index(corpus)``; a dev corpus
+    name (``2wiki``, ``pgdocs``, ...) that one's dev index; anything else an index folder
+    or store URL, as given. ``options`` go to :func:`dev_index` (``embedder``, ``graph``)."""
+    if value is None:
+        return dev_index(corpus, data=data, **options)
+    if str(value) in DEV_CORPORA:
+        return dev_index(str(value), data=data, **options)
+    return Path(value)
+
+
+def dev_set(spec: str, data: Path | None = None) -> tuple[str, Path, Path]:
+    """A ``--set`` argument as ``(name, index, questions)``: ``NAME``, a ``DEV_SETS`` name
+    (its dev index, built or reused, and its questions), or ``NAME=INDEX:QUESTIONS`` (an
+    index folder or a dev corpus name, and a question file)."""
+    name, equals, rest = spec.partition("=")
+    if not equals:
+        if name not in DEV_SETS:
+            raise SystemExit(f"bench: --set {spec!r}: give a dev set ({', '.join(DEV_SETS)}) "
+                             "or NAME=INDEX:QUESTIONS")
+        return name, dev_index(DEV_SETS[name].corpus, data=data), dev_questions(name, data)
+    where, colon, questions = rest.partition(":")
+    if not colon:
+        raise SystemExit(f"bench: --set {spec!r}: expected NAME=INDEX:QUESTIONS")
+    return name, resolve_index(where, where, data), Path(questions)
+
+
+def load_minilm() -> tuple[Any, float]:
+    """The default (bundled MiniLM) embedder and its load time in seconds."""
+    from sleuth.embed import load_embedder
+    from sleuth.settings import Settings
+
+    started = time.perf_counter()
+    embedder = load_embedder(Settings.load().embed)
+    return embedder, time.perf_counter() - started
 
 
 def machine_facts() -> dict[str, Any]:

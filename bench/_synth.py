@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import build_complete
 
 from sleuth.ingest import chunk_document
 from sleuth.store.base import PreparedDocument, open_store
@@ -546,8 +547,7 @@ def load_cached(index: Path, params: dict[str, Any]) -> dict[str, Any] | None:
     if not (mp.is_file() and (index / "manifest.json").is_file()):
         return None
     meta = json.loads(mp.read_text())
-    manifest = json.loads((index / "manifest.json").read_text())
-    if meta.get("params") != params or manifest.get("build", {}).get("state") != "complete":
+    if meta.get("params") != params or not build_complete(index):
         return None
     return meta
 

@@ -7,9 +7,11 @@ their PDFs' pages), GraphRAG-Bench novel 30 and medical 30, and on request 100 o
 question sets of ``bench/sets`` whole: ``2wiki-natural`` (160 2Wiki questions typed the way
 people type) and ``2wiki-written`` (the same 160 as 2Wiki wrote them, paired by id) over the
 2Wiki corpus, and ``pgdocs`` (117 questions over the PostgreSQL 15 HTML manual, 14 of them
-unanswerable; its index is built from the manual's folder when missing, else used as it is:
-``--index pgdocs=/tmp/pgdocs-idx``). Each dataset's agents run as ordinary ``sleuth eval
-run`` jobs into ``bench/out/answers/<dataset>/<agent>/``:
+unanswerable). Each dataset's index is its dev index (``_common.dev_index``: built with
+``sleuth index`` on first use, and the knowledge graph for 2Wiki and GraphRAG-Bench, then
+cached in ``~/.cache/sleuth/bench``) unless ``--index NAME=PATH`` names another. Each
+dataset's agents run as ordinary ``sleuth eval run`` jobs into
+``bench/out/answers/<dataset>/<agent>/``:
 
 - resumable: a finished question is on disk at once and is skipped when the bench runs
   again (kill it at any moment and start the same command);
@@ -30,8 +32,8 @@ llama.cpp server when ``--arag`` is given.
 
     python bench/answers.py                                  # everything (hours on 2 cores)
     python bench/answers.py --datasets 2wiki --agents naive-rag,hybrid
-    python bench/answers.py --datasets 2wiki --index 2wiki=/tmp/wiki-idx --model 0.5b
-    python bench/answers.py --datasets pgdocs --index pgdocs=/tmp/pgdocs-idx --limit 2
+    python bench/answers.py --datasets 2wiki --index 2wiki=/path/to/index --model 0.5b
+    python bench/answers.py --datasets pgdocs --limit 2
 
 Writes ``bench/out/answers/summary.md`` and ``summary.json`` (machine facts, commands, the
 table the README quotes).
@@ -41,20 +43,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import OUT_DIR, machine_facts
+from _common import OUT_DIR, add_data_option, data_root, dev_index, machine_facts
 
-DATA = Path(os.environ.get("SLEUTH_DATA", "/work/shared/data"))
 BENCH = Path(__file__).resolve().parent
 SUBSETS = BENCH / "answer_subsets.json"
-PG_HTML = "/usr/share/doc/postgresql-doc-15/html"
 OUT = OUT_DIR / "answers"
 
 
@@ -63,34 +62,33 @@ class Spec:
     """One dataset of the bench: its agents, its index settings, how it is judged."""
 
     agents: tuple[str, ...]
-    embed: str | None = None  # the embedder its index is built with (None: the default)
+    dev: str  # the dev corpus (``_common.DEV_CORPORA``) its index is built from
+    embed: str | None = None  # the embedder its index is built with (None: the corpus's)
     graph: bool = True  # build the knowledge graph, so `hybrid` ranks with it
     judge: bool = False  # LLM-Acc with the local model as judge (long answers)
     level_docs: bool = False  # report document Recall@1 (FinanceBench)
     # a whole question file (relative to bench/) instead of a subset of answer_subsets.json
     questions: str | None = None
-    folder: str | None = None  # its data folder under DATA (None: the question file's own)
-    corpus: str | None = None  # the files to index, for a question set that ships none
+    folder: str | None = None  # its data folder under --data (None: the question file's own)
 
 
 SPECS = {
-    "2wiki": Spec(("naive-rag", "hybrid", "full")),
-    "2wiki-natural": Spec(("naive-rag", "hybrid", "full"),
+    "2wiki": Spec(("naive-rag", "hybrid", "full"), "2wiki"),
+    "2wiki-natural": Spec(("naive-rag", "hybrid", "full"), "2wiki",
                           questions="sets/2wiki-natural/questions.json",
                           folder="2wikimultihopqa"),
-    "2wiki-written": Spec(("naive-rag", "hybrid", "full"),
+    "2wiki-written": Spec(("naive-rag", "hybrid", "full"), "2wiki",
                           questions="sets/2wiki-natural/written.json", folder="2wikimultihopqa"),
-    "pgdocs": Spec(("naive-rag", "hybrid"), graph=False, questions="sets/pgdocs/questions.json",
-                   corpus=PG_HTML),
+    "pgdocs": Spec(("naive-rag", "hybrid"), "pgdocs", graph=False,
+                   questions="sets/pgdocs/questions.json"),
     # 10k long pages: the model2vec embedder indexes them in minutes (BENCHMARKS §8)
-    "financebench": Spec(("naive-rag", "hybrid", "docs", "agenticrag"), embed="model2vec",
-                         graph=False,
-                         level_docs=True),
-    "novel": Spec(("naive-rag", "hybrid"), judge=True),
-    "medical": Spec(("naive-rag", "hybrid"), judge=True),
+    "financebench": Spec(("naive-rag", "hybrid", "docs", "agenticrag"), "financebench",
+                         embed="model2vec", graph=False, level_docs=True),
+    "novel": Spec(("naive-rag", "hybrid"), "novel", judge=True),
+    "medical": Spec(("naive-rag", "hybrid"), "medical", judge=True),
     # 100 questions each, evenly spaced too (issue 40 measures F1 on at least 100)
-    "novel100": Spec(("naive-rag", "hybrid"), judge=True),
-    "medical100": Spec(("naive-rag", "hybrid"), judge=True),
+    "novel100": Spec(("naive-rag", "hybrid"), "novel", judge=True),
+    "medical100": Spec(("naive-rag", "hybrid"), "medical", judge=True),
 }
 COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
            ("numeric", "figure ±1%", 100), ("numeric_n", "figures n", 1),
@@ -105,7 +103,7 @@ COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
 DEFAULT_DATASETS = ("2wiki", "financebench", "novel", "medical")
 
 
-def subset(name: str, out: Path) -> tuple[Path, Path]:
+def subset(name: str, out: Path, data: Path) -> tuple[Path, Path]:
     """The dataset folder and a question file holding the subset's questions (for a spec
     with its own question file, all of that file's)."""
     spec = SPECS[name]
@@ -114,70 +112,43 @@ def subset(name: str, out: Path) -> tuple[Path, Path]:
     if spec.questions:
         source = BENCH / spec.questions
         path.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-        return (DATA / spec.folder if spec.folder else source.parent), path
+        return (data / spec.folder if spec.folder else source.parent), path
     chosen = json.loads(SUBSETS.read_text())[name]
-    folder = DATA / chosen["folder"]
+    folder = data / chosen["folder"]
     questions = {q["id"]: q for q in json.loads((folder / "questions.json").read_text())}
     path.write_text(json.dumps([questions[i] for i in chosen["ids"]], ensure_ascii=False))
     return folder, path
 
 
-def settings_for(spec: Spec, model: str, index: str | None) -> Any:
+def settings_for(model: str, index: Path) -> Any:
+    """The run's settings: the local model and the dataset's index (whose own manifest
+    names its embedder)."""
     from sleuth.settings import Settings
 
-    overrides: dict[str, Any] = {"llm": {"local_model": model}}
-    if spec.embed:
-        overrides["embed"] = {"model": spec.embed}
+    return Settings.load(llm={"local_model": model}, index=str(index))
+
+
+def prepare(spec: Spec, index: str | None, data: Path) -> Path:
+    """The dataset's index: ``index`` when given, else its dev index (built on first use,
+    with its graph when the spec asks for one, and cached)."""
     if index:
-        overrides["index"] = index
-    return Settings.load(**overrides)
-
-
-def prepare(folder: Path, questions: Path, spec: Spec, settings: Any,
-            index: str | None) -> Path:
-    """The dataset's index, built or brought up to date, with its graph when the spec
-    asks for one; its location. A spec's corpus folder is indexed when its index is
-    missing; an index already built from it is used as it is."""
-    from sleuth.eval.datasets import load_dataset
-    from sleuth.eval.runner import dataset_index
-    from sleuth.graph import Graph
-
-    dataset = load_dataset(folder, questions=questions)
-    if spec.corpus and not built(index, settings):
-        dataset = replace(dataset, corpus=Path(spec.corpus))
-    with dataset_index(dataset, settings, index) as opened:
-        if spec.graph:
-            with Graph.open(opened) as graph:
-                graph.build()
-        return Path(opened.location)
-
-
-def built(index: str | None, settings: Any) -> bool:
-    """Whether ``index`` names an index that exists (None: it does not)."""
-    from sleuth.errors import IndexNotFound
-    from sleuth.index.write import Index
-
-    if index is None:
-        return False
-    try:
-        Index.open(index, settings=settings).close()
-    except IndexNotFound:
-        return False
-    return True
+        return Path(index)
+    return dev_index(spec.dev, data=data, embedder=spec.embed, graph=spec.graph)
 
 
 def run_dataset(name: str, agents: list[str], model: str, index: str | None,
                 judge: bool, arag: bool, cap_tokens: int | None = None,
                 limit: int | None = None, out_root: Path = OUT,
-                cache: bool = True) -> dict[str, Any]:
+                cache: bool = True, data: Path | None = None) -> dict[str, Any]:
     import sleuth.eval as sleuth_eval
     from sleuth.llm.cache import default_llm_cache
 
     spec = SPECS[name]
     out = out_root / name
-    folder, questions = subset(name, out)
-    settings = settings_for(spec, model, index)
-    location = prepare(folder, questions, spec, settings, index)
+    data = data_root(data)
+    folder, questions = subset(name, out, data)
+    location = prepare(spec, index, data)
+    settings = settings_for(model, location)
     timings = {}
     for agent in agents:
         started = time.perf_counter()
@@ -235,7 +206,7 @@ def main() -> None:
     parser.add_argument("--model", default="1.5b", choices=("1.5b", "0.5b"))
     parser.add_argument("--index", action="append", default=[],
                         help="NAME=PATH: use this index for a dataset (e.g. "
-                        "2wiki=/tmp/wiki-idx) instead of the cached one")
+                        "2wiki=/path/to/index) instead of its cached dev index")
     parser.add_argument("--limit", type=int, default=None,
                         help="answer only the first N questions of each subset (a partial "
                         "run, reported as such; the rest can follow with the same command "
@@ -251,7 +222,9 @@ def main() -> None:
                         help="where the runs and the summary go [bench/out/answers]")
     parser.add_argument("--no-llm-cache", action="store_true",
                         help="send every request to the model (comparing runtimes)")
+    add_data_option(parser)
     args = parser.parse_args()
+    data = data_root(args.data)
     indexes = dict(item.split("=", 1) for item in args.index)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
     unknown = sorted(set(names) - set(SPECS))
@@ -263,7 +236,7 @@ def main() -> None:
         agents = args.agents.split(",") if args.agents else list(SPECS[name].agents)
         results.append(run_dataset(name, agents, args.model, indexes.get(name),
                                    args.judge_all, args.arag, args.arag_cap_max_tokens,
-                                   args.limit, args.out, not args.no_llm_cache))
+                                   args.limit, args.out, not args.no_llm_cache, data))
     args.out.mkdir(parents=True, exist_ok=True)
     summary = {"machine": facts, "model": args.model,
                "command": "python bench/answers.py " + " ".join(sys.argv[1:]),

@@ -84,7 +84,7 @@ from typing import Any
 
 import httpx
 import yaml
-from _common import OUT_DIR, QUESTIONS_2WIKI, log, md_table, write_json
+from _common import OUT_DIR, add_data_option, data_root, log, md_table, write_json
 
 from sleuth.embed import minilm_path
 from sleuth.eval.datasets import Question
@@ -532,7 +532,7 @@ def side_by_side(arag: dict[str, Any] | None, sleuth: dict[str, float],
 
 # -- the whole run --------------------------------------------------------------------------
 
-def run_arag(dataset: str | Path = QUESTIONS_2WIKI.parent, *, limit: int | None = None,
+def run_arag(dataset: str | Path, *, limit: int | None = None,
              questions: str | Path | None = None, model: str = "1.5b",
              base_url: str | None = None, arag: str | Path | None = None,
              output: str | Path | None = None, workers: int = 1,
@@ -631,8 +631,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # a SIGTERM exits through SystemExit: A-RAG's runner and the model server stop with us
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default=str(QUESTIONS_2WIKI.parent),
-                        help="dataset folder (questions.json + corpus.json)")
+    parser.add_argument("--dataset", default="2wikimultihopqa",
+                        help="dataset folder (questions.json + corpus.json): a folder of the "
+                        "data root or a path [2wikimultihopqa]")
     parser.add_argument("--questions", help="another questions file of the dataset")
     parser.add_argument("--limit", type=int, help="the first N questions")
     parser.add_argument("--model", choices=sorted(local.MODELS), default="1.5b",
@@ -646,8 +647,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="lower A-RAG's max_tokens (16384) to N on the wire (default off)")
     parser.add_argument("--no-score", action="store_true",
                         help="skip A-RAG's scripts/eval.py (its LLM judge)")
+    add_data_option(parser)
     args = parser.parse_args(argv)
-    summary = run_arag(args.dataset, limit=args.limit, questions=args.questions,
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        dataset = data_root(args.data) / args.dataset
+    summary = run_arag(dataset, limit=args.limit, questions=args.questions,
                        model=args.model, base_url=args.base_url, arag=args.arag,
                        output=args.output, workers=args.workers,
                        cap_max_tokens=args.cap_max_tokens, score=not args.no_score)

@@ -8,7 +8,10 @@ pass; the p50 and p95 of each, quiet and with one other process spinning a core.
 alternate (A, B, A, B), so drift on the machine falls on both.
 
     git worktree add /tmp/before <commit>
-    python bench/before_after.py --index /tmp/wiki-idx --before /tmp/before/src --after src
+    python bench/before_after.py --before /tmp/before/src --after src
+
+The index is the 2Wiki dev index (``dev_index("2wiki")``, built on first use and cached)
+unless ``--index`` names another; the questions are 2Wiki's dev questions.
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import OUT_DIR, QUESTIONS_2WIKI, machine_facts, md_table, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    OUT_DIR,
+    add_data_option,
+    data_root,
+    machine_facts,
+    md_table,
+    resolve_index,
+    wiki_questions,
+    write_json,
+)
 
 PROBE = r"""
 import json, statistics, sys, time
@@ -59,13 +71,17 @@ def probe(src: Path, index: str, questions: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", required=True)
+    parser.add_argument("--index", default=None,
+                        help="index folder or dev corpus name [the 2Wiki dev index]")
     parser.add_argument("--before", type=Path, required=True)
     parser.add_argument("--after", type=Path, required=True)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
+    add_data_option(parser)
     args = parser.parse_args()
-    questions = [q["question"] for q in json.loads(QUESTIONS_2WIKI.read_text())]
+    args.index = str(resolve_index(args.index, "2wiki", args.data))
+    questions = [q["question"] for q in json.loads(wiki_questions(data_root(args.data))
+                                                   .read_text())]
     questions = questions[: args.questions]
     result: dict[str, Any] = {"machine": machine_facts(), "index": args.index,
                               "questions": len(questions), "runs": []}

@@ -33,20 +33,24 @@ from typing import Any
 
 import numpy as np
 from _common import (
-    CORPUS_2WIKI,
     OUT_DIR,
+    add_data_option,
     command_line,
+    data_root,
+    load_minilm,
     log,
     machine_facts,
     machine_md,
     md_table,
+    wiki_corpus,
     write_json,
 )
-from _wiki import load_minilm
 
-import sleuth.index.read as sleuth_index
+import sleuth.index.indexing as sleuth_indexing
+import sleuth.index.write as sleuth_write
 from sleuth import Index
-from sleuth.ingest import IngestReport, JsonFields, chunk_document, iter_documents
+from sleuth.index.indexing import embed_inputs
+from sleuth.ingest import IngestReport, JsonFields, iter_chunks, iter_documents
 from sleuth.settings import Settings
 
 
@@ -75,10 +79,9 @@ def raw_inputs(corpus: Path, chunk_tokens: int) -> tuple[list[str], dict[str, fl
     docs = list(iter_documents([corpus], fields=JsonFields(),
                                report=IngestReport(skipped=[], duplicates=[])))
     t1 = time.perf_counter()
-    chunked = [(d, chunk_document(d, chunk_tokens)) for d in docs]
+    chunked = [(d, list(iter_chunks(d, chunk_tokens))) for d in docs]
     t2 = time.perf_counter()
-    helper = Index.__new__(Index)  # _embed_inputs uses no instance state
-    texts = [t for d, cs in chunked for t in helper._embed_inputs(d, cs)]
+    texts = [t for d, cs in chunked for t in embed_inputs(d, cs)]
     t3 = time.perf_counter()
     return texts, {"read_s": t1 - t0, "chunk_s": t2 - t1, "inputs_s": t3 - t2,
                    "documents": len(docs), "chunks": sum(len(cs) for _, cs in chunked)}
@@ -102,29 +105,27 @@ def instrumented(corpus: Path, embedder: Any, workdir: Path) -> dict[str, float]
     """One more end-to-end build with each stage wrapped in a timer (this process only)."""
     timed = TimedEmbedder(embedder)
     acc = {"read": 0.0, "chunk": 0.0, "store_write": 0.0, "finish_build": 0.0}
-    orig_chunk, orig_iter = sleuth_index.chunk_document, sleuth_index.iter_documents
+    orig_chunk, orig_iter = sleuth_indexing.iter_chunks, sleuth_write.iter_documents
 
-    def chunk_wrap(*a: Any, **k: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return orig_chunk(*a, **k)
-        finally:
-            acc["chunk"] += time.perf_counter() - t0
-
-    def iter_wrap(*a: Any, **k: Any) -> Iterator[Any]:
-        it = orig_iter(*a, **k)
+    def stage_timer(items: Iterator[Any], stage: str) -> Iterator[Any]:
         while True:
             t0 = time.perf_counter()
             try:
-                item = next(it)
+                item = next(items)
             except StopIteration:
-                acc["read"] += time.perf_counter() - t0
+                acc[stage] += time.perf_counter() - t0
                 return
-            acc["read"] += time.perf_counter() - t0
+            acc[stage] += time.perf_counter() - t0
             yield item
 
-    sleuth_index.chunk_document = chunk_wrap  # type: ignore[assignment]
-    sleuth_index.iter_documents = iter_wrap  # type: ignore[assignment]
+    def chunk_wrap(*a: Any, **k: Any) -> Iterator[Any]:
+        return stage_timer(iter(orig_chunk(*a, **k)), "chunk")
+
+    def iter_wrap(*a: Any, **k: Any) -> Iterator[Any]:
+        return stage_timer(iter(orig_iter(*a, **k)), "read")
+
+    sleuth_indexing.iter_chunks = chunk_wrap  # type: ignore[assignment]
+    sleuth_write.iter_documents = iter_wrap  # type: ignore[assignment]
     folder = workdir / "index-instrumented"
     shutil.rmtree(folder, ignore_errors=True)
     try:
@@ -149,8 +150,8 @@ def instrumented(corpus: Path, embedder: Any, workdir: Path) -> dict[str, float]
         total = time.perf_counter() - t0
         index.close()
     finally:
-        sleuth_index.chunk_document = orig_chunk  # type: ignore[assignment]
-        sleuth_index.iter_documents = orig_iter  # type: ignore[assignment]
+        sleuth_indexing.iter_chunks = orig_chunk  # type: ignore[assignment]
+        sleuth_write.iter_documents = orig_iter  # type: ignore[assignment]
     out = {"add_s": total, "embed": timed.seconds, "embed_calls": timed.calls,
            **acc, "sentences": report.sentences}
     out["other"] = total - sum(acc.values()) - timed.seconds
@@ -162,11 +163,14 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passages", type=int, default=1500,
                     help="first N passages of the corpus")
-    ap.add_argument("--corpus", type=Path, default=CORPUS_2WIKI)
+    ap.add_argument("--corpus", type=Path, default=None,
+                    help="a corpus.json [the data root's 2wikimultihopqa/corpus.json]")
     ap.add_argument("--repeats", type=int, default=2,
                     help="alternating (raw, end-to-end) measurement pairs")
     ap.add_argument("--out", type=Path, default=OUT_DIR / "build.json")
+    add_data_option(ap)
     args = ap.parse_args()
+    args.corpus = args.corpus or wiki_corpus(data_root(args.data))
 
     facts = machine_facts()
     log(f"machine: {facts['cpu_model']}, {facts['cores']} cores, {facts['ram_gib']} GiB")
@@ -240,8 +244,8 @@ def _flush_bounds(corpus: Path, chunk_tokens: int) -> list[tuple[int, int]]:
                           report=IngestReport(skipped=[], duplicates=[]))
     bounds, start, pending = [], 0, 0
     for d in docs:
-        pending += sum(len(c.sentences) for c in chunk_document(d, chunk_tokens))
-        if pending >= sleuth_index.BATCH_SENTENCES:
+        pending += sum(len(c.sentences) for c in iter_chunks(d, chunk_tokens))
+        if pending >= sleuth_indexing.BATCH_SENTENCES:
             bounds.append((start, start + pending))
             start, pending = start + pending, 0
     if pending:

@@ -26,8 +26,10 @@ Every call has a deadline, so a configuration that collapses is reported as such
 of stalling the run. Run (about 25 minutes with a baseline on 2 cores):
 
     git worktree add /tmp/sleuth-base <commit>
-    python bench/contention.py --index /tmp/wiki-idx --baseline /tmp/sleuth-base/src \
-        --json bench/out/contention.json
+    python bench/contention.py --baseline /tmp/sleuth-base/src --json bench/out/contention.json
+
+The index is the 2Wiki dev index (``dev_index("2wiki")``, built on first use and cached)
+unless ``--index`` names another.
 """
 
 from __future__ import annotations
@@ -50,14 +52,17 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from _common import (
-    CORPUS_2WIKI,
-    QUESTIONS_2WIKI,
     REPO,
+    add_data_option,
     command_line,
+    data_root,
     machine_facts,
     machine_md,
     md_table,
     pct,
+    resolve_index,
+    wiki_corpus,
+    wiki_questions,
     write_json,
 )
 
@@ -68,8 +73,8 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def questions(n: int) -> list[str]:
-    return [r["question"] for r in json.loads(QUESTIONS_2WIKI.read_text())][:n]
+def questions(n: int, data: Path | None) -> list[str]:
+    return [r["question"] for r in json.loads(wiki_questions(data_root(data)).read_text())][:n]
 
 
 def keywords(question: str) -> list[str]:
@@ -83,7 +88,7 @@ def retrieval_worker(args: argparse.Namespace) -> dict[str, Any]:
     from sleuth.service.service import Service
     from sleuth.settings import Settings
 
-    qs = questions(args.queries)
+    qs = questions(args.queries, args.data)
     service = Service(args.index, Settings.load(index=args.index))
     index: Any = Index.open(args.index)
     calls = {
@@ -93,7 +98,8 @@ def retrieval_worker(args: argparse.Namespace) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for name, call in calls.items():
-        for q in questions(args.queries + 5)[-5:]:  # warm up (model load) on other questions
+        # warm up (model load) on other questions
+        for q in questions(args.queries + 5, args.data)[-5:]:
             call(q)
         seconds = []
         for q in qs:
@@ -111,7 +117,7 @@ def build_worker(args: argparse.Namespace) -> dict[str, Any]:
     from sleuth import Index
     from sleuth.settings import Settings
 
-    records = json.loads(CORPUS_2WIKI.read_text())
+    records = json.loads(wiki_corpus(data_root(args.data)).read_text())
     out: dict[str, Any] = {}
     for model, passages in (("minilm", args.build_passages), ("model2vec", args.fast_passages)):
         with tempfile.TemporaryDirectory() as tmp:
@@ -161,7 +167,7 @@ def llm_worker(args: argparse.Namespace) -> dict[str, Any]:
         try:
             settings = Settings.load(index=args.index, agent={"max_steps": args.agent_steps})
             with Index.open(args.index, settings=settings) as index:
-                answer = sleuth.ask(questions(1)[0], index=index, agent="full",
+                answer = sleuth.ask(questions(1, args.data)[0], index=index, agent="full",
                                     settings=settings, on_step=on_step)
             result["answer"] = {"llm_calls": answer.llm_calls,
                                 "prompt_tokens": answer.prompt_tokens,
@@ -222,7 +228,8 @@ def http_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     port = free_port()
     server = start_server(args.index, port, dict(os.environ))
-    qs = questions(args.http_requests)  # distinct queries, as distinct clients would send
+    # distinct queries, as distinct clients would send
+    qs = questions(args.http_requests, args.data)
     try:
         async def run() -> dict[str, Any]:
             limits = httpx.Limits(max_connections=args.clients + 10)
@@ -276,7 +283,8 @@ def _passed(args: argparse.Namespace) -> list[str]:
             "--fast-passages", str(args.fast_passages), "--llm-model", args.llm_model,
             "--agent-steps", str(args.agent_steps), "--deadline", str(args.deadline),
             "--agent-deadline", str(args.agent_deadline), "--clients", str(args.clients),
-            "--http-requests", str(args.http_requests)]
+            "--http-requests", str(args.http_requests),
+            *(["--data", str(args.data)] if args.data else [])]
 
 
 def table(results: dict[str, Any], sources: list[str], busy: list[int]) -> str:
@@ -339,7 +347,8 @@ def _http_cell(r: dict[str, Any] | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--index", required=True, help="a built index (the 2Wiki one)")
+    parser.add_argument("--index", default=None,
+                        help="an index folder or dev corpus name [the 2Wiki dev index]")
     parser.add_argument("--baseline", type=Path, help="an older src/ to measure beside this one")
     parser.add_argument("--busy", default="0,1,2", help="busy processes per condition")
     parser.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
@@ -355,7 +364,9 @@ def main() -> None:
     parser.add_argument("--worker-timeout", type=float, default=900.0)
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--worker", choices=WORKLOADS, help=argparse.SUPPRESS)
+    add_data_option(parser)
     args = parser.parse_args()
+    args.index = str(resolve_index(args.index, "2wiki", args.data))
     if args.worker:
         worker = {"retrieval": retrieval_worker, "build": build_worker, "llm": llm_worker,
                   "http": http_worker}[args.worker]

@@ -80,7 +80,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import CORPUS_2WIKI, command_line, log, machine_facts, md_table, write_json
+from _common import (
+    add_data_option,
+    command_line,
+    data_root,
+    log,
+    machine_facts,
+    md_table,
+    wiki_corpus,
+    write_json,
+)
 
 SCRIPT = Path(__file__).resolve()
 BLOCK = 4096
@@ -375,9 +384,11 @@ def find_probe(index: Path) -> Probe:
     return Probe(doc_id, title, query, tuple(dict.fromkeys([chunk_id, first, last])), row)
 
 
-def build(root: Path, passages: int, wal_passages: int, timeout: float) -> dict[str, Path]:
-    """The pristine index, and a copy whose last build is still in its WAL."""
-    records = json.loads(CORPUS_2WIKI.read_text(encoding="utf-8"))
+def build(root: Path, passages: int, wal_passages: int, timeout: float,
+          source: Path) -> dict[str, Path]:
+    """The pristine index of ``source``'s first passages, and a copy whose last build is
+    still in its WAL."""
+    records = json.loads(source.read_text(encoding="utf-8"))
     corpus, tail = root / "corpus.json", root / "tail.json"
     corpus.write_text(json.dumps(records[:passages]), encoding="utf-8")
     tail.write_text(json.dumps(records[passages : passages + wal_passages]), encoding="utf-8")
@@ -640,7 +651,8 @@ def harness(args: argparse.Namespace) -> int:
     root = args.out.resolve()
     root.mkdir(parents=True, exist_ok=True)
     log(f"building the pristine index ({args.passages} passages) under {root}")
-    sources = build(root, args.passages, args.wal_passages, args.timeout * 4)
+    sources = build(root, args.passages, args.wal_passages, args.timeout * 4,
+                    wiki_corpus(data_root(args.data)))
     probe = find_probe(sources["pristine"])
     work = root / "work"
     shutil.rmtree(work, ignore_errors=True)
@@ -682,6 +694,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="",
                     help="only the cases whose 'FILE DAMAGE' contains this text")
+    add_data_option(ap)
     sub = ap.add_subparsers(dest="worker_command")
     worker = sub.add_parser("worker", help="(internal) leave a build in the WAL")
     roles = worker.add_subparsers(dest="role", required=True)

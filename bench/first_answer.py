@@ -1,14 +1,15 @@
 """From ``sleuth ask`` to the answer over a real manual, and where the time goes (issue 38).
 
-The index is the PostgreSQL 15 manual (1,167 HTML pages; ``sleuth index
-/usr/share/doc/postgresql-doc-15/html --index /tmp/pgdocs-idx``), the model the installed
+The index is the PostgreSQL 15 manual (1,167 HTML pages: its dev index
+``dev_index("pgdocs")``, built with ``sleuth index`` on first use and cached, unless
+``--index`` names another), the model the installed
 local 1.5B. Three one-step questions of ``bench/sets/pgdocs`` are asked with the CLI, each in
 a new process, first with no model server running (cold: the command starts it) and then
 with it running (warm: a second ``ask`` reuses it). Measured separately, in fresh processes:
 importing Sleuth's CLI, loading the embedder, starting the model server; and from the
 server's own ``/metrics``, the seconds the model spent reading the prompt and generating.
 
-    python bench/first_answer.py --index /tmp/pgdocs-idx
+    python bench/first_answer.py
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import OUT_DIR, machine_facts, md_table, write_json  # noqa: E402
+from _common import OUT_DIR, machine_facts, md_table, resolve_index, write_json  # noqa: E402
 
 QUESTIONS = ["default port postgres listens on?",
              "Which SQLSTATE code is raised for a detected deadlock?",
@@ -80,8 +81,10 @@ def ask(question: str, index: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", default="/tmp/pgdocs-idx")
+    parser.add_argument("--index", default=None,
+                        help="an index of the manual [the pgdocs dev index]")
     args = parser.parse_args()
+    args.index = str(resolve_index(args.index, "pgdocs"))
     from sleuth.llm import local
 
     result: dict[str, Any] = {"machine": machine_facts(), "index": args.index}

@@ -15,8 +15,11 @@ it (the whole question, 5 chunks); a long chunk is shown by a few runs of its se
 Also timed: the whole call (p50/p95) and, within it, picking what the long chunks show
 (``picking``: the sentence weights and each long chunk's runs).
 
-    python bench/first_search.py --set pgdocs=/tmp/pgdocs-v40:bench/sets/pgdocs/questions.json \
-        --set medical=/tmp/med40:/tmp/v41/answers/medical/questions.json
+    python bench/first_search.py --set pgdocs --set medical     # the default
+    python bench/first_search.py --set med=/path/to/index:questions.json
+
+A set is a dev set's name (its questions, over its dev index: ``_common.dev_index``, built
+on first use and cached) or ``NAME=INDEX:QUESTIONS``.
 
 Writes ``bench/out/first_search.json``.
 """
@@ -33,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import OUT_DIR, command_line, machine_facts, pct, write_json
+from _common import OUT_DIR, add_data_option, command_line, dev_set, machine_facts, pct, write_json
 
 from sleuth.eval.metrics import contain_match, normalize_answer
 from sleuth.index.write import Index
@@ -98,14 +101,15 @@ def run_set(index: Index, questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", action="append", required=True, metavar="NAME=INDEX:QUESTIONS",
-                        help="a set: its index and its questions file (repeatable)")
+    parser.add_argument("--set", action="append", default=None, metavar="SET",
+                        help="a dev set (pgdocs, 2wiki, medical, ...) or NAME=INDEX:QUESTIONS "
+                        "(repeatable) [pgdocs, medical]")
     parser.add_argument("--limit", type=int, default=0, help="first N answerable questions")
+    add_data_option(parser)
     args = parser.parse_args()
     out: dict[str, Any] = {"command": command_line(), "machine": machine_facts(), "sets": {}}
-    for spec in args.set:
-        name, _, rest = spec.partition("=")
-        where, _, path = rest.partition(":")
+    for spec in args.set or ("pgdocs", "medical"):
+        name, where, path = dev_set(spec, args.data)
         questions = [q for q in json.loads(Path(path).read_text())
                      if q.get("answerable") is not False]
         if args.limit:

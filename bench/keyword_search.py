@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20240601, help="corpus seed")
     ap.add_argument("--query-seed", type=int, default=7, help="query-set seed")
     ap.add_argument("--index", type=Path, default=None,
-                    help="index folder (default /tmp/sleuth-bench/kw-<n/1000>k)")
+                    help="index folder (default <bench cache>/synthetic/kw-<n/1000>k)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild even if cached")
     ap.add_argument("--repeats", type=int, default=3, help="timed passes over the queries")
     ap.add_argument("--brute", type=int, default=8, help="queries also run by brute force")

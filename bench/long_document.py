@@ -30,14 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import command_line, log, machine_facts
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared/data/2wikimultihopqa/corpus.json"
+from _common import add_data_option, command_line, data_root, log, machine_facts, wiki_corpus
 
 
-def write_document(path: Path, megabytes: float) -> int:
-    """A text file of about ``megabytes`` MB: numbered 2Wiki passages, a title first."""
-    passages = json.loads(CORPUS.read_text())
+def write_document(path: Path, megabytes: float, corpus: Path) -> int:
+    """A text file of about ``megabytes`` MB: numbered passages of ``corpus`` (2Wiki's), a
+    title first."""
+    passages = json.loads(corpus.read_text())
     parts, size, n = ["A very long report\n"], 0, 0
     while size < megabytes * 1e6:
         record = passages[n % len(passages)]
@@ -103,11 +102,13 @@ def main() -> None:
     ap.add_argument("--src", type=Path, default=None, help="another checkout's src to run")
     ap.add_argument("--out", type=Path, default=Path("/tmp/bench-long-document"))
     ap.add_argument("--json", type=Path, default=None)
+    add_data_option(ap)
     args = ap.parse_args()
+    corpus = wiki_corpus(data_root(args.data))
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     source = out / "long.txt"
-    passages = write_document(source, args.mb)
+    passages = write_document(source, args.mb, corpus)
     env = dict(os.environ)
     if args.src:
         env["PYTHONPATH"] = str(args.src)

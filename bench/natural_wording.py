@@ -19,7 +19,7 @@ script checks that:
 It prints counts per tag, per type and per subset, the typo and lower-case shares, how the
 questions end and begin. Exit status 1 on any violation (each is listed).
 
-Run: python bench/natural_wording.py [--set bench/sets/2wiki-natural] [--dev PATH]
+Run: python bench/natural_wording.py [--set bench/sets/2wiki-natural] [--data DIR | --dev PATH]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _common import QUESTIONS_2WIKI, REPO
+from _common import REPO, add_data_option, data_root, wiki_questions
 
 SET_DIR = REPO / "bench" / "sets" / "2wiki-natural"
 SUBSETS = REPO / "bench" / "answer_subsets.json"
@@ -207,9 +207,11 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", type=Path, default=SET_DIR,
                     help="folder with questions.json (rewritten) and written.json")
-    ap.add_argument("--dev", type=Path, default=QUESTIONS_2WIKI, help="2Wiki dev questions")
+    ap.add_argument("--dev", type=Path, default=None,
+                    help="2Wiki dev questions [the data root's 2wikimultihopqa/questions.json]")
+    add_data_option(ap)
     args = ap.parse_args()
-    dev = load(args.dev)
+    dev = load(args.dev or wiki_questions(data_root(args.data)))
     natural = load(args.set / "questions.json")
     written = load(args.set / "written.json")
     subset_ids = json.loads(SUBSETS.read_text(encoding="utf-8"))["2wiki"]["ids"]

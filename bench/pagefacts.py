@@ -7,9 +7,12 @@ call is the one the default agent makes before its first model call, and the ver
 tool's ``data["answer"]``) is scored against the gold answer and its aliases with the
 answer benchmark's metrics: exact match and Contain-Acc (the gold inside the verdict).
 
-    python bench/pagefacts.py --index /tmp/wiki-idx            # all 570 dev questions
-    python bench/pagefacts.py --index /tmp/wiki-idx --busy 0,1,2
-    python bench/pagefacts.py --index /tmp/wiki-idx --tools person_fact --show wrong
+    python bench/pagefacts.py                                  # all 570 dev questions
+    python bench/pagefacts.py --busy 0,1,2
+    python bench/pagefacts.py --tools person_fact --show wrong
+
+The index is the 2Wiki dev index (``_common.dev_index``, built on first use and cached)
+unless ``--index`` names another.
 
 Writes ``bench/out/pagefacts.json``.
 """
@@ -26,7 +29,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import OUT_DIR, QUESTIONS_2WIKI, command_line, machine_facts, pct, write_json
+from _common import (
+    OUT_DIR,
+    add_data_option,
+    command_line,
+    data_root,
+    machine_facts,
+    pct,
+    resolve_index,
+    wiki_questions,
+    write_json,
+)
 from contention import spin
 
 from sleuth.eval.metrics import contain_match, exact_match
@@ -66,17 +79,21 @@ def run(index: Index, tool: Tool, questions: list[dict[str, Any]]) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", required=True, help="a 2Wiki index (the whole corpus)")
-    parser.add_argument("--questions", default=str(QUESTIONS_2WIKI))
+    parser.add_argument("--index", default=None,
+                        help="a 2Wiki index (the whole corpus) [the 2Wiki dev index]")
+    parser.add_argument("--questions", default=None,
+                        help="question file [the data root's 2Wiki dev questions]")
     parser.add_argument("--tools", default=",".join(n for n, t in TOOLS.items()
                                                     if t.from_question is not None),
                         help="comma-separated tools with a from_question")
     parser.add_argument("--busy", default="0", help="busy processes beside it, e.g. 0,1,2")
     parser.add_argument("--show", choices=("wrong", "unsettled", "missed"),
                         help="print the questions a tool got wrong or left unsettled")
+    add_data_option(parser)
     args = parser.parse_args()
-    questions = json.loads(Path(args.questions).read_text())
-    index = Index.open(args.index)
+    path = Path(args.questions) if args.questions else wiki_questions(data_root(args.data))
+    questions = json.loads(path.read_text())
+    index = Index.open(resolve_index(args.index, "2wiki", args.data))
     results: dict[str, dict[str, Any]] = {}
     for name in args.tools.split(","):
         tool = TOOLS[name]

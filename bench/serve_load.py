@@ -18,8 +18,11 @@ statistics over them). The ratio is the cost of access control.
 Reports, per workload: requests, errors (any non-2xx), throughput (requests/s over the wall
 time of the workload) and latency p50 / p95 / max. Run:
 
-    python bench/serve_load.py --index /tmp/wiki-idx \
-        --questions ../shared/data/2wikimultihopqa/questions.json
+    python bench/serve_load.py            # the 2Wiki dev index and its dev questions
+    python bench/serve_load.py --acl --index PATH --questions questions.json
+
+The index is the 2Wiki dev index (``_common.dev_index``, built on first use and cached)
+unless ``--index`` names another.
 """
 
 from __future__ import annotations
@@ -36,7 +39,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import OUT_DIR, command_line, machine_facts, machine_md, md_table, pct, write_json
+from _common import (
+    OUT_DIR,
+    add_data_option,
+    command_line,
+    data_root,
+    machine_facts,
+    machine_md,
+    md_table,
+    pct,
+    resolve_index,
+    wiki_questions,
+    write_json,
+)
 
 from sleuth.testing.fake import FakeLLMServer, reply
 
@@ -122,16 +137,21 @@ async def run(base: str, questions: list[str], args: argparse.Namespace,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--questions", required=True, help="a questions.json")
+    parser.add_argument("--index", default=None,
+                        help="index folder or dev corpus name [the 2Wiki dev index]")
+    parser.add_argument("--questions", default=None,
+                        help="a questions.json [the data root's 2Wiki dev questions]")
     parser.add_argument("--searches", type=int, default=200, help="calls per search tool")
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--asks", type=int, default=40)
     parser.add_argument("--ask-concurrency", type=int, default=10)
     parser.add_argument("--acl", action="store_true",
                         help="run every workload as admin and as a tenant (access control)")
+    add_data_option(parser)
     args = parser.parse_args()
-    questions = [r["question"] for r in json.loads(Path(args.questions).read_text())]
+    args.index = str(resolve_index(args.index, "2wiki", args.data))
+    path = Path(args.questions) if args.questions else wiki_questions(data_root(args.data))
+    questions = [r["question"] for r in json.loads(path.read_text())]
     passes = [("admin", ADMIN_KEY)] + ([("tenant", TENANT_KEY)] if args.acl else [])
     fake = FakeLLMServer([reply("A scripted answer.")] * (len(passes) * args.asks + 5))
     env = {**os.environ, "SLEUTH_BASE_URL": fake.base_url, "SLEUTH_MODEL": "fake-model"}

@@ -4,11 +4,13 @@ involved: the tool reads the question itself (its ``from_question``), as the def
 does before its first model call, and its verdict (``data["answer"]``) is scored against
 the gold with the answer benchmark's figure test (a number within 1 %).
 
-    python bench/statements.py --index /tmp/fb-m2v \
-        --questions ../shared/data/financebench/questions.json
+    python bench/statements.py              # FinanceBench's dev questions, its dev index
     python bench/statements.py --applies ../shared/data/*/questions.json \
         bench/sets/*/questions.json          # where it applies at all (no index needed)
     ... --busy 1                             # beside a busy process
+
+The index is FinanceBench's dev index (``_common.dev_index``: model2vec, built on first use
+and cached) unless ``--index`` names another.
 
 Writes ``bench/out/statements-busy<N>.json``.
 """
@@ -24,7 +26,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import OUT_DIR, command_line, machine_facts, write_json
+from _common import (
+    OUT_DIR,
+    add_data_option,
+    command_line,
+    dev_questions,
+    machine_facts,
+    resolve_index,
+    write_json,
+)
 from contention import spin
 
 from sleuth.eval.metrics import numeric_match
@@ -89,24 +99,29 @@ def run(index: Index, asked: list[dict[str, Any]], show: bool) -> dict[str, Any]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", help="the index the questions are asked of")
-    parser.add_argument("--questions", type=Path, help="a questions.json")
+    parser.add_argument("--index", help="the index the questions are asked of "
+                        "[FinanceBench's dev index]")
+    parser.add_argument("--questions", type=Path,
+                        help="a questions.json [FinanceBench's dev questions]")
     parser.add_argument("--applies", type=Path, nargs="*", default=[],
                         help="question files to count the questions it applies to")
     parser.add_argument("--busy", type=int, default=0,
                         help="busy processes (a spinning core each) beside the run")
     parser.add_argument("--show", action="store_true", help="print what the tool read where "
                         "it did not settle right")
+    add_data_option(parser)
     args = parser.parse_args()
-    if not (args.applies or (args.index and args.questions)):
-        parser.error("give --index and --questions, or --applies FILES")
+    asks = not args.applies or args.index or args.questions
+    if asks:
+        args.index = resolve_index(args.index, "financebench", args.data)
+        args.questions = args.questions or dev_questions("financebench", args.data)
     out: dict[str, Any] = {"command": command_line(), "machine": machine_facts(),
                            "busy": args.busy}
     busy = spin(args.busy)
     try:
         if args.applies:
             out["applies"] = applies(args.applies)
-        if args.index and args.questions:
+        if asks:
             with Index.open(args.index) as index:
                 out["run"] = run(index, questions_of(args.questions), args.show)
     finally:

@@ -70,7 +70,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from _common import CORPUS_2WIKI, command_line, log, machine_facts, md_table, write_json
+from _common import (
+    add_data_option,
+    command_line,
+    data_root,
+    log,
+    machine_facts,
+    md_table,
+    wiki_corpus,
+    write_json,
+)
 
 from sleuth import Index, Settings
 
@@ -807,7 +816,7 @@ def harness(args: argparse.Namespace) -> int:
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(root / "rounds", ignore_errors=True)
     rng = random.Random(args.seed)
-    corpus = json.loads(CORPUS_2WIKI.read_text(encoding="utf-8"))
+    corpus = json.loads(wiki_corpus(data_root(args.data)).read_text(encoding="utf-8"))
     from sleuth.embed import load_embedder
 
     embedder = load_embedder(settings().embed)
@@ -861,6 +870,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="figures (default OUT/torture.json)")
     ap.add_argument("--keep-failed", type=int, default=3,
                     help="keep the folders and logs of this many failed rounds")
+    add_data_option(ap)
     sub = ap.add_subparsers(dest="worker_command")
     worker = sub.add_parser("worker", help="(internal) a writer or reader process of a round")
     roles = worker.add_subparsers(dest="role", required=True)

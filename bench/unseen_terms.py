@@ -9,8 +9,11 @@ loss: the count is the rule's false alarms.
 No model is involved; the first passages are ``hybrid_search``'s for the question, as the
 agent's first call gets them.
 
-    python bench/unseen_terms.py --set pgdocs=/tmp/pgdocs-v40:bench/sets/pgdocs/questions.json \
-        --set 2wiki=/tmp/wiki-idx:../shared/data/2wikimultihopqa/questions.json
+    python bench/unseen_terms.py --set pgdocs --set 2wiki      # the default
+    python bench/unseen_terms.py --set javadoc
+
+A set is a dev set's name (its questions, over its dev index: ``_common.dev_index``, built
+on first use and cached) or ``NAME=INDEX:QUESTIONS``.
 
 Writes ``bench/out/unseen_terms.json``.
 """
@@ -25,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import OUT_DIR, command_line, machine_facts, write_json
+from _common import OUT_DIR, add_data_option, command_line, dev_set, machine_facts, write_json
 
 from sleuth.agent.checks.unfounded import unseen_terms
 from sleuth.index.write import Index
@@ -53,13 +56,14 @@ def run_set(index: Index, questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", action="append", required=True, metavar="NAME=INDEX:QUESTIONS",
-                        help="a set: its index and its questions file (repeatable)")
+    parser.add_argument("--set", action="append", default=None, metavar="SET",
+                        help="a dev set (pgdocs, 2wiki, medical, ...) or NAME=INDEX:QUESTIONS "
+                        "(repeatable) [pgdocs, 2wiki]")
+    add_data_option(parser)
     args = parser.parse_args()
     out: dict[str, Any] = {"command": command_line(), "machine": machine_facts(), "sets": {}}
-    for spec in args.set:
-        name, _, rest = spec.partition("=")
-        where, _, path = rest.partition(":")
+    for spec in args.set or ("pgdocs", "2wiki"):
+        name, where, path = dev_set(spec, args.data)
         questions = json.loads(Path(path).read_text())
         with Index.open(where) as index:
             out["sets"][name] = row = run_set(index, questions)

@@ -6,7 +6,7 @@ hostile ones (long runs of commas, clauses and hyphens, up to 100,000 characters
 
 No index and no model: the question reading alone.
 
-    python bench/writing_tasks.py --data ../shared/data --busy 0,1,2
+    python bench/writing_tasks.py --busy 0,1,2
 
 Writes ``bench/out/writing_tasks.json``.
 """
@@ -23,7 +23,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import OUT_DIR, command_line, machine_facts, pct, write_json
+from _common import (
+    OUT_DIR,
+    add_data_option,
+    command_line,
+    data_root,
+    machine_facts,
+    pct,
+    write_json,
+)
 from contention import spin
 
 from sleuth.text.querytext import writing_task
@@ -58,13 +66,12 @@ def timed(questions: list[str], repeats: int = 3) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"),
-                        help="the folder of the benchmark datasets")
+    add_data_option(parser)
     parser.add_argument("--busy", default="0", help="busy processes beside it, e.g. 0,1,2")
     args = parser.parse_args()
     counts: dict[str, dict[str, list[int]]] = {}
     everything: list[str] = []
-    for name, path in dev_sets(args.data).items():
+    for name, path in dev_sets(data_root(args.data)).items():
         found: Counter[str] = Counter()
         total: Counter[str] = Counter()
         for record in json.loads(path.read_text()):

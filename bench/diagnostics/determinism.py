@@ -7,9 +7,11 @@ processes. This runs ``hybrid_search`` for each question of each set (the whole 
 chunks, as the default agent's first call) in one child process per seed and reports the
 questions whose text differs between seeds.
 
-    python bench/determinism.py --set pgdocs=/tmp/pgdocs-v40:bench/sets/pgdocs/questions.json \\
-        --set wiki=/tmp/wiki-idx:bench/sets/2wiki-natural/questions.json --limit 80 \\
+    python bench/diagnostics/determinism.py --set pgdocs --set 2wiki-natural --limit 80 \\
         --seeds 11,12,13,139
+
+A set is a dev set's name (its questions, over its dev index: ``_common.dev_index``, built
+on first use and cached) or ``NAME=INDEX:QUESTIONS``.
 
 Writes ``bench/out/determinism.json``.
 """
@@ -24,9 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import OUT_DIR, command_line, machine_facts, write_json
+from _common import OUT_DIR, add_data_option, command_line, dev_set, machine_facts, write_json
 
 
 def texts(sets: list[tuple[str, str, str]], limit: int | None) -> dict[str, str]:
@@ -50,20 +52,24 @@ def texts(sets: list[tuple[str, str, str]], limit: int | None) -> dict[str, str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", action="append", required=True,
-                        help="NAME=INDEX:QUESTIONS (a questions JSON file)")
+    parser.add_argument("--set", action="append", default=None,
+                        help="a dev set (pgdocs, 2wiki-natural, ...) or NAME=INDEX:QUESTIONS "
+                        "(a questions JSON file) (repeatable) [pgdocs, 2wiki-natural]")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each")
     parser.add_argument("--seeds", default="11,12,13", help="PYTHONHASHSEED values")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    add_data_option(parser)
     args = parser.parse_args()
-    sets = [(s.split("=", 1)[0], *s.split("=", 1)[1].split(":", 1)) for s in args.set]
     if args.child:
+        sets = [(s.split("=", 1)[0], *s.split("=", 1)[1].split(":", 1)) for s in args.set]
         print(json.dumps(texts(sets, args.limit)))  # type: ignore[arg-type]
         return
+    resolved = [dev_set(s, args.data) for s in args.set or ("pgdocs", "2wiki-natural")]
+    specs = [f"{name}={index}:{questions}" for name, index, questions in resolved]
     runs: dict[str, dict[str, str]] = {}
     for seed in args.seeds.split(","):
         child = subprocess.run([sys.executable, __file__, "--child", *sum(
-            (["--set", s] for s in args.set), []), *(
+            (["--set", s] for s in specs), []), *(
             ["--limit", str(args.limit)] if args.limit else [])],
             env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True,
             check=True)

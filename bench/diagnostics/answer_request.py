@@ -12,9 +12,10 @@ the two can be told apart on the same questions:
 
 Any ``sleuth eval run`` option passes through::
 
-    python bench/answer_request.py eval run --dataset bench/sets/pgdocs/questions.json \\
-        --limit 72 --index /tmp/pgdocs-v40 --agent hybrid-answer --workers 1 --resume \\
-        --output /tmp/v45/exp/pg72
+    python bench/diagnostics/answer_request.py eval run \\
+        --dataset bench/sets/pgdocs/questions.json --limit 72 \\
+        --index "$(python bench/dev_index.py pgdocs)" \\
+        --agent hybrid-answer --workers 1 --resume --output /tmp/v45/exp/pg72
 """
 
 from __future__ import annotations

@@ -8,40 +8,65 @@ question and a document summary). Prints percentiles of the scores and, for each
 the share of in-scope questions let through (higher is better) and of out-of-scope
 questions stopped (higher is better), plus the scoring latency.
 
-Run: python bench/gate.py --index /tmp/wiki-idx --inside ../shared/data/2wikimultihopqa \
-    --outside ../shared/data/financebench,../shared/data/graphrag_bench_medical,...
+Run: python bench/diagnostics/gate.py     # 2Wiki in scope; FinanceBench, GraphRAG-Bench out
+
+Dataset folders are named under the data root (``--data``); the index is the in-scope
+set's dev index (``_common.dev_index``, built on first use and cached) unless ``--index``
+names another.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import OUT_DIR, command_line, machine_facts, machine_md, md_table, write_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import (
+    OUT_DIR,
+    add_data_option,
+    command_line,
+    data_root,
+    machine_facts,
+    machine_md,
+    md_table,
+    resolve_index,
+    write_json,
+)
 
 from sleuth import Index
 
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35)
 
 
-def questions(folder: str, limit: int) -> list[str]:
-    records = json.loads((Path(folder) / "questions.json").read_text())
+def questions(data: Path, folder: str, limit: int) -> list[str]:
+    """The first ``limit`` questions of a dataset folder (a path, or a folder of ``data``)."""
+    where = Path(folder) if Path(folder).is_dir() else data / folder
+    records = json.loads((where / "questions.json").read_text())
     return [r["question"] for r in records][:limit]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--index", required=True)
-    parser.add_argument("--inside", required=True, help="dataset folder the index was built on")
-    parser.add_argument("--outside", required=True, help="comma-separated dataset folders")
+    parser.add_argument("--index", default=None,
+                        help="index of the in-scope set [the 2Wiki dev index]")
+    parser.add_argument("--inside", default="2wikimultihopqa",
+                        help="dataset folder the index was built on [2wikimultihopqa]")
+    parser.add_argument("--outside",
+                        default="financebench,graphrag_bench_medical,graphrag_bench_novel",
+                        help="comma-separated dataset folders")
     parser.add_argument("--limit", type=int, default=200, help="questions per dataset")
+    add_data_option(parser)
     args = parser.parse_args()
-    sets = {Path(args.inside).name + " (in scope)": questions(args.inside, args.limit)}
+    data = data_root(args.data)
+    args.index = str(resolve_index(args.index, "2wiki", data))
+    sets = {Path(args.inside).name + " (in scope)": questions(data, args.inside, args.limit)}
     for folder in args.outside.split(","):
-        sets[Path(folder).name + " (out of scope)"] = questions(folder, args.limit)
+        sets[Path(folder).name + " (out of scope)"] = questions(data, folder, args.limit)
     with Index.open(args.index) as index:
         started = time.perf_counter()
         index.summaries()

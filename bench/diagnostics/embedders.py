@@ -14,8 +14,11 @@ int8 (onnxruntime dynamic quantization), and the model2vec static model distille
   570 2Wiki dev questions over its corpus, and the 103 answerable questions of
   ``bench/sets/pgdocs`` over the whole manual (its HTML read by Sleuth's own reader).
 
-    python bench/embedders.py                  # all candidates (model2vec distils once)
-    python bench/embedders.py --skip-quality   # throughput only
+    python bench/diagnostics/embedders.py                  # all (model2vec distils once)
+    python bench/diagnostics/embedders.py --skip-quality   # throughput only
+
+The manual is Debian's ``postgresql-doc-15`` (installed with apt-get when missing); 2Wiki
+comes from the data root (``--data``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,20 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import OUT_DIR, QUESTIONS_2WIKI, machine_facts, md_table, write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import (  # noqa: E402
+    DEV_CORPORA,
+    OUT_DIR,
+    REPO,
+    add_data_option,
+    data_root,
+    ensure_debian_docs,
+    machine_facts,
+    md_table,
+    wiki_corpus,
+    wiki_questions,
+    write_json,
+)
 
 from sleuth import Settings  # noqa: E402
 from sleuth.embed import (  # noqa: E402
@@ -50,9 +65,8 @@ from sleuth.index.indexing import embed_inputs  # noqa: E402
 from sleuth.ingest import iter_chunks, iter_documents  # noqa: E402
 from sleuth.text.threads import batch_work, configure_threads  # noqa: E402
 
-MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
-PGDOCS = Path(__file__).resolve().parent / "sets" / "pgdocs" / "questions.json"
-CORPUS_2WIKI = QUESTIONS_2WIKI.with_name("corpus.json")
+MANUAL = Path(DEV_CORPORA["pgdocs"].source)
+PGDOCS = REPO / "bench" / "sets" / "pgdocs" / "questions.json"
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -85,6 +99,7 @@ def embed(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 
 def manual_sentences(limit: int) -> list[str]:
+    ensure_debian_docs(MANUAL, DEV_CORPORA["pgdocs"].package or "")
     files = sorted(MANUAL.glob("*.html"))[::10]
     texts: list[str] = []
     for doc in iter_documents(files):
@@ -136,8 +151,8 @@ def recall_at(models: dict[str, Any], sentences: list[str], owners: list[str],
     return out
 
 
-def twowiki() -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
-    records = json.loads(CORPUS_2WIKI.read_text())
+def twowiki(data: Path) -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
+    records = json.loads(wiki_corpus(data).read_text())
     sentences, owners = [], []
     tmp = Path(tempfile.mkdtemp()) / "corpus.json"
     tmp.write_text(json.dumps(records))
@@ -147,11 +162,12 @@ def twowiki() -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
             sentences += texts
             owners += [doc.doc_id] * len(texts)
     questions = [(q["question"], set(q["supporting_passage_ids"]))
-                 for q in json.loads(QUESTIONS_2WIKI.read_text())]
+                 for q in json.loads(wiki_questions(data).read_text())]
     return sentences, owners, questions
 
 
-def pgdocs() -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
+def pgdocs(data: Path) -> tuple[list[str], list[str], list[tuple[str, set[str]]]]:
+    ensure_debian_docs(MANUAL, DEV_CORPORA["pgdocs"].package or "")
     sentences, owners = [], []
     for doc in iter_documents([MANUAL]):
         for chunk in iter_chunks(doc, 1000):
@@ -168,7 +184,9 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=6000)
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
+    add_data_option(parser)
     args = parser.parse_args()
+    data = data_root(args.data)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     configure_threads(Settings.load().threads)
     models = candidates()
@@ -178,7 +196,7 @@ def main() -> None:
         result["throughput"] = throughput(models, manual_sentences(args.sentences))
     if not args.skip_quality:
         for label, load in (("2wiki", twowiki), ("pgdocs", pgdocs)):
-            sentences, owners, questions = load()
+            sentences, owners, questions = load(data)
             print(f"{label}: {len(sentences):,} sentences, {len(questions)} questions",
                   flush=True)
             result[f"recall_{label}"] = recall_at(models, sentences, owners, questions)

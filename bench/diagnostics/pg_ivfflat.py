@@ -11,17 +11,21 @@ SQL query alone. The IVFFlat index is dropped at the end unless ``--keep-index``
 
 Run::
 
-    python bench/pg_ivfflat.py --out /tmp/s3 --size 100000 --lists 630 --probes 5,10,20,40
+    python bench/diagnostics/pg_ivfflat.py --out /tmp/s3 --size 100000 --lists 630 \\
+        --probes 5,10,20,40
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import command_line, log, machine_facts, md_table, summary_ms, write_json
 from scale import (
     Corpus,

@@ -13,33 +13,38 @@ A reply is valid when it is a call of an offered tool whose arguments validate a
 tool's JSON schema, or a plain final answer; a tool call left in the text (fenced JSON the
 server did not parse) or malformed JSON is invalid.
 
-    python bench/local_toolcalls.py --models 0.5b,1.5b --modes json,native
+    python bench/diagnostics/local_toolcalls.py --models 0.5b,1.5b --modes json,native
+
+The index is the 2Wiki dev index (``_common.dev_index``, built on first use and cached).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from _common import OUT_DIR, QUESTIONS_2WIKI, machine_facts
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import OUT_DIR, add_data_option, data_root, dev_index, machine_facts  # noqa: E402
 
-from sleuth.agent import Tracker, build_agent
-from sleuth.eval.datasets import load_dataset
-from sleuth.eval.runner import dataset_index
-from sleuth.llm import ChatResponse, OpenAIClient, local
-from sleuth.llm.jsontools import parse_reply
-from sleuth.retrieval import question_keywords
-from sleuth.settings import Settings
-from sleuth.tools import TOOLS, ToolContext
+from sleuth import Index  # noqa: E402
+from sleuth.agent import Tracker, build_agent  # noqa: E402
+from sleuth.eval.datasets import load_dataset  # noqa: E402
+from sleuth.llm import ChatResponse, OpenAIClient, local  # noqa: E402
+from sleuth.llm.jsontools import parse_reply  # noqa: E402
+from sleuth.retrieval import question_keywords  # noqa: E402
+from sleuth.settings import Settings  # noqa: E402
+from sleuth.tools import TOOLS, ToolContext  # noqa: E402
 
 
-def prompts(n: int) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+def prompts(n: int, data: Path) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """``n`` message lists (half first turns, half after one keyword_search) and the tools."""
     settings = Settings.load()
-    dataset = load_dataset(QUESTIONS_2WIKI.parent)
-    index = dataset_index(dataset, settings, None)
+    dataset = load_dataset(data / "2wikimultihopqa")
+    index = Index.open(dev_index("2wiki", data=data), settings=settings)
     agent = build_agent("full", index, OpenAIClient("unused", "http://127.0.0.1:9/v1"), settings)
     out = []
     for number, q in enumerate(dataset.questions[:n]):
@@ -108,8 +113,9 @@ def main() -> None:
     parser.add_argument("--models", default="1.5b,0.5b")
     parser.add_argument("--modes", default="json,native")
     parser.add_argument("--n", type=int, default=20)
+    add_data_option(parser)
     args = parser.parse_args()
-    messages, tools = prompts(args.n)
+    messages, tools = prompts(args.n, data_root(args.data))
     result: dict[str, Any] = {"machine": machine_facts(), "prompts": args.n, "models": {}}
     for size in args.models.split(","):
         result["models"][size] = run(size, args.modes.split(","), messages, tools)
