@@ -17,7 +17,9 @@ A server on 127.0.0.1 is reachable by every web page its user opens. Three check
 
 Every answer carries ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy:
 no-referrer``; pages (HTML) also a Content-Security-Policy that allows only the server's own
-scripts, styles and connections, and may not be framed.
+scripts, styles and connections, and may not be framed (:data:`CSP`), unless the page sets
+its own: ReDoc's adds inline styles and a ``blob:`` worker (:mod:`sleuth.server.apidocs`,
+which serves the documentation pages' files itself, so that they load under it).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from sleuth.errors import (
     SleuthError,
     out_of_files,
 )
+from sleuth.server.apidocs import docs_router
 from sleuth.server.auth import KeyCheck, Unauthorized, authenticate
 from sleuth.server.bodies import TextBodies
 from sleuth.server.chat import OPENAI_PATHS, chat_router
@@ -133,7 +134,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
     if auth and not keys:
         raise ConfigError("no API keys configured: set serve.api_keys (SLEUTH_SERVE__API_KEYS, "
                           "a {name: key} mapping or a key file) or pass --no-auth for local use")
-    app = FastAPI(title="Sleuth", version=__version__,
+    app = FastAPI(title="Sleuth", version=__version__, docs_url=None, redoc_url=None,
                   description="Agentic retrieval over a document index: tools, ask, sessions.")
     if auth:  # added first, so innermost: yet before anything reads a body (see KeyCheck)
         app.add_middleware(KeyCheck, keys=keys, rate=RateLimit(
@@ -158,6 +159,7 @@ def create_app(service: Service, *, auth: bool = True) -> FastAPI:
                                                                               403, 500)))
     app.include_router(viewer_router())  # the run viewer's page, at /viewer
     app.include_router(app_router())  # the page people ask from, at /
+    app.include_router(docs_router(app.title, app.openapi_url or "/openapi.json"))  # /docs
     # outermost: other sites' pages and host names are refused before anything else runs
     app.add_middleware(Guard, hosts=allowed_hosts(service.settings.serve),
                        uploads=["/v1/documents"])
