@@ -123,7 +123,7 @@ def test_passages_are_read_by_the_id_before_each_not_its_neighbours() -> None:
     shown = passages([
         {"role": "system", "content": "Cite [doc-7#0]."},
         {"role": "user", "content": "Where was Ada born?"},
-        {"role": "tool", "content": "Top 2 chunks:\n\n=== chunk ada#1 (document ada; prev: "
+        {"role": "tool", "content": "Top 2 chunks:\n\n=== chunk ada#1 (document ada#7; prev: "
          "ada#0, next: ada#2) ===\nShe was born in London.\n[... 40 more tokens: chunk_read "
          "ada#1]\n\n=== chunk bab#0 (document bab; prev: none, next: none) ===\nBabbage."},
         {"role": "user", "content": "Question: q\n\nPassages:\n[turn1search3] Ada: In 1815."},

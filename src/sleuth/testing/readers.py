@@ -50,11 +50,13 @@ from sleuth.text.querytext import content_words
 __all__ = ["FromMemory", "Gold", "Oracle", "Reader", "golds", "passages"]
 
 # a passage's id where it starts: a chunk id or reference id, not one a block's header
-# names as its neighbour (``prev: a#3, next: a#5``)
-_MARKER = re.compile(rf"(?<!prev: )(?<!next: )(?:{CHUNK_ID.pattern}|\b({REF_ID.pattern})\b)")
+# names as its document or neighbour (``document Medical#00022; prev: a#3, next: a#5``)
+_MARKER = re.compile(rf"(?<!document )(?<!prev: )(?<!next: )"
+                     rf"(?:{CHUNK_ID.pattern}|\b({REF_ID.pattern})\b)")
 _HEADER = re.compile(r"^\s*\([^\n]*?\)\s*===")  # the rest of a "=== chunk ID (...) ===" line
 _QUESTION = re.compile(r"^Question: (.+?)\n\n", re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+_INITIAL = re.compile(r"(?:^|[\s(.])[A-Z]\.$")  # "C." of "C. Maurice Patterson"
 _ECHO = prompt("echo").split("{answer}")[0].strip()  # past_echo's request, as it starts
 _AFTER = re.compile(rf"\n\n(?:Draft answer:|{re.escape(_ECHO)})")
 _YES_NO = ("yes", "no")
@@ -356,16 +358,27 @@ def options(question: str) -> list[str]:
     return [left, found.group(2).strip()] if left else []
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (a stop after an initial, "C. Maurice", ends none)."""
+    out: list[str] = []
+    for piece in _SENTENCE.split(" ".join(text.split())):
+        if out and _INITIAL.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        elif piece.strip():
+            out.append(piece.strip())
+    return out
+
+
 def sentence_with(text: str, phrase: str) -> str:
     """The sentence of ``text`` that holds ``phrase`` (normalised, whole words), else the
     one that shares most of its words (the first, for a phrase of none)."""
-    sentences = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+    sentences_ = sentences(text)
     wanted = _padded(phrase)
-    held = next((s for s in sentences if wanted.strip() and wanted in _padded(s)), None)
-    if held is not None or not sentences:
+    held = next((s for s in sentences_ if wanted.strip() and wanted in _padded(s)), None)
+    if held is not None or not sentences_:
         return held or ""
     words = _words(phrase)
-    return max(sentences, key=lambda s: len(words & _words(s)))
+    return max(sentences_, key=lambda s: len(words & _words(s)))
 
 
 class Oracle(Reader):
@@ -422,9 +435,10 @@ class Oracle(Reader):
             return f"{NOT_SAID}.", ""
         cid, alias = held
         facts = sentence_with(request.shown[cid], alias)
+        if _padded(alias) not in _padded(facts):  # its facts state the answer
+            facts = f"{alias}: {facts}"
         if _ECHO in request.last:  # "answer in one full sentence"
-            return answered(facts if _padded(alias) in _padded(facts) else
-                            f"{alias}: {facts}", cid), facts
+            return answered(facts, cid), facts
         return answered(alias, cid), facts
 
     def span(self, request: Request) -> dict[str, Any]:
