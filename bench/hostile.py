@@ -1,6 +1,6 @@
 """Hostile input at full size against a live server with two tenants (issue 37).
 
-Two measurements:
+Three measurements:
 
 1. **Parsing** (in process, each file through the sandboxed reader Sleuth uses): for each
    hostile file of about 1 MB or its attack's published size, how long until it is read or
@@ -12,9 +12,20 @@ Two measurements:
    compared with the same loop with nothing else running (same server, same run). Then,
    with a large upload in flight, the server gets SIGTERM and the time to exit is
    measured.
+3. **Attacks by a neighbour** (issue 61; another server over the same kind of index, its
+   keys at the default shares, globex's rate unlimited so that its loop measures latency,
+   not its own limit): globex's ``keyword_search`` p50/p95 with nothing else running, then
+   while tenant ``acme``, from a process of its own, floods tool calls (36 clients calling
+   ``search``; once at acme's default rate, once with its rate lifted so that only the fair
+   queue and ``serve.calls_per_key`` hold it), floods uploads (two at a time, each a new
+   ≈400 KB document; globex's own small uploads are timed meanwhile), holds slow bodies
+   (1,000 connections from 4 addresses, each sending a key and a trickle of body), asks for
+   page images of PDFs of 10,000 stroked lines (:func:`render_attack`), and while one core
+   spins (``python -c "while True: pass"``).
 
-    python bench/hostile.py                      # both, quiet
+    python bench/hostile.py                      # all three, quiet
     python bench/hostile.py --busy 1             # with one other busy process (a spinning core)
+    python bench/hostile.py --skip-parse --skip-server --attack-seconds 5   # only the attacks
 
 The files (generated here, never checked in):
 ``html-deep`` 199,000 nested <div> (≈1 MB); ``html-flat`` 1 MB of ordinary paragraphs;
@@ -49,8 +60,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import OUT_DIR, machine_facts, md_table, pct, write_json  # noqa: E402
 
+# globex measures: its own rate is lifted (rate 0), so its loop is never held by it
 KEYS = {"acme": {"key": "k-acme", "collection": "acme"},
-        "globex": {"key": "k-globex", "collection": "globex"}}
+        "acme-unlimited": {"key": "k-acme-x", "collection": "acme", "rate": 0},
+        "globex": {"key": "k-globex", "collection": "globex", "rate": 0}}
 MB = 1 << 20
 UPLOAD_WINDOW = 6.0  # seconds each hostile file is uploaded again and again
 
@@ -187,14 +200,14 @@ def build_index(folder: Path) -> Path:
 
 
 class Server:
-    """``sleuth serve http`` on a free port, in its own process."""
+    """``sleuth serve http`` on a free port, in its own process (``env``: more settings)."""
 
-    def __init__(self, index: Path, keys: Path) -> None:
+    def __init__(self, index: Path, keys: Path, **env: str) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         env = {**os.environ, "SLEUTH_SERVE__API_KEYS": str(keys),
-               "SLEUTH_SERVE__MAX_BODY_BYTES": str(4 * MB)}
+               "SLEUTH_SERVE__MAX_BODY_BYTES": str(4 * MB), **env}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sleuth", "serve", "http", "--index", str(index), "--port",
              str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -224,23 +237,28 @@ class Server:
 def neighbour_latency(url: str, seconds: float, stop: threading.Event | None = None
                       ) -> dict[str, Any]:
     """globex's keyword_search and the page ``/``, in turn, for ``seconds`` or until
-    ``stop``; latencies in ms."""
-    search, page = [], []
+    ``stop``; latencies in ms (a failed call counts in ``errors``, its time too)."""
+    search, page, errors = [], [], []
     deadline = time.monotonic() + seconds
     headers = {"Authorization": "Bearer k-globex"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
         while not search or (time.monotonic() < deadline and not (stop and stop.is_set())):
             started = time.perf_counter()
-            got = client.post("/v1/tools/keyword_search",
-                              json={"keywords": ["zephyrine", "tide"], "top_k": 5})
-            got.raise_for_status()
+            try:
+                got = client.post("/v1/tools/keyword_search",
+                                  json={"keywords": ["zephyrine", "tide"], "top_k": 5})
+                if got.status_code != 200:
+                    errors.append(f"{got.status_code} {got.text[:100]}")
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
             search.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             client.get("/").raise_for_status()
             page.append((time.perf_counter() - started) * 1000)
     return {"n": len(search), "search_p50": statistics.median(search),
             "search_p95": pct(search, 95), "page_p50": statistics.median(page),
-            "page_p95": pct(page, 95), "page_max": max(page)}
+            "page_p95": pct(page, 95), "page_max": max(page), "errors": len(errors),
+            "error_kinds": sorted(set(e[:60] for e in errors))[:5]}
 
 
 def upload(url: str, name: str, data: bytes) -> dict[str, Any]:
@@ -330,6 +348,289 @@ def upload_worker(url: str, path: Path) -> None:
     print(json.dumps(uploads))
 
 
+# -- 3. attacks by a neighbour -----------------------------------------------------------
+
+ATTACKS = ["tool-flood", "tool-flood-unlimited", "upload-flood", "slow-bodies", "render",
+           "busy-core"]
+ATTACK_ADDRESSES = [f"127.0.0.{i}" for i in range(10, 14)]  # slow bodies' client addresses
+
+
+def _count(counts: dict[str, int], what: str, lock: threading.Lock) -> None:
+    with lock:
+        counts[what] = counts.get(what, 0) + 1
+
+
+def tool_flood(url: str, seconds: float, key: str = "k-acme") -> dict[str, int]:
+    """36 clients (12 connections × 3 calls, as the issue's attack) calling ``search``."""
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def one() -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"},
+                          timeout=60) as client:
+            while time.monotonic() < deadline:
+                try:
+                    got = client.post("/v1/tools/search", json={
+                        "queries": ["zephyrine crates pier", "tide table week"], "top_k": 10})
+                    _count(counts, str(got.status_code), lock)
+                    if got.status_code == 429:  # as a client would: wait as it is told
+                        time.sleep(min(float(got.headers.get("retry-after", 1)), 1.0))
+                except httpx.HTTPError as exc:
+                    _count(counts, type(exc).__name__, lock)
+
+    threads = [threading.Thread(target=one) for _ in range(36)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts
+
+
+def _varied_text(n: int, size: int) -> bytes:
+    """≈``size`` bytes of distinct sentences (no two uploads alike: each is indexed)."""
+    lines, i = [f"# Ledger {n}\n"], 0
+    while sum(len(line) for line in lines) < size:
+        lines.append(f"Entry {n}-{i}: crate {i * 7 % 997} of batch {n} left pier {i % 13} "
+                     f"on tide {i % 29}, logged by clerk {i % 41}.\n")
+        i += 1
+    return "".join(lines).encode()
+
+
+def upload_flood(url: str, seconds: float) -> dict[str, int]:
+    """Two uploads at a time, each a new ≈400 KB document, until ``seconds`` pass (those
+    running then are let finish)."""
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+    numbers = iter(range(1_000_000))
+
+    def one() -> None:
+        while time.monotonic() < deadline:
+            n = next(numbers)
+            try:
+                got = httpx.post(f"{url}/v1/documents", headers={
+                    "Authorization": "Bearer k-acme"}, timeout=900,
+                    files={"files": (f"ledger-{os.getpid()}-{n}.md", _varied_text(n, 400_000))})
+                _count(counts, str(got.status_code), lock)
+            except httpx.HTTPError as exc:
+                _count(counts, type(exc).__name__, lock)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts
+
+
+def slow_bodies(url: str, seconds: float, per_address: int = 250) -> dict[str, int]:
+    """1,000 connections from :data:`ATTACK_ADDRESSES`, each sending acme's key and the
+    start of a 100 KB body, then a byte a second; one closed is opened again."""
+    import selectors
+
+    port = int(url.rsplit(":", 1)[1])
+    head = (b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k-acme\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            b'{"question": "')
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    selector = selectors.DefaultSelector()
+
+    def connect(address: str) -> None:
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.bind((address, 0))
+        with contextlib.suppress(BlockingIOError):
+            sock.connect(("127.0.0.1", port))
+        selector.register(sock, selectors.EVENT_READ, address)
+        with contextlib.suppress(OSError):
+            time.sleep(0.001)
+            sock.send(head)
+
+    for address in ATTACK_ADDRESSES:
+        for _ in range(per_address):
+            connect(address)
+    deadline = time.monotonic() + seconds
+    last_trickle = time.monotonic()
+    while time.monotonic() < deadline:
+        for key, _ in selector.select(timeout=0.2):
+            sock, address = key.fileobj, key.data
+            assert isinstance(sock, socket.socket)
+            try:
+                answer = sock.recv(64)
+            except OSError:
+                answer = b""
+            status = answer[9:12].decode() if answer.startswith(b"HTTP/1.1 ") else "closed"
+            _count(counts, status, lock)
+            selector.unregister(sock)
+            sock.close()
+            connect(address)
+        if time.monotonic() - last_trickle >= 1:
+            last_trickle = time.monotonic()
+            for key in list(selector.get_map().values()):
+                with contextlib.suppress(OSError):
+                    key.fileobj.send(b"x")  # type: ignore[union-attr]
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+    return counts
+
+
+def heavy_pdf(n: int, lines: int = 10_000) -> bytes:
+    """A one-page PDF of ``lines`` stroked lines (costly to draw, cheap to send)."""
+    text = f"BT /F1 12 Tf 72 720 Td (Harbour drawing {n}) Tj ET\n"
+    strokes = (text + "".join(f"{(i * 37 + n) % 612} {(i * 91) % 792} m {(i * 53) % 612} "
+                              f"{(i * 17 + n) % 792} l S\n" for i in range(lines))).encode()
+    stream = zlib.compress(strokes, 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length " + str(len(stream)).encode() + b" /Filter /FlateDecode >>\nstream\n" +
+        stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(f"{number} 0 obj\n".encode() + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
+    for offset in offsets:
+        out.write(f"{offset:010d} 00000 n \n".encode())
+    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
+              "%%EOF\n".encode())
+    return out.getvalue()
+
+
+def render_attack(url: str, seconds: float, variants: int = 4) -> dict[str, int]:
+    """The render attack (issue 61 item 1), through the public route: acme uploads PDFs of
+    10,000 stroked lines (with a line of text, so that each is indexed), then two clients
+    ask for their page images, one variant after another, until ``seconds`` pass. (Page
+    images are drawn in a bounded child and kept: see ``GET /v1/page-image``.)"""
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    headers = {"Authorization": "Bearer k-acme"}
+    files = [("files", (f"heavy-{n}.pdf", heavy_pdf(n))) for n in range(variants)]
+    got = httpx.post(f"{url}/v1/documents", headers=headers, files=files, timeout=600)
+    ids = [d for d in got.json().get("added_ids", []) + got.json().get("updated_ids", [])]
+    if not ids:  # a PDF without text is not indexed: nothing to draw
+        return {f"upload {got.status_code}: no document": 1}
+    deadline = time.monotonic() + seconds
+
+    def one(first: int) -> None:
+        with httpx.Client(base_url=url, headers=headers, timeout=600) as client:
+            n = first
+            while time.monotonic() < deadline:
+                try:
+                    answer = client.get("/v1/page-image",
+                                        params={"doc": ids[n % len(ids)], "page": 1})
+                    _count(counts, str(answer.status_code), lock)
+                except httpx.HTTPError as exc:
+                    _count(counts, type(exc).__name__, lock)
+                n += 1
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts
+
+
+def busy_core(url: str, seconds: float) -> dict[str, int]:
+    """One core spinning (not a tenant: the machine busy with something else)."""
+    spinner = spin(1)[0]
+    time.sleep(seconds)
+    spinner.kill()
+    return {}
+
+
+ATTACK_RUNS: dict[str, Callable[[str, float], dict[str, int]]] = {
+    "tool-flood": tool_flood,
+    "tool-flood-unlimited": lambda url, seconds: tool_flood(url, seconds, "k-acme-x"),
+    "upload-flood": upload_flood, "slow-bodies": slow_bodies, "render": render_attack,
+    "busy-core": busy_core,
+}
+
+
+def tiny_uploads(url: str, stop: threading.Event, took: list[float]) -> None:
+    """globex's small uploads, one after another until ``stop``: the seconds each took."""
+    n = 0
+    while not stop.is_set():
+        started = time.monotonic()
+        got = httpx.post(f"{url}/v1/documents", headers={"Authorization": "Bearer k-globex"},
+                         files={"files": (f"note-{n}.md", f"# Note {n}\n\nTide {n}.\n".encode())},
+                         timeout=900)
+        took.append(time.monotonic() - started if got.status_code == 200 else float("nan"))
+        n += 1
+        stop.wait(0.5)
+
+
+def attacks(folder: Path, names: list[str], seconds: float, quiet_seconds: float
+            ) -> dict[str, Any]:
+    """Each attack of ``names`` for ``seconds`` from a process of its own, globex's
+    keyword_search measured meanwhile (and, during the upload flood, its small uploads)."""
+    index = build_index(folder)
+    keys = folder / "keys.json"
+    keys.write_text(json.dumps(KEYS))
+    server = Server(index, keys)
+    try:
+        deadline = time.monotonic() + 120
+        while not httpx.get(server.url + "/v1/status", timeout=10,
+                            headers={"Authorization": "Bearer k-globex"}).json()["warm"]:
+            assert time.monotonic() < deadline, "the server did not warm up"
+            time.sleep(0.5)
+        neighbour_latency(server.url, 2)
+        quiet = neighbour_latency(server.url, quiet_seconds)
+        print(f"  quiet: search p50 {quiet['search_p50']:.1f} p95 {quiet['search_p95']:.1f} "
+              f"ms", flush=True)
+        rows = []
+        for name in names:
+            attacker = subprocess.Popen(
+                [sys.executable, __file__, "--attack", name, server.url, str(seconds)],
+                stdout=subprocess.PIPE, text=True)
+            time.sleep(1.0 if name != "render" else 3.0)  # started (render: uploaded)
+            stop, uploads = threading.Event(), []
+            timer = threading.Thread(target=tiny_uploads, args=(server.url, stop, uploads))
+            if name == "upload-flood":
+                timer.start()
+            during = neighbour_latency(server.url, max(1.0, seconds - 1.5))
+            stop.set()
+            if timer.is_alive():
+                timer.join()
+            counts = json.loads(attacker.communicate()[0] or "{}")
+            rows.append({"attack": name, "answers": counts, **during,
+                         "search_p95_ratio": during["search_p95"] / quiet["search_p95"],
+                         "tiny_upload_seconds": [round(u, 2) for u in uploads]})
+            print(f"  {name}: acme got {counts}; globex search p50 {during['search_p50']:.1f} "
+                  f"p95 {during['search_p95']:.1f} ms ({rows[-1]['search_p95_ratio']:.2f}x), "
+                  f"{during['errors']} errors {during['error_kinds']}"
+                  + (f"; globex uploads {rows[-1]['tiny_upload_seconds']} s" if uploads
+                     else ""), flush=True)
+    finally:
+        server.process.kill()
+    return {"quiet": quiet, "attacks": rows, "seconds": seconds}
+
+
+def attack_table(result: dict[str, Any]) -> str:
+    quiet = result["quiet"]
+    rows = [["(none: quiet)", "", f"{quiet['search_p50']:.1f}", f"{quiet['search_p95']:.1f}",
+             "1.00", quiet["errors"], ""]]
+    for r in result["attacks"]:
+        answers = ", ".join(f"{k}: {v}" for k, v in sorted(r["answers"].items())) or "-"
+        uploads = r["tiny_upload_seconds"]
+        rows.append([r["attack"], answers, f"{r['search_p50']:.1f}", f"{r['search_p95']:.1f}",
+                     f"{r['search_p95_ratio']:.2f}", r["errors"],
+                     f"{statistics.median(uploads):.2f} (max {max(uploads):.2f}, n "
+                     f"{len(uploads)})" if uploads else ""])
+    return md_table(["attack by acme", "acme's answers", "globex search p50 ms", "p95 ms",
+                     "p95 × quiet", "globex errors", "globex upload s"], rows)
+
+
 def spin(n: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
@@ -343,9 +644,19 @@ def main() -> None:
                         help="Comma-separated cases to run (default: all)")
     parser.add_argument("--skip-parse", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--attacks", default=",".join(ATTACKS),
+                        help="Comma-separated attacks of part 3 (none: skip it)")
+    parser.add_argument("--attack-seconds", type=float, default=10.0,
+                        help="Seconds each attack of part 3 runs")
     parser.add_argument("--upload-worker", nargs=2, metavar=("URL", "FILE"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--attack", nargs=3, metavar=("NAME", "URL", "SECONDS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.attack:
+        name, url, seconds = args.attack
+        print(json.dumps(ATTACK_RUNS[name](url, float(seconds))))
+        return
     for case in set(CASES) - set(args.cases.split(",")):
         del CASES[case]
     if args.upload_worker:
@@ -363,6 +674,11 @@ def main() -> None:
             if not args.skip_server:
                 print("a live server, two tenants:", flush=True)
                 result["server"] = neighbours(folder / "server", args.quiet_seconds)
+            names = [n for n in args.attacks.split(",") if n]
+            if names:
+                print("attacks by a neighbour:", flush=True)
+                result["attacks"] = attacks(folder / "attacks", names, args.attack_seconds,
+                                            args.quiet_seconds)
     finally:
         for process in busy:
             process.kill()
@@ -382,6 +698,8 @@ def main() -> None:
               f"{r['search_p95_ratio']:.2f}", f"{r['page_p95']:.1f}", f"{r['page_max']:.1f}"]
              for r in server["cases"]]))
         print(f"SIGTERM with an upload in flight: {server['sigterm_seconds']} s")
+    if "attacks" in result:
+        print(attack_table(result["attacks"]))
     print(f"written {out}")
 
 

@@ -11,6 +11,8 @@ stop that takes seconds whatever is running.
   503), each refused connection answered at once and closed; the process's open-file
   limit is raised to its hard limit at start and the default total keeps a quarter of it
   for the index, uploads and parsers.
+- **The event loop first.** The GIL is handed over every :data:`SWITCH_INTERVAL` seconds,
+  so answering requests does not wait long behind tool calls running on the pools.
 - **A quick stop.** On SIGTERM or Ctrl-C, connections get :data:`GRACE` seconds to finish;
   then ``on_stop`` runs (the service closes: parsing children killed, pools dropped) and, if
   threads are still busy (an agent waiting on its LLM, an index write), the process exits
@@ -44,6 +46,10 @@ except ImportError as exc:  # pragma: no cover - the serve extra is missing
 log = logging.getLogger("sleuth")
 
 GRACE = 2  # seconds open connections get to finish after a stop is asked for
+# Seconds a thread holds the GIL while another waits for it (Python's default: 0.005). The
+# server's event loop waits for it behind busy tool calls once per read or write; shorter,
+# another tenant's answer waits less behind one tenant's flood (bench/hostile.py, part 3).
+SWITCH_INTERVAL = 0.0005
 # the open files a server keeps beyond its connections: a quarter of its limit, this at least
 FILE_HEADROOM = 64
 
@@ -259,6 +265,7 @@ def run(app: Any, serve: ServeSettings, *, on_stop: Callable[[], None]) -> None:
     """Serve ``app`` on ``serve.host``:``serve.port`` until SIGTERM or Ctrl-C; see the
     module docstring."""
     server = _Server(config(app, serve, raise_file_limit()))
+    sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         server.run()
     finally:

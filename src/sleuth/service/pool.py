@@ -9,11 +9,11 @@ their turn, and a request beyond that is refused at once with :class:`~sleuth.er
 instead of waiting towards a client's timeout.
 
 **Fair, not first come first served.** Waiting calls queue per API key, and a free worker
-takes the next call of the key with the fewest calls running, keys taking turns: a key with
-36 calls waiting delays another key's one call by at most the calls already running, not by
-its 36. Each key may have ``serve.calls_per_key`` calls running or waiting (its own
-``calls`` in the key file); more get :class:`~sleuth.errors.TooMany` (HTTP 429 with
-``Retry-After``).
+takes the next call of the key with the fewest calls running, keys taking turns; one key's
+calls run on all workers but one, which is left for other keys: a key with 36 calls waiting
+does not delay another key's one call by its 36, nor by the calls it has running. Each key
+may have ``serve.calls_per_key`` calls running or waiting (its own ``calls`` in the key
+file); more get :class:`~sleuth.errors.TooMany` (HTTP 429 with ``Retry-After``).
 
 Agent runs and indexing requests get pools of their own (see
 :class:`~sleuth.service.service.Service`), so that neither waits behind the other nor behind
@@ -62,16 +62,18 @@ class _Job:
 class WorkPool:
     """``workers`` threads and at most ``queue`` waiting calls, served fairly across keys;
     see the module docstring. ``per_key``: calls one key may have running or waiting
-    (None: no cap; a caller's :class:`Share` may set its own); ``running_per_key``: calls
-    of one key that run at once while another key's wait (None: as many as are free)."""
+    (None: no cap; a caller's :class:`Share` may set its own); ``spare``: workers one key's
+    calls leave to other keys (a key runs at least one call at a time), so that another
+    key's call starts at once rather than after a running one."""
 
     def __init__(self, workers: int | None = None, queue: int = 256, *,
                  name: str = "worker", nice: int = 0, per_key: int | None = None,
-                 running_per_key: int | None = None, share: str = "calls",
+                 spare: int = 0, share: str = "calls",
                  setting: str = "serve.calls_per_key") -> None:
         self.workers = workers or cores()
         self.queue = queue
-        self.per_key, self.running_per_key, self.setting = per_key, running_per_key, setting
+        self.per_key, self.setting = per_key, setting
+        self.running_per_key = max(1, self.workers - spare)
         self.name, self.nice, self.share = name, nice, share
         self._cond = threading.Condition()
         self._waiting: OrderedDict[str, deque[_Job]] = OrderedDict()  # keys in turn order
@@ -149,7 +151,7 @@ class WorkPool:
         best = None
         for key in self._waiting:
             running = self._running.get(key, 0)
-            if self.running_per_key is not None and running >= self.running_per_key:
+            if running >= self.running_per_key:
                 continue
             if best is None or running < self._running.get(best, 0):
                 best = key

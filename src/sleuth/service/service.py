@@ -152,12 +152,12 @@ class Service:
         self.index = Index.open(index_path, settings=self.settings)
         server_running(True)
         self.limits = self.settings.serve
-        # three fair pools (keys take turns; see sleuth.service.pool), none waiting behind
-        # another: tool calls (CPU-bound: the cores), indexing (two, niced, one per key while
-        # another key waits; the store writes in turns) and agent runs (mostly wait on the LLM)
+        # three fair pools (keys take turns, one worker kept for other keys: see
+        # sleuth.service.pool), none waiting behind another: tool calls (CPU-bound: the
+        # cores), indexing (two, niced; the store writes in turns) and agent runs (the LLM)
         self.pool = WorkPool(self.limits.workers, self.limits.queue,
-                             per_key=self.limits.calls_per_key)
-        self.writes = WorkPool(2, self.limits.queue, name="writer", nice=10, running_per_key=1)
+                             per_key=self.limits.calls_per_key, spare=1)
+        self.writes = WorkPool(2, self.limits.queue, name="writer", nice=10, spare=1)
         self.asks = WorkPool(self.limits.ask_workers, 0, name="ask")
         self.ask_quota = Quota(self.limits.asks_per_key, "questions", "serve.asks_per_key",
                                lambda: self.asks.seconds, share="asks")
