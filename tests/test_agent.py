@@ -41,7 +41,7 @@ def test_ask_runs_tools_records_trajectory_and_recovers(endpoint, sleuth, sample
     assert "Relevance:" not in record["answer"]
     assert record["citations"] == [{"chunk_id": PEPYS, "doc_id": "pepys-diary-1660.md",
                                     "title": "The Diary of Samuel Pepys, 1660 (excerpt)",
-                                    "relevance": 0.9, "where": "lines 0–10",
+                                    "relevance": 0.9, "score": 1.0, "where": "lines 0–10",
                                     "lines": [0, 10], "tool": "keyword_search"}]
     assert record["document_ranking"] == ["pepys-diary-1660.md"]
     assert record["chunks_read_ids"] == [PEPYS] and record["chunks_read_count"] == 1

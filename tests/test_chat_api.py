@@ -20,6 +20,7 @@ from sleuth.agent.variants import VARIANTS  # noqa: E402
 from sleuth.server.chat import REVISED, passage_link  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
 from sleuth.service.service import Service  # noqa: E402
+from sleuth.settings import DEFAULT_AGENT  # noqa: E402
 from sleuth.testing.fake import call, error, reply  # noqa: E402
 
 PEPYS = "pepys-diary-1660.md#0"
@@ -72,7 +73,9 @@ def serve(endpoint: Any, sample_copy: Path) -> Iterator[Any]:
 def test_every_agent_is_a_model(serve: Any) -> None:
     chat, _ = serve([])
     models = chat.client().models.list().data
-    assert [m.id for m in models] == ["sleuth-auto", *(f"sleuth-{n}" for n in VARIANTS)]
+    # the default agent first (a client that picks the first model answers as every face)
+    assert [m.id for m in models] == [f"sleuth-{DEFAULT_AGENT}", *(
+        f"sleuth-{n}" for n in [*VARIANTS, "auto"] if n != DEFAULT_AGENT)]
     assert {m.owned_by for m in models} == {"sleuth"}
     with pytest.raises(openai.AuthenticationError) as denied:
         chat.client("wrong").models.list()
@@ -111,7 +114,9 @@ def test_answers_streamed_and_not_with_linked_citations(serve: Any) -> None:
     # one reasoning line per step, as it happened: the made retrieval, the answer from it
     # that said the passages do not say (as reasoning, never as the answer's text), the
     # model's search
-    steps = [deltas[i].reasoning_content for i in reasoning]
+    lines = [deltas[i].reasoning_content for i in reasoning]
+    steps = [line for line in lines if not line.startswith("- reading ")]
+    assert len(steps) < len(lines)  # and before each model call, what it reads
     assert steps[0].startswith("- hybrid_search(") and steps[1].startswith("- answer_first(")
     assert "keyword_search" in steps[2] and "do not say" not in content
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
@@ -214,10 +219,11 @@ def test_errors_in_openais_shape(serve: Any) -> None:
 
 
 def test_a_tenant_cannot_get_another_tenants_document_cited(serve: Any) -> None:
+    # (with retrieval: an agent cites only what its run retrieved, as each key reads it)
     chat, _ = serve([reply(f"Levers [{PEPYS}].")] * 2)
-    admin = chat.client().chat.completions.create(model="sleuth-direct",
+    admin = chat.client().chat.completions.create(model="sleuth-hybrid",
                                                   messages=QUESTION)
-    tenant = chat.client(TENANT).chat.completions.create(model="sleuth-direct",
+    tenant = chat.client(TENANT).chat.completions.create(model="sleuth-hybrid",
                                                          messages=QUESTION)
     assert "doc=pepys-diary-1660.md" in admin.choices[0].message.content
     assert "#/passage" not in tenant.choices[0].message.content  # cited id, nothing linked

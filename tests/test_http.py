@@ -194,14 +194,17 @@ def test_ask_blocking_and_streaming(endpoint: Any, sample_copy: Path) -> None:
                         events.append((event, json.loads(line[6:])))
         # the retrieval made for the agent shows live too, then the model's own call; the
         # answer that said the passages do not say is a step, never the answer's tokens
-        assert [e for e, _ in events if e != "token"] == ["step", "step", "step", "answer"]
+        assert [e for e, _ in events if e not in ("token", "progress")] == [
+            "step", "step", "step", "answer"]
+        # before each model call, what it reads: the three of the script
+        assert [e for e, _ in events].count("progress") == len(script)
         assert [d["tool_name"] for e, d in events if e == "step"] == [
             "hybrid_search", "answer_first", "keyword_search"]
         assert events[-1][1]["answer"] == record["answer"]
         # the answer's text arrived as it was written, in pieces, between step and answer
         tokens = [d["text"] for e, d in events if e == "token"]
         assert len(tokens) > 1 and "".join(tokens) == record["answer"]
-        assert [e for e, _ in events][3:-1] == ["token"] * len(tokens)
+        assert [e for e, _ in events if e != "progress"][3:-1] == ["token"] * len(tokens)
     finally:
         running.close()
 
@@ -289,7 +292,8 @@ def test_an_abandoned_stream_stops_the_agent(endpoint: Any, sample_copy: Path) -
                     if steps == 2:  # the made retrieval, then the model's first call
                         break  # the client goes away after the model's first step
             time.sleep(3)  # the slow second turn ends; its step finds the client gone
-        assert len(server.requests) == 2
+        # (or sooner: what the second turn reads is said first, and may find it gone)
+        assert len(server.requests) in (1, 2)
     finally:
         running.close()
 

@@ -157,7 +157,8 @@ def test_chat_answers_each_line_and_resumes(endpoint, sleuth, filings: str, monk
     ])
     with server:
         monkeypatch.setattr("sys.stdin", io.StringIO("Did the proposals pass?\n\nSure?\n"))
-        first = sleuth("chat", "--session", "s1", "--index", filings, "--json")
+        first = sleuth("chat", "--session", "s1", "--agent", "docs", "--index", filings,
+                       "--json")
         monkeypatch.setattr("sys.stdin", io.StringIO("Really?\n/exit\nignored\n"))
         resumed = sleuth("chat", "--session", "s1", "--index", filings)
     assert first.code == 0, first.err

@@ -175,10 +175,10 @@ def test_a_replica_server_saves_sessions_on_the_primary(endpoint: Any, location:
         with Index.open(replica, settings=settings()) as index:
             assert index.keyword_search(["Greatorex"], 3)  # reads work on the replica
             with pytest.raises(StoreError, match="cannot save sessions in .*read-only"):
-                Session(index, session_id="on-replica").ask("Who is Greatorex?")
+                Session(index, agent="docs", session_id="on-replica").ask("Who is Greatorex?")
         routed = settings().model_copy(update={"sessions_store": location})
         with Index.open(replica, settings=routed) as index:
-            session = Session(index, session_id="on-replica", owner="alice")
+            session = Session(index, agent="docs", session_id="on-replica", owner="alice")
             session.ask("Who is Greatorex?")
             assert [s["id"] for s in Session.saved(index, owner="alice")] == ["on-replica"]
     assert sql(location, "SELECT owner, id FROM sessions WHERE id = 'on-replica'") == [

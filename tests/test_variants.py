@@ -149,7 +149,7 @@ def test_hybrid_cites_the_chunk_that_holds_its_answer(sample_index: Path) -> Non
     assert [c.chunk_id for c in answer.citations] == [PEPYS, other]
     step = answer.trajectory[-1]
     assert (step.tool_name, step.kind, step.tool_input) == (
-        "cite_holder", "observation", {"chunk_ids": [PEPYS]})
+        "cite_holder", "check", {"chunk_ids": [PEPYS]})
     for said in (f"Strength is lost as to matter of time [{PEPYS}].", f"Yes [{other}]."):
         answer, _ = _run(sample_index, "hybrid", [reply(said)])
         assert answer.answer == said
@@ -167,7 +167,7 @@ def test_hybrid_says_what_a_passage_says_when_the_answer_only_names_it(
     assert "lever" in answer.answer.lower() and "chunk " not in answer.answer
     step = answer.trajectory[-1]
     assert (step.tool_name, step.kind, step.tool_input) == (
-        "quote_named", "observation", {"chunk_ids": [PEPYS]})
+        "quote_named", "check", {"chunk_ids": [PEPYS]})
     assert [c.chunk_id for c in answer.citations] == [PEPYS]
     answer, _ = _run(sample_index, "hybrid", [reply("See passage made-up.md#9")])
     assert answer.abstained and not answer.citations
@@ -187,7 +187,7 @@ def test_hybrid_asks_once_more_when_the_answer_only_repeats_the_question(
     assert again["messages"][1]["content"].startswith(first["messages"][1]["content"])
     assert 'Do not answer with only "Greatorex"' in again["messages"][1]["content"]
     step = next(s for s in answer.trajectory if s.tool_name == "past_echo")
-    assert step.kind == "observation"
+    assert step.kind == "check"
     assert step.tool_input == {"answer": "Greatorex", "repeated": ["greatorex"]}
     assert answer.llm_calls == 2
     heard: list[tuple[str, str]] = []  # a listener hears the echo, the step, the answer
@@ -403,7 +403,7 @@ def test_an_answer_that_stops_at_the_bridge_gets_one_more_turn(
                                           "director this question goes through")
         assert "=== chunk director#0" in note["content"] and TEACHER in note["content"]
         step = next(s for s in answer.trajectory if s.tool_name == "bridge_passages")
-        assert step.kind == "observation"
+        assert step.kind == "check"  # a step of the bridge check
         assert step.tool_input["chunk_ids"][0] == "director#0"
         assert "director#0" in answer.chunks_read_ids
 

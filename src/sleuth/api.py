@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.agent.loop import StepCallback
+from sleuth.agent.run import nothing_indexed
 from sleuth.agent.variants import build_agent
 from sleuth.index.write import AddReport, Index
 from sleuth.llm import LLM
@@ -19,12 +20,17 @@ def ask(question: str, *, index: Index | str | Path | None = None, agent: str = 
         settings: Settings | None = None, llm: LLM | None = None,
         on_step: StepCallback | None = None, **overrides: Any) -> Answer:
     """Answer ``question`` with the named agent over ``index`` (default: settings.index).
+    An index that holds no documents is answered that it holds none, with no model
+    (:func:`~sleuth.agent.run.nothing_indexed`).
 
     ``overrides`` are settings sections, e.g. ``llm={"model": "gpt-4o-mini"}``.
     """
     settings = settings or Settings.load(**overrides)
     opened = index if isinstance(index, Index) else Index.open(index, settings=settings)
     try:
+        empty = nothing_indexed(opened, question, agent, on_step)
+        if empty is not None:
+            return empty
         client = llm or llm_from_settings(settings)
         return build_agent(agent, opened, client, settings).run(question, on_step=on_step)
     finally:

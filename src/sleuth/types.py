@@ -72,17 +72,22 @@ class Hit:
 
 @dataclass(frozen=True)
 class Citation:
-    """A chunk (or document) the final answer rests on, with a relevance score in [0, 1]."""
+    """A chunk (or document) the final answer rests on. ``score`` is the retrieval score it
+    was found with, relative to the best hit of the same search (1.0: that search's top
+    hit; the best over the run's searches; None where no search scored it);
+    ``relevance`` the one the model stated in its ``Relevance:`` line (None: it stated
+    none)."""
 
     chunk_id: str
     doc_id: str
     title: str
-    relevance: float
+    relevance: float | None = None
     ref: str | None = None  # the reference id cited, when the answer cited one
     where: str | None = None  # "page 3, lines 120–131"
     lines: tuple[int, int] | None = None  # the lines of ``where``: 0-based, inclusive
     page: int | None = None  # the (first) page of ``where``, for a paged document
     tool: str | None = None  # the first tool whose output showed the cited id
+    score: float | None = None  # the retrieval score, relative to its search's best
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -90,6 +95,7 @@ class Citation:
             "doc_id": self.doc_id,
             "title": self.title,
             "relevance": self.relevance,
+            "score": self.score,
         }
         if self.ref:
             out["ref"] = self.ref
@@ -116,7 +122,7 @@ class Reference:
     score: float = 0.0
 
 
-StepKind = Literal["tool", "retrieval", "observation"]
+StepKind = Literal["tool", "retrieval", "observation", "check"]
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,9 @@ class Step:
     the agent ran for the model before its first call (naive RAG's single shot, the hybrid
     agent's first search) or its own retrieval (``tool_name`` then names the retrieval, not a
     tool); ``observation``, text the agent put before the model that no tool produced (the
-    passages of a bridge entity, a chunk read into the memory agent's memory)."""
+    passages of a bridge entity, a chunk read into the memory agent's memory); ``check``, a
+    step an answer check recorded (:mod:`sleuth.agent.checks`: what it looked at, what it
+    did to the answer), ``tool_name`` naming the check."""
 
     step: int
     tool_name: str
@@ -320,11 +328,13 @@ class Answer:
 
     @property
     def document_ranking(self) -> list[str]:
-        """Cited documents, most relevant first (by the best relevance of their citations;
-        ties keep citation order): the ranking Recall@1 is measured on."""
+        """Cited documents, most relevant first (by the best relevance the model stated for
+        their citations, 1.0 where it stated none; ties keep citation order): the ranking
+        Recall@1 is measured on."""
         best: dict[str, float] = {}
         for c in self.citations:
-            best[c.doc_id] = max(c.relevance, best.get(c.doc_id, 0.0))
+            stated = 1.0 if c.relevance is None else c.relevance
+            best[c.doc_id] = max(stated, best.get(c.doc_id, 0.0))
         return sorted(best, key=lambda doc_id: -best[doc_id])
 
     @property

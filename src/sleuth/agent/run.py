@@ -11,8 +11,15 @@ with :meth:`Run.absorb` and returns one of them with :meth:`Run.adopt`.
 
 Whoever asks may watch a run live by passing a :class:`Listener` as ``on_step``: besides
 each step it hears the answer's text as the model writes it (a call that may be the answer
-says so: ``run.chat(..., may_answer=True)``) and the context-budget events. Runners only pass
-``on_step`` on, so a new runner needs nothing more to be watched.
+says so: ``run.chat(..., may_answer=True)``), the context-budget events, and before each
+model call what the model is about to read and how long that takes here
+(:mod:`sleuth.agent.pace`). Runners only pass ``on_step`` on, so a new runner needs nothing
+more to be watched.
+
+An answer cites only what its run was shown (:func:`~sleuth.agent.citations.shown`): an
+id no search, read or step of the run showed is taken out of the text and the citations,
+and a step of kind ``check`` says so. An index (or a tenant's collection) that holds no
+documents is answered by :func:`nothing_indexed` without a model.
 """
 
 from __future__ import annotations
@@ -22,13 +29,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sleuth.agent.citations import AnswerStream, found_by, parse_citations, resolve_sources
+from sleuth.agent.citations import (
+    AnswerStream,
+    found_by,
+    looks_like_id,
+    parse_citations,
+    resolve_sources,
+    shown,
+    without_ids,
+)
+from sleuth.agent.pace import Reading, measured, reading
 from sleuth.llm import LLM, ChatResponse, cost
 from sleuth.llm.base import Streaming, TextCallback
 from sleuth.settings import AgentSettings
 from sleuth.text.abstain import abstains
+from sleuth.text.ids import cited_ids, split_answer
 from sleuth.tools.tracker import Tracker
-from sleuth.types import Answer, Step
+from sleuth.types import Answer, CheckNote, Step
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -38,6 +55,7 @@ if TYPE_CHECKING:
 
 StepCallback = Callable[[Step], None]
 ContextCallback = Callable[[dict[str, Any]], None]
+ProgressCallback = Callable[[dict[str, Any]], None]
 Prices = Mapping[str, tuple[float, float]]
 _BOOKS = ("llm_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
           "total_cost", "loops")
@@ -101,7 +119,10 @@ class Listener:
     """Watches a run live; pass it as ``on_step``. ``step`` gets each step as it is
     recorded; ``token`` the answer's text in pieces as the model writes it (the whole answer
     once where the model does not stream); ``context`` each context-budget event,
-    ``{"used", "budget", "percent", "action": "warn" | "summarize"}``.
+    ``{"used", "budget", "percent", "action": "warn" | "summarize"}``; ``progress``, before
+    each model call, what it is about to read (:meth:`sleuth.agent.pace.Reading.to_dict`:
+    ``{"passages", "tokens", "seconds", "text"}``, text such as "reading 5 passages (about
+    40 s here)").
 
     A reply streamed as tokens may turn out to call a tool after all (a model that writes
     before it calls): the step that follows says so, and the answer starts anew after it."""
@@ -109,6 +130,7 @@ class Listener:
     step: StepCallback | None = None
     token: TextCallback | None = None
     context: ContextCallback | None = None
+    progress: ProgressCallback | None = None
     answered: bool = False  # answer text has reached ``token`` since the last step
 
     def __call__(self, step: Step) -> None:
@@ -121,6 +143,28 @@ class Listener:
         if self.token is not None and text:
             self.answered = True
             self.token(text)
+
+
+# what any question over an index without documents is answered, with no model asked: to
+# whoever runs the index, and to a tenant key (a scoped view), whose collection it is
+NO_DOCUMENTS = "The index holds no documents: index some with `sleuth index PATH`."
+NO_COLLECTION_DOCUMENTS = "Your collection holds no documents: add some first."
+EMPTY_INDEX = "no_documents"  # Answer.forced of such an answer
+
+
+def nothing_indexed(index: ReadIndex, question: str, agent: str,
+                    on_step: StepCallback | None = None) -> Answer | None:
+    """The answer to ``question`` when ``index`` (as its reader sees it) holds no document:
+    says so, cites nothing, made without a model (``forced`` :data:`EMPTY_INDEX`), and a
+    :class:`Listener` passed as ``on_step`` hears it; None when there are documents to
+    answer from."""
+    if index.stats().documents:
+        return None
+    said = NO_DOCUMENTS if index.access is None else NO_COLLECTION_DOCUMENTS
+    if isinstance(on_step, Listener):
+        on_step.say(said)
+    return Answer(question=question, answer=said, agent=agent, abstained=True,
+                  forced=EMPTY_INDEX)
 
 
 @dataclass
@@ -136,6 +180,8 @@ class Run:
     # ids the run's reasoning cited besides its answer (IRCoT's reasoning sentences): cited
     # after the answer's own by :meth:`finish`
     also_cites: list[str] = field(default_factory=list)
+    # the answer check running now (its steps are of kind "check"), set by the check pipeline
+    checking: str | None = None
 
     @classmethod
     def start(cls, name: str, llm: LLM, question: str, *, question_id: str | None = None,
@@ -168,6 +214,8 @@ class Run:
         ``unless_abstains``, a reply that says the documents do not say is not (the agent
         searches on instead: :class:`Held`)."""
         listener = self.listener
+        timed = self._reading(messages)
+        started = time.perf_counter()
         if may_answer and listener is not None and listener.token is not None and \
                 isinstance(self.llm, Streaming):
             spoken = AnswerStream(listener.say)
@@ -179,9 +227,23 @@ class Run:
                 if held:
                     held.end()
                 spoken.end()
-            return self.account(response)
-        return self.account(self.llm.chat(messages, tools, tool_choice=tool_choice,
-                                          parallel_tool_calls=parallel_tool_calls))
+        else:
+            response = self.llm.chat(messages, tools, tool_choice=tool_choice,
+                                     parallel_tool_calls=parallel_tool_calls)
+        if timed is not None:
+            measured(self.llm.model, timed.tokens, time.perf_counter() - started)
+        return self.account(response)
+
+    def _reading(self, messages: Sequence[Mapping[str, Any]]) -> Reading | None:
+        """Tell a listener that wants progress what the model is about to read and how
+        long that takes here; what was told (None: nobody asked, and the call is not
+        timed)."""
+        listener = self.listener
+        if listener is None or listener.progress is None:
+            return None
+        said = reading(messages, self.llm.model)
+        listener.progress(said.to_dict())
+        return said
 
     def context(self, used: int, budget: int, action: str) -> None:
         """Tell the listener that the context holds ``used`` of ``budget`` tokens and what
@@ -216,12 +278,13 @@ class Run:
 
     def observe(self, name: str, arguments: dict[str, Any], output: str, reasoning: str,
                 started: float | None = None, tokens: int = 0) -> Step:
-        """Record a step no tool ran (kind "observation": a check, a reading, an answer
-        withheld): what it looked at, what it found, why; timed from ``started``
-        (``time.perf_counter()``; None: not timed)."""
+        """Record a step no tool ran (kind "observation": a reading, an answer withheld; or
+        "check" while an answer check runs, :attr:`checking`): what it looked at, what it
+        found, why; timed from ``started`` (``time.perf_counter()``; None: not timed)."""
         seconds = 0.0 if started is None else time.perf_counter() - started
         return self.record(Step(self.next_step, name, arguments, output, reasoning, tokens,
-                                None, seconds, kind="observation"))
+                                None, seconds,
+                                kind="check" if self.checking else "observation"))
 
     def finish(self, text: str, index: ReadIndex) -> Answer:
         """The answer from the model's final ``text``: its citations resolved against
@@ -229,10 +292,13 @@ class Run:
         :attr:`also_cites`), and the chunks read and retrieved. A listener that heard no
         token of it yet hears the whole answer now."""
         answer = self.answer
+        text, unshown = self._unshown(text)
         answer.answer, citations = parse_citations(
-            text, lambda ids: resolve_sources(index, self.tracker, ids))
+            text, lambda ids: resolve_sources(index, self.tracker,
+                                              [i for i in ids if i not in unshown]))
         have = {c.chunk_id for c in citations}
-        more = [cid for cid in dict.fromkeys(self.also_cites) if cid not in have]
+        more = [cid for cid in dict.fromkeys(self.also_cites)
+                if cid not in have and shown(cid, self.tracker, answer.trajectory)]
         found = resolve_sources(index, self.tracker, more) if more else {}
         answer.citations = found_by([*citations, *(found[c] for c in more if c in found)],
                                     answer.trajectory)
@@ -242,6 +308,29 @@ class Run:
         answer.chunks_read_ids = list(self.tracker.read)
         answer.retrieved_ids = list(self.tracker.retrieved)
         return answer
+
+    def _unshown(self, text: str) -> tuple[str, set[str]]:
+        """``text`` without the citations of chunk or reference ids the run was never shown
+        (:func:`~sleuth.agent.citations.shown`), and those ids: a model that copies the
+        prompt's example id or makes one up cites nothing. Where it did, a check step and
+        note say which."""
+        body, scores = split_answer(text)
+        cited = dict.fromkeys([*cited_ids(body), *scores])
+        unshown = [cid for cid in cited if looks_like_id(cid)
+                   and not shown(cid, self.tracker, self.answer.trajectory)]
+        if not unshown:
+            return text, set()
+        named = ", ".join(unshown)
+        note = f"removed the citation of {named}: no search or read of this run showed it"
+        self.checking = "citations"
+        try:
+            self.observe("citations", {"removed": unshown}, named,
+                         f"the answer cited {named}, which no search or read of this run "
+                         "returned: not a source, taken out of the answer")
+        finally:
+            self.checking = None
+        self.answer.check_notes.append(CheckNote("citations", changed=True, note=note))
+        return without_ids(text, set(unshown)), set(unshown)
 
     def absorb(self, part: Answer) -> None:
         """Add a wrapped runner's books (calls, tokens, cost, loops, steps) to these; its

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.agent.loop import BASE_CHECKS, Agent
-from sleuth.agent.router import AUTO, Router
+from sleuth.agent.router import AUTO, DESCRIPTION, Router
 from sleuth.agent.run import Runner
 from sleuth.agent.verify import Verified
 from sleuth.errors import ConfigError
@@ -28,7 +28,7 @@ from sleuth.index.read import ReadIndex
 from sleuth.llm import LLM
 from sleuth.plugins import AGENTS, Registry
 from sleuth.prompts import prompt
-from sleuth.settings import Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.tools import TOOLS
 
 log = logging.getLogger("sleuth")
@@ -66,6 +66,10 @@ class Variant:
     tools: tuple[str, ...] = ()
     prompt: str = "full"
     checked: bool = False  # it runs Triple-Check itself: ``--verify`` leaves it alone
+    # what a person choosing an agent reads (the app's selector): a plain name, and one line
+    # on what it does; ``name`` is the research name, shown smaller
+    label: str = ""
+    summary: str = ""
 
 
 def register_variant(variant: Variant) -> Variant:
@@ -99,6 +103,25 @@ def tool_loop(*, also_first: tuple[str, ...] | None = (),
         return Agent(**setup.fields(), also_first=first, checks=chosen, **options)
 
     return build
+
+
+# ``auto`` as a person choosing an agent reads it
+AUTO_LABEL = "Choose by question"
+AUTO_SUMMARY = "simple questions get plain search then answer, others the default agent"
+
+
+def agent_list() -> list[dict[str, Any]]:
+    """Every agent as a person chooses one: ``name`` (the research name ``--agent`` takes),
+    ``label`` (a plain name), ``summary`` (one line), ``description`` and ``default``; the
+    default agent (:data:`~sleuth.settings.DEFAULT_AGENT`) first, ``auto`` last."""
+    rows = [{"name": v.name, "label": v.label or v.name, "summary": v.summary or v.description,
+             "description": v.description, "default": v.name == DEFAULT_AGENT}
+            for v in VARIANTS.values()]
+    rows.sort(key=lambda row: not row["default"])
+    rows.append({"name": AUTO, "label": AUTO_LABEL, "summary": AUTO_SUMMARY,
+                 "description": DESCRIPTION,
+                 "default": AUTO == DEFAULT_AGENT})
+    return rows
 
 
 def build_agent(name: str, index: ReadIndex, llm: LLM, settings: Settings) -> Runner:

@@ -84,17 +84,39 @@ def print_answer(answer: Any) -> None:
     if answer.citations:
         click.echo("\nSources:")
         for c in answer.citations:
-            where = f", {c.where}" if c.where else ""
-            click.echo(f"  [{c.ref or c.chunk_id}] {c.title}{where} "
-                       f"(relevance {c.relevance:.2f})")
+            click.echo(f"  [{c.ref or c.chunk_id or c.doc_id}] {c.title}"
+                       f"{f', {c.where}' if c.where else ''}{source_note(c)}")
     if answer.control is not None:
         status(control_line(answer.control.to_dict()))
+    status(summary_line(answer))
+
+
+def source_note(citation: Any) -> str:
+    """`` (found by hybrid_search, score 0.82)``: the search that showed a citation and the
+    score it was found with, relative to that search's best hit (nothing where neither is
+    known; never a made-up number)."""
+    parts = [f"found by {citation.tool}"] if citation.tool else []
+    if citation.score is not None:
+        parts.append(f"score {citation.score:.2f}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary_line(answer: Any) -> str:
+    """``(2 steps and 1 check, 1 LLM call, 812 retrieved tokens, $0.0000, 3.1 s)``: the
+    steps and checks counted as :func:`print_step` printed them."""
+    checks = sum(1 for s in answer.trajectory if s.kind == "check")
+    steps = _count(len(answer.trajectory) - checks, "step") + \
+        (f" and {_count(checks, 'check')}" if checks else "")
     forced = f", forced by {answer.forced}" if answer.forced else ""
     summaries = sum(1 for e in answer.context_events if e.get("event") == "summarize")
     summarized = f", context summarized {summaries}x" if summaries else ""
-    status(f"({answer.loops} steps, {answer.llm_calls} LLM calls, "
-           f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
-           f"{answer.seconds:.1f}s{forced}{summarized})")
+    return (f"({steps}, {_count(answer.llm_calls, 'LLM call')}, "
+            f"{answer.total_retrieved_tokens} retrieved tokens, ${answer.total_cost:.4f}, "
+            f"{answer.seconds:.1f} s{forced}{summarized})")
 
 
 def control_line(control: Any) -> str:
@@ -114,10 +136,71 @@ def control_line(control: Any) -> str:
 
 
 def print_step(step: Any) -> None:
+    """A tool call or retrieval as ``step N: tool(args) -> T tokens``; an answer check's
+    step as ``check: NAME — what it did``."""
+    if step.kind == "check":
+        why = " ".join(str(step.reasoning).split())
+        status(f"  check: {step.tool_name} — {why[:200] or 'applied'}")
+        return
     args = json.dumps(step.tool_input, ensure_ascii=False)
     flag = f"  ! {step.error}" if step.error else ""
     status(f"  step {step.step}: {step.tool_name}({args[:160]}) -> "
            f"{step.retrieved_tokens} tokens{flag}")
+
+
+class Watch:
+    """What ``sleuth ask`` shows while the agent works, on stderr: each step
+    (:func:`print_step`) and, before each model call, what the model reads and how long
+    that takes here ("reading 5 passages (about 40 s here)"); on a terminal the line then
+    counts the seconds until the next event. Pass it as ``on_step``."""
+
+    TICK = 1.0
+
+    def __init__(self) -> None:
+        import threading
+
+        from sleuth.agent.run import Listener
+
+        self.listener = Listener(step=self.step, progress=self.progress)
+        self.live = sys.stderr.isatty()
+        self.lock = threading.Lock()
+        self.waiting: Any = None  # (line, started, stop event) of the live line
+
+    def step(self, step: Any) -> None:
+        self.stop()
+        print_step(step)
+
+    def progress(self, reading: dict[str, Any]) -> None:
+        import threading
+
+        self.stop()
+        line = f"  {reading['text']} ..."
+        if not self.live:
+            status(line)
+            return
+        stop = threading.Event()
+        with self.lock:
+            self.waiting = (line, time.monotonic(), stop)
+        click.echo(line, err=True, nl=False)
+        threading.Thread(target=self._tick, args=(line, stop), daemon=True).start()
+
+    def _tick(self, line: str, stop: Any) -> None:
+        started = time.monotonic()
+        while not stop.wait(self.TICK):
+            with self.lock:
+                if not stop.is_set():
+                    click.echo(f"\r{line} {time.monotonic() - started:.0f} s", err=True,
+                               nl=False)
+
+    def stop(self) -> None:
+        """End the live line (with the seconds it took) before anything else is printed."""
+        with self.lock:
+            waiting, self.waiting = self.waiting, None
+            if waiting is None:
+                return
+            line, started, stop = waiting
+            stop.set()
+            click.echo(f"\r{line} {time.monotonic() - started:.0f} s", err=True)
 
 
 def print_problems(problems: Sequence[Any]) -> None:
@@ -178,8 +261,10 @@ class Bar:
         self.said = time.monotonic()
         took = max(self.said - self.started, 1e-9)
         total = f" of {self.bar.total:,}" if self.bar.total else ""
+        unit = f"{self.unit}s" if self.unit in ("file", "doc") else self.unit
+        share = f" ({100 * self.done / self.bar.total:.0f}%)" if self.bar.total else ""
         extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
-        status(f"{self.desc}: {self.done:,}{total} {self.unit} in {took:.0f} s "
+        status(f"{self.desc}: {self.done:,}{total} {unit}{share} in {took:.0f} s "
                f"({pace(self.done, took, self.bar.total)}){extra}")
 
     def __enter__(self) -> Self:
@@ -197,15 +282,25 @@ class Bar:
 
 
 class IndexBar(Bar):
-    """Embedded sentences, with documents and chunks alongside."""
+    """Files read of the files to read (counted before reading: the bar's total, its
+    percentage and the time left), with documents, chunks and embedded sentences
+    alongside; where the documents come from no files or one (a corpus file's records),
+    the documents read, with no total."""
 
     def __init__(self, enabled: bool) -> None:
-        super().__init__(enabled, "embedding", " sent")
+        super().__init__(enabled, "indexing", " file")
 
     def update(self, progress: Any) -> None:
-        self.advance(progress.sentences, docs=progress.documents_seen,
-                     new=progress.documents_indexed, unchanged=progress.documents_unchanged,
-                     chunks=progress.chunks)
+        total = progress.files_total if (progress.files_total or 0) > 1 else None
+        if total and self.bar.total != total:
+            self.bar.total = total
+            self.bar.refresh()
+        elif not total and self.unit == "file":
+            self.unit = self.bar.unit = "doc"
+        done = min(progress.files, total) if total else progress.documents_seen
+        self.advance(done, docs=progress.documents_seen, new=progress.documents_indexed,
+                     unchanged=progress.documents_unchanged, chunks=progress.chunks,
+                     sentences=progress.sentences)
 
 
 class RunBar(Bar):
@@ -213,8 +308,14 @@ class RunBar(Bar):
 
     def __init__(self, enabled: bool, desc: str = "questions") -> None:
         super().__init__(enabled, desc, "q")
+        self.stopping = False
 
     def update(self, stats: Any) -> None:
+        if stats.stopping is not None and not self.stopping:
+            self.stopping = True
+            status(f"\nstopping: no new question starts; the {stats.stopping} in flight "
+                   "finish and are saved (Ctrl-C again stops them now; what is finished "
+                   "stays saved)")
         if self.bar.total is None:
             self.bar.total = stats.total - stats.skipped
         scored = max(stats.done - stats.errors, 1)
@@ -251,3 +352,33 @@ def unsupported_line(counts: dict[str, int]) -> str:
     kinds = ", ".join(f"{suffix} ×{n}" for suffix, n in
                       sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return f"skipped {total} unsupported file{'s' * (total != 1)} ({kinds})"
+
+
+def index_status_lines(location: str, stats: Any, policy: Any) -> list[str]:
+    """``sleuth status`` as a person reads it: what the index holds, how it was built, the
+    threads, and any build running or interrupted (``--json`` keeps the record)."""
+    m, build = stats.manifest, dict(stats.manifest.get("build") or {})
+    lines = [f"{location}: {stats.documents} documents, {stats.chunks} chunks, "
+             f"{stats.sentences} sentences",
+             f"embedder {_embedder(m.get('embedder'))}, chunks of up to "
+             f"{m.get('chunk_tokens')} tokens, index format {m.get('format_version')}, build "
+             f"{build.get('state') or 'none yet'}",
+             f"threads ({policy.cores} usable cores): query {policy.query}, batch "
+             f"{policy.batch}, local model {policy.llm} generating / {policy.llm_batch} "
+             "reading prompts"]
+    lines += [f"running since {e['started']} (process {e['pid']} on {e['host']}): "
+              f"{e['command']}" for e in build.get("running") or []]
+    lines += [f"interrupted (started {e['started']}); resume it with: {e['command']}"
+              for e in build.get("interrupted") or []]
+    return lines
+
+
+def _embedder(record: Any) -> str:
+    """``minilm (384 dimensions, titles embedded with each sentence)``: a manifest's
+    embedder record as a person reads it."""
+    if not isinstance(record, dict):
+        return str(record or "none")
+    said = [f"{record['dim']} dimensions"] if record.get("dim") else []
+    if record.get("title_context"):
+        said.append("titles embedded with each sentence")
+    return f"{record.get('name') or 'unknown'}" + (f" ({', '.join(said)})" if said else "")

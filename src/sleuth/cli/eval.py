@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from sleuth.cli.console import (
 from sleuth.eval import evaluate
 from sleuth.eval.datasets import Dataset, Question
 from sleuth.eval.report import to_markdown
-from sleuth.eval.runner import ProgressCallback
+from sleuth.eval.runner import Interrupted, ProgressCallback
 from sleuth.llm.cache import default_llm_cache
 from sleuth.settings import DEFAULT_AGENT
 
@@ -143,13 +144,19 @@ def eval_run_cmd(dataset_path: str, questions: str | None, agent_names: str, lim
         if not as_json:
             click.echo(" | ".join(f"{k} {v}" for k, v in summary.items()))
 
-    with _Bars(not as_json) as bars:
-        result = evaluate.run(dataset, agents, output=output, settings=settings, limit=limit,
-                              workers=workers, resume=resume, score=score, judge=judge,
-                              ks=k_values, index=index_dir,
-                              llm_cache=None if no_llm_cache else llm_cache or default_llm_cache(),
-                              on_index_progress=bars.index.update,
-                              progress=bars.run, on_run=finished)
+    try:
+        with _Bars(not as_json) as bars:
+            result = evaluate.run(
+                dataset, agents, output=output, settings=settings, limit=limit,
+                workers=workers, resume=resume, score=score, judge=judge, ks=k_values,
+                index=index_dir,
+                llm_cache=None if no_llm_cache else llm_cache or default_llm_cache(),
+                on_index_progress=bars.index.update, progress=bars.run, on_run=finished)
+    except Interrupted as stopped:
+        run = stopped.stats
+        status(f"interrupted: {run.done + run.skipped} of {run.total} questions saved in "
+               f"{stopped.path}; to go on, run the same command with --resume")
+        sys.exit(130)
     summaries, scores = result["runs"], result["scores"]
     if scores is not None and not as_json:
         click.echo("\n" + to_markdown(scores))

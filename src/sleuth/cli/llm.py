@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from sleuth.cli.console import common, emit, load_settings, status
@@ -134,11 +136,45 @@ def llm_status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> 
     if as_json:
         emit(info)
     else:
-        for key, value in info.items():
-            click.echo(f"{key}: {value}" if key != "profile" else
-                       f"profile: {profile.name} ({profile.chosen}); answer checks: "
-                       f"{', '.join(profile.checks) or 'none'}; facts first: "
-                       f"{'yes' if profile.facts_first else 'no'}")
+        for line in status_lines(info):
+            click.echo(line)
+        click.echo(f"profile: {profile.name} ({profile.chosen}); answer checks: "
+                   f"{', '.join(profile.checks) or 'none'}; facts first: "
+                   f"{'yes' if profile.facts_first else 'no'}")
+
+
+def status_lines(info: dict[str, Any]) -> list[str]:
+    """``sleuth llm status`` as a person reads it (``--json`` keeps the record)."""
+    lines = [f"uses: {info['uses']}",
+             f"endpoint: {info['endpoint'] or 'none set (SLEUTH_BASE_URL)'}"
+             + (f", model {info['model']}" if info["model"] else "")]
+    runtimes = info["runtimes"]
+    xllama, server = runtimes["xllamacpp"], runtimes["llama-server"]
+    lines.append(f"local runtime: {info['runtime'] or 'none usable'}"
+                 + (f" ({info['runtime_problem']})" if info.get("runtime_problem") else ""))
+    lines.append("  xllamacpp: " + (f"version {xllama['version']}" if xllama["version"]
+                                    else "not installed (the local extra)")
+                 + ("" if xllama["usable"] or not xllama["version"] else ", not usable here"))
+    lines.append("  llama-server: " + (server["binary"] or "not built "
+                                       "(sleuth llm install-local --runtime llama-server)")
+                 + ("" if server["usable"] or not server["binary"] else ", not usable here"))
+    lacks = info["cpu_lacks"]
+    lines.append(f"CPU: needs {', '.join(info['cpu_needs'])}; "
+                 + (f"lacks {', '.join(lacks)}" if lacks else "has them all"))
+    for size, path in info["local_models"].items():
+        lines.append(f"local model {size}: {path or 'not installed'}")
+    running = info["running"]
+    lines.append("running local model servers: " + ("none" if not running else ""))
+    lines += [f"  {_server_line(r)}" for r in running]
+    return lines
+
+
+def _server_line(record: dict[str, Any]) -> str:
+    """One running local model server: what it runs, where, and for how long."""
+    return (f"{record.get('model')} on {record.get('runtime')} at {record.get('base_url')} "
+            f"(process {record.get('pid')}, context {record.get('context')} tokens, "
+            f"{record.get('threads')} threads generating / {record.get('threads_batch')} "
+            f"reading, up {record.get('up_seconds')} s)")
 
 
 @llm_group.command("stop")

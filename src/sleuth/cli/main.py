@@ -22,12 +22,13 @@ import click
 from sleuth.cli.console import (
     Bar,
     IndexBar,
+    Watch,
     common,
     emit,
+    index_status_lines,
     load_settings,
     print_answer,
     print_problems,
-    print_step,
     skipped_lines,
     status,
     unsupported_line,
@@ -36,7 +37,7 @@ from sleuth.cli.eval import eval_group
 from sleuth.cli.graph import graph_group
 from sleuth.cli.llm import llm_group, model_option
 from sleuth.cli.serve import serve_group
-from sleuth.cli.tools import AllTools, ToolGroup
+from sleuth.cli.tools import AllTools, SearchGroup, ToolGroup
 from sleuth.errors import SleuthError
 from sleuth.settings import DEFAULT_AGENT, Settings
 
@@ -209,16 +210,7 @@ def _nothing_found(paths: Sequence[str], report: Any) -> str:
             f"(supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})")
 
 
-class _SearchGroup(ToolGroup):
-    """``sleuth search QUERY...`` means ``sleuth search docs QUERY...``."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.list_commands(ctx) and args[0] not in ("-h", "--help"):
-            args = ["docs", *args]
-        return super().parse_args(ctx, args)
-
-
-@cli.group(cls=_SearchGroup)
+@cli.group(cls=SearchGroup)
 def search() -> None:
     """Run a retrieval tool by hand (the same tools the agent calls).
 
@@ -263,17 +255,26 @@ def ask_cmd(question: str, agent_name: str, max_steps: int | None,
     settings = load_settings(config, index_dir, llm={"model": model, "base_url": base_url},
                              agent={"max_steps": max_steps, "parallel_tool_calls": parallel_tools},
                              a2rag={"verify": verify})
-    on_step = print_step if show_steps and not as_json else None
-    answer = ask(question, settings=settings, agent=agent_name, on_step=on_step)
+    from sleuth.agent.run import EMPTY_INDEX
+
+    watch = Watch() if show_steps and not as_json else None
+    try:
+        answer = ask(question, settings=settings, agent=agent_name,
+                     on_step=watch.listener if watch else None)
+    finally:
+        if watch:
+            watch.stop()
     if as_json:
         emit(answer.to_record())
-        return
-    print_answer(answer)
+    else:
+        print_answer(answer)
+    if answer.forced == EMPTY_INDEX:  # nothing was answered
+        sys.exit(1)
 
 
 @cli.command("chat")
 @click.option("--agent", "agent_name", default=None,
-              help="Agent variant for a new session [docs] (see `sleuth agents`).")
+              help=f"Agent variant for a new session [{DEFAULT_AGENT}] (see `sleuth agents`).")
 @click.option("--session", "session_id", default=None,
               help="Resume this session, or start one with this id (default: a new id).")
 @click.option("--list", "list_sessions", is_flag=True, help="List saved sessions and exit.")
@@ -305,11 +306,12 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
                            f"{row['updated']}  {row['first_question'][:60]}")
             return
         session = (Session.open(index, session_id, agent=agent_name, create=True)
-                   if session_id else Session(index, agent=agent_name or "docs"))
+                   if session_id else Session(index, agent=agent_name or DEFAULT_AGENT))
         state = f"{len(session.turns)} earlier turns" if session.turns else "new session"
         status(f"{'session' if session.turns else 'new session'} {session.id} "
                 f"({session.agent_name} agent, {state}); /exit to leave")
-        on_step = print_step if show_steps and not as_json else None
+        watch = Watch() if show_steps and not as_json else None
+        on_step = watch.listener if watch else None
         stdin = sys.stdin
         while True:
             if stdin.isatty():
@@ -322,7 +324,11 @@ def chat_cmd(agent_name: str | None, session_id: str | None, list_sessions: bool
                 break
             if not question:
                 continue
-            answer = session.ask(question, on_step=on_step)
+            try:
+                answer = session.ask(question, on_step=on_step)
+            finally:
+                if watch:
+                    watch.stop()
             if as_json:
                 emit(answer.to_record())
             else:
@@ -356,19 +362,8 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
     if as_json:
         emit(info)
     else:
-        m = stats.manifest
-        click.echo(f"{index.location}: {stats.documents} documents, {stats.chunks} chunks, "
-                   f"{stats.sentences} sentences\nembedder {m.get('embedder')}, chunk tokens "
-                   f"{m.get('chunk_tokens')}, format {m.get('format_version')}, build "
-                   f"{build.get('state')}\nthreads ({policy.cores} usable cores): query "
-                   f"{policy.query}, batch {policy.batch}, local model {policy.llm} generating "
-                   f"/ {policy.llm_batch} reading prompts")
-        for entry in build.get("running") or []:
-            click.echo(f"running since {entry['started']} (process {entry['pid']} on "
-                       f"{entry['host']}): {entry['command']}")
-        for entry in build.get("interrupted") or []:
-            click.echo(f"interrupted (started {entry['started']}); resume it with: "
-                       f"{entry['command']}")
+        for line in index_status_lines(index.location, stats, policy):
+            click.echo(line)
     if problems:  # (on stderr with --json too)
         print_problems(problems)
         sys.exit(1)

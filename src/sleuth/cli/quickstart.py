@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sleuth.cli.console import Watch, source_note
 from sleuth.index.write import Index
 from sleuth.settings import Settings, cache_dir
 from sleuth.tools import TOOLS, ToolContext
@@ -136,7 +137,7 @@ def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Ec
             local.shared_server(size, cfg.local_context, runtime=cfg.local_runtime,
                                 idle_minutes=cfg.local_idle_minutes, say=status)
         status(f"asking the local {local.spec(size).label} (a small model: expect simple "
-               f"answers; the first takes about a minute on 2 cores): {question}")
+               f"answers): {question}")
     else:
         status(
             "No LLM endpoint is configured, so the agent step is skipped. To ask questions, "
@@ -147,17 +148,16 @@ def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Ec
             f"then: sleuth ask {question!r} --index {settings.index}"
         )
         return None
+    watch = None if as_json else Watch()
     with steps.step("first answer", "answering"):
-        answer = ask(question, index=index, settings=settings,
-                     on_step=None if as_json else _step_line(status))
+        try:
+            answer = ask(question, index=index, settings=settings,
+                         on_step=watch.listener if watch else None)
+        finally:
+            if watch:
+                watch.stop()
     if not as_json:
         echo(answer.answer)
         for c in answer.citations:
-            echo(f"  [{c.chunk_id}] {c.title} (relevance {c.relevance:.2f})")
+            echo(f"  [{c.chunk_id or c.doc_id}] {c.title}{source_note(c)}")
     return answer.to_record()
-
-
-def _step_line(status: Echo) -> Callable[[Any], None]:
-    def show(step: Any) -> None:
-        status(f"  step {step.step}: {step.tool_name}({json.dumps(step.tool_input)[:120]})")
-    return show

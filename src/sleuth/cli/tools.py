@@ -13,6 +13,7 @@ with ``--json`` the call and its data.
 
 from __future__ import annotations
 
+import difflib
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -147,3 +148,20 @@ def _type(kind: Any, info: FieldInfo) -> click.ParamType[Any, Any]:
             return click.IntRange(low, high)  # type: ignore[arg-type]
         return click.FloatRange(low, high)  # type: ignore[arg-type]
     return click.STRING
+
+
+class SearchGroup(ToolGroup):
+    """``sleuth search QUERY...`` means ``sleuth search docs QUERY...``; a first word that
+    is a subcommand's name mistyped (``keywrod``) is a usage error naming the subcommand,
+    not a query."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        commands = self.list_commands(ctx)
+        if args and args[0] not in commands and args[0] not in ("-h", "--help"):
+            close = difflib.get_close_matches(args[0].lower(), commands, n=1, cutoff=0.75)
+            if close and len(args) > 1:
+                raise click.UsageError(
+                    f"no such subcommand {args[0]!r} (did you mean {close[0]!r}?); to "
+                    f"search the documents for it, `sleuth search docs {args[0]} ...`", ctx)
+            args = ["docs", *args]
+        return super().parse_args(ctx, args)

@@ -49,6 +49,8 @@ class RunStats:
     unanswerable: int = 0  # finished without error, with no gold answer to contain
     contain: float = 0.0
     cost: float = 0.0
+    # after a first Ctrl-C, the questions that were in flight (they finish and are saved)
+    stopping: int | None = None
 
     @property
     def contain_acc(self) -> float:
@@ -58,6 +60,20 @@ class RunStats:
 
 
 ProgressCallback = Callable[[RunStats], None]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: ``stats.done`` questions are saved in ``path``, and the run
+    goes on where it stopped with ``resume=True`` (``--resume``)."""
+
+    def __init__(self, stats: RunStats, path: Path) -> None:
+        super().__init__(f"{stats.done} questions saved in {path}")
+        self.stats, self.path = stats, path
+
+
+class _Dropped(BaseException):
+    """Ends a question's run at its next step once a second Ctrl-C dropped it (a
+    BaseException: the question is not recorded as failed)."""
 
 
 @dataclass
@@ -83,16 +99,47 @@ class EvalRun:
         llm = self.llm or llm_from_settings(self.settings)
         build_agent(self.agent, self.index, llm, self.settings)  # fail fast on a bad name
         pool = ThreadPoolExecutor(max_workers=max(1, self.workers))
+        dropped = threading.Event()
+        written: set[Future[dict[str, Any]]] = set()
         try:
             with path.open("a", encoding="utf-8") as out:
-                futures: dict[Future[dict[str, Any]], Question] = {
-                    pool.submit(self._one, q, llm): q for q in todo
-                }
-                for future in as_completed(futures):
-                    self._write(out, future.result(), stats)
-        finally:  # on Ctrl-C: drop queued questions, do not wait for the ones in flight
+                futures = [pool.submit(self._one, q, llm, dropped) for q in todo]
+                try:
+                    self._collect(out, futures, written, stats)
+                except KeyboardInterrupt:
+                    self._wind_down(out, futures, written, stats, dropped)
+                    raise Interrupted(stats, path) from None
+        finally:  # no question waits in the queue; one still running stops at its next step
+            dropped.set()
             pool.shutdown(wait=False, cancel_futures=True)
         return stats
+
+    def _collect(self, out: Any, futures: Sequence[Future[dict[str, Any]]],
+                 written: set[Future[dict[str, Any]]], stats: RunStats) -> None:
+        """Write each question's record as it finishes."""
+        for future in as_completed(futures):
+            self._write(out, future.result(), stats)
+            written.add(future)
+
+    def _wind_down(self, out: Any, futures: Sequence[Future[dict[str, Any]]],
+                   written: set[Future[dict[str, Any]]], stats: RunStats,
+                   dropped: threading.Event) -> None:
+        """After a first Ctrl-C: no question starts any more; those in flight finish and
+        are saved (``stats.stopping`` says how many). A second Ctrl-C drops those still
+        running (they stop at their next step); whatever finished is saved all the same."""
+        for future in futures:
+            future.cancel()
+        left = [f for f in futures if f not in written and not f.cancelled()]
+        stats.stopping = sum(not f.done() for f in left)
+        if self.on_progress:
+            self.on_progress(stats)
+        try:
+            self._collect(out, left, written, stats)
+        except KeyboardInterrupt:
+            dropped.set()
+            for future in left:
+                if future.done() and future not in written and future.exception() is None:
+                    self._write(out, future.result(), stats)
 
     def _finished_ids(self, path: Path) -> set[str]:
         if not path.exists() or path.stat().st_size == 0:
@@ -112,11 +159,17 @@ class EvalRun:
                     continue  # a line cut by a crash: that question runs again
         return ids
 
-    def _one(self, q: Question, llm: LLM) -> dict[str, Any]:
+    def _one(self, q: Question, llm: LLM, dropped: threading.Event) -> dict[str, Any]:
         started = time.perf_counter()
         agent = build_agent(self.agent, self.index, llm, self.settings)
+
+        def unless_dropped(_: object) -> None:
+            if dropped.is_set():
+                raise _Dropped
+
         try:
-            record = agent.run(q.question, question_id=q.id).to_record()
+            record = agent.run(q.question, question_id=q.id,
+                               on_step=unless_dropped).to_record()
             record["error"] = None
         except SleuthError as exc:
             record = _failed(q, self.agent, f"{type(exc).__name__}: {exc}")

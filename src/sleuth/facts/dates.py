@@ -17,6 +17,7 @@ from typing import Literal
 
 from sleuth.facts.fields import all_fields, fields
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
+from sleuth.text.querytext import wordset
 
 Event = Literal["born", "died", "lived", "date"]
 Order = Literal["earliest", "latest"]
@@ -207,16 +208,35 @@ def opening_parenthesis(text: str) -> re.Match[str] | None:
     (d. 1241)") is passed over."""
     first, newline, _ = text.partition("\n")
     skip = len(first) + 1 if newline and len(first) < 200 and \
-        not re.search(r"[.!?]\s*$|\b(?:is|was|are|were)\b", first) else 0
+        not re.search(r"\b(?:is|was|are|were)\b", first) else 0
     for paren in re.compile(r"\(([^()]{0,200})\)").finditer(text, skip, skip + 600):
         before = re.sub(r"\([^()]*\)", " ", text[skip:paren.start()])
-        if not re.fullmatch(r"[\s\"“”'‘’,.:&-]*(?:(?:[A-Z0-9À-Þ][\w'’.-]*|of|the|de|von|van|"
-                            r"der|den|da|di|la|le|del|du|des|bin|ibn|al|y|zu|und|and|né|née|"
-                            r"\d+(?:st|nd|rd|th))[\s\"“”'‘’,.:&-]*){1,14}", before):
+        if not _name_like(before):
             return None
-        if parse_dates(paren.group(1)):
+        if parse_dates(_GLUED.sub(r"\1 – ", paren.group(1))):
             return paren
     return None
+
+
+def _name_like(before: str) -> bool:
+    """Whether the words before a lead's parenthesis are the name it opens with, with an
+    apposition at most ("Steno, the artistic name of Stefano Vanzina"): one line, no verb
+    ("was the daughter of George Marlow", "died peacefully at home") and no relative."""
+    words = re.findall(r"[^\s\"“”'‘’,.:;&—–-]+", before)
+    return 0 < len(words) <= 40 and "\n" not in before.strip() and \
+        not any(w in NOT_IN_NAMES for w in words) and \
+        sum(w[0].islower() and w not in NAME_WORDS for w in words) <= 5
+
+
+# words that make what precedes a parenthesis a clause, not a name: verbs and relatives
+NOT_IN_NAMES = wordset("is was were are has had have became died passed lived married moved "
+                       "worked served who whom whose which son daughter wife husband father "
+                       "mother child children brother sister here")
+# lowercase words the name a page opens with may hold ("Gaius Sollius Modestus Apollinaris
+# Sidonius, better known as Saint Sidonius Apollinaris (...)", "X, born Y (...)")
+NAME_WORDS = wordset("of the de von van der den da di la le del du des bin ibn al y zu und "
+                     "and né née nee born or also better known as called nicknamed formerly "
+                     "simply professionally")
 
 
 def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
@@ -278,11 +298,13 @@ def date_readings(text: str, event: Literal["born", "died"], subject: Subject) -
             readings.append(Reading(date, paren.start(), "subject" if sure else "unknown",
                                     "lead"))
     for match in _CUES[event].finditer(text[:20_000]):
-        if paren is not None and paren.start() <= match.start() < paren.end():
-            continue
+        if paren is not None and match.start() < paren.end():
+            continue  # in the lead's parenthesis, or a birth name before it ("X, born Y (")
         if stated and any(abs(match.start() - at) < 12 for at, _ in stated):
             continue  # the label of a field read above
-        near = parse_dates(clause_after(text, match.end()))
+        # up to a second predicate: "born in Virginia and moved ... in 1825"
+        clause = re.split(r"\s+and\s+(?=[a-z])", clause_after(text, match.end()))[0]
+        near = parse_dates(clause)
         if near and near[0][0] < 70:
             readings.append(Reading(near[0][1], match.start(),
                                     whose(text, match.start(), subject)))

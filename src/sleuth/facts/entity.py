@@ -63,25 +63,45 @@ def entity_page(title: str, text: str) -> bool:
         text = lines[1]
     lead = " ".join(text[:LEAD_CHARS].split())
     lead = re.sub(r"(?<=\w)- (?=\w)", "-", lead)  # "Mecklenburg- Güstrow"
-    lead = _without_parentheses(lead)
-    spans = sentence_spans(lead)
-    first = lead[:spans[0][1]] if spans else lead
+    name = _name(title)
+    words = re.findall(r"\w+", name)
+    spelled = re.match(r"[\W_]*" + r"[\W_]*".join(map(re.escape, words)) + r"\b", lead,
+                       re.IGNORECASE) if words else None
+    if spelled:
+        lead = "Title" + lead[spelled.end():]  # "Author! Author! is", "Way ... Way Out is"
+    bare = _without_parentheses(lead)
+    spans = sentence_spans(bare)
+    first = bare[:spans[0][1]] if spans else bare
     copula = _COPULA.search(first)
     if copula is None:
         return False
     said = first[:copula.start()]
-    if not re.match(r"[\"“'‘\s]*[A-Z0-9À-Þ]", said):
+    opening = said.lstrip(" \"“'‘")
+    if not opening or not (opening[0].isupper() or opening[0].isdigit()):
         return False
-    if re.search(r"[A-Z][\w.-]*['’]s\s+[a-z]", said):
-        return False  # "Rose's mother, Nora Kelly, was": a sentence about someone else
     title_words = {w.lower() for w in re.findall(r"[\w'’.-]+", title)}
+    possessive = re.search(r"([A-Z][\w.-]*['’]s)\s+[a-z]", said)
+    if possessive and possessive.group(1).lower() not in title_words:
+        return False  # "Rose's mother, Nora Kelly, was": a sentence about someone else
     words = re.findall(r"[^\W_][\w'’.-]*", said)
     if any(w.lower() in NOT_A_LEAD and w != "I" and w.lower() not in title_words
            for w in words):
         return False
-    named = {w.lower() for w in re.findall(r"\w+", _name(title))} - {"the", "of", "a", "an",
-                                                                     "and", "for"}
-    return bool(named & {w.lower() for w in re.findall(r"\w+", said)})
+    if said.startswith("Title"):
+        return True
+    # the title's words in the subject part, its parentheses included ("Un giorno da leoni(
+    # internationally released as A Day for Lionhearts) is a 1961 film")
+    named = {w.lower() for w in words} - {"the", "of", "a", "an", "and", "for"}
+    return bool(named & {w.lower() for w in re.findall(r"\w+", _before_copula(lead))})
+
+
+def _before_copula(lead: str) -> str:
+    """``lead`` up to its first copula outside parentheses, parentheses kept."""
+    for match in _COPULA.finditer(lead):
+        head = lead[:match.start()]
+        if head.count("(") <= head.count(")"):
+            return head
+    return ""
 
 
 def entity_chunk(index: Any, chunk: Chunk, title: str | None = None) -> bool:

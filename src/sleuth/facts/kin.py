@@ -43,7 +43,7 @@ LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y z
 # Words between "and" and a name that say it is not a parent or spouse named beside another
 NOT_PARENTS = wordset("became was is had has succeeded inherited later then brother sister "
                       "half-brother half-sister nephew niece cousin grandson granddaughter "
-                      "successor to with in at on near from")
+                      "successor to with in at on near from consort")
 # Lowercase words that may follow a name; any other makes the capitalised words before it
 # a description ("married to the Polish artist, Anna Rajecka")
 AFTER_NAMES = wordset("and or in on at of the who whom whose which that with from for to by "
@@ -245,21 +245,9 @@ def family(text: str, judge: Judge | None = None) -> Family:
 def _lead_family(text: str, judge: Judge | None = None) -> Family:
     """The family a lead's sentences name (:func:`family`)."""
     text = _tidy(text)
-    parents: list[Relative] = []
     taken: list[tuple[int, int]] = []
     apposed: list[re.Match[str]] = []
-    for match in _PARENTS.finditer(text):
-        if len(parents) >= 2 or (taken and match.start() > taken[-1][1] + 12):
-            break
-        if _APPOSED.search(text[max(0, match.start() - 60):match.start()]):
-            apposed.append(match)  # likely about another person the page names
-            continue
-        if judge is not None and not judge(text, match.start(), "clause"):
-            continue
-        names, used = _names_after(text[match.end():], pair=True)
-        parents += [n for n in names if n.name not in {p.name for p in parents}]
-        taken.append((match.start(), match.end() + used))
-    parents = _paired(parents[:2])
+    parents = _parents_of(text, judge, taken, apposed)
     for match in _PARENTS_WERE.finditer(text):
         if parents or (judge is not None and not judge(text, match.start(), "possessive")):
             continue
@@ -269,6 +257,8 @@ def _lead_family(text: str, judge: Judge | None = None) -> Family:
     for match in _NAMED_PARENT.finditer(text):
         if judge is not None and not judge(text, match.start(), "possessive"):
             continue
+        if re.match(r"[a-z]+(?:ing|ed)\b", text[match.end():]):
+            continue  # "his father was besieging Naples": no name
         sex: Sex = "male" if match["kin"].lower() == "father" else "female"
         for named in _names_after(text[match.end():], pair=False)[0]:
             if all(named.name != p.name for p in parents):
@@ -278,6 +268,26 @@ def _lead_family(text: str, judge: Judge | None = None) -> Family:
         parents = _paired(names)
         taken.append((apposed[0].start(), apposed[0].end() + used))
     return Family(tuple(parents), tuple(_spouses(text, taken, parents, judge)))
+
+
+def _parents_of(text: str, judge: Judge | None, taken: list[tuple[int, int]],
+                apposed: list[re.Match[str]]) -> list[Relative]:
+    """The parents "son of A and B" and "born ... to A and B" name (:func:`family`), the
+    phrases read added to ``taken`` and those set beside another name to ``apposed``."""
+    parents: list[Relative] = []
+    for match in _PARENTS.finditer(text):
+        if len(parents) >= 2 or (taken and match.start() > taken[-1][1] + 12):
+            break
+        if judge is not None:  # whose it is, the judge says ("X, a daughter of", "Her
+            if not judge(text, match.start(), "clause"):  # teacher, Ida, daughter of")
+                continue
+        elif _APPOSED.search(text[max(0, match.start() - 60):match.start()]):
+            apposed.append(match)  # likely about another person the page names
+            continue
+        names, used = _names_after(text[match.end():], pair=True)
+        parents += [n for n in names if n.name not in {p.name for p in parents}]
+        taken.append((match.start(), match.end() + used))
+    return _paired(parents[:2])
 
 
 # "Her parents were the brewer Konrad Voss and his wife Lina Hartmann"

@@ -24,7 +24,7 @@ from sleuth.facts.dates import (
     opening_parenthesis,
 )
 from sleuth.facts.fields import all_fields, fields
-from sleuth.facts.places import not_a_place
+from sleuth.facts.places import is_place, not_a_place
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
 from sleuth.text.querytext import wordset
 
@@ -61,8 +61,10 @@ def place_at(text: str) -> str | None:
             break
     following = words[at] if at < len(words) else ""
     if len(parts) > 1 and parts[-1] and following and following not in PLACE_ENDS and \
-            not following[0].isdigit():
-        parts.pop()  # "..., Sinatra began": the last part is a clause's subject
+            not following[0].isdigit() and is_place(" ".join(parts[-1])) is not True:
+        # "..., Sinatra began": the last part is a clause's subject; a place the gazetteer
+        # knows is not ("died in Hamburg, Germany due to ...")
+        parts.pop()
     names = [" ".join(_trim(p)) for p in parts]
     place = ", ".join(n for n in names if n).rstrip(".")
     return place if place and place not in ERAS else None

@@ -147,10 +147,12 @@ def kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     read = family(page.text, judge_for(page_subject(ctx, page)))
     named = read.spouses if kind == "spouse" else read.parents
     people = [(r, *person_page(ctx, retriever, r.name)) for r in named]
-    sexes = [r.sex or (pronoun_sex(p.text) if p else None) for r, p, _ in people]
+    # a page found by another name tells nobody's sex ("Margaret II of Flanders" is not
+    # "William II, Count of Flanders")
+    sexes = [r.sex or (pronoun_sex(p.text) if p and exact else None) for r, p, exact in people]
     if kind == "parent":
         sexes = opposite_sexes(sexes)
-    others = [p for _, p, _ in people if p is not None]
+    others = [p for _, p, exact in people if p is not None and exact]
     wanted = [Person(r.name if p or kind == "spouse" else fuller(r.name, others), p, exact)
               for (r, p, exact), s in zip(people, sexes, strict=True)
               if sex is None or s == sex or (kind == "spouse" and s is None)]

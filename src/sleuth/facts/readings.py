@@ -57,8 +57,9 @@ def _precision(value: object) -> int:
 def settle(readings: Sequence[Reading], what: str,
            same: Callable[[object, object], bool]) -> Settled:
     """The value ``readings`` settle for ``what`` ("birth date"): those of the subject all
-    ``same`` as one another and as the unclear ones; the most precise of them (the first of
-    equal precision, as the page gives them: fields, the lead, then sentences)."""
+    ``same`` as one another and as the unclear ones; the most precise of all these (of equal
+    precision, the subject's, then the first as the page gives them: fields, the lead, then
+    sentences)."""
     mine = [r for r in readings if r.whose == "subject"]
     unclear = [r for r in readings if r.whose == "unknown"]
     if not mine:
@@ -70,5 +71,7 @@ def settle(readings: Sequence[Reading], what: str,
     for a, b in itertools.combinations(mine + unclear, 2):
         if not same(a.value, b.value):
             return Settled(None, tuple(readings), f"the page gives more than one {what}")
-    best = max(mine, key=lambda r: _precision(r.value))
+    # the most precise of them: an unclear one too, once a reading of the subject's agrees
+    # with it ("(28 July 1750)", a lone date, beside "Bach died in 1750")
+    best = max(mine + unclear, key=lambda r: (_precision(r.value), r.whose == "subject"))
     return Settled(best.value, tuple(readings))

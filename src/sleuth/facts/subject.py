@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from sleuth.facts.kin import HONORIFICS, LINKS, Sex, pronoun_sex
+from sleuth.facts.kin import FEMALE, HONORIFICS, LINKS, MALE, Sex, pronoun_sex
 from sleuth.text.querytext import wordset
 
 Whose = Literal["subject", "other", "unknown"]
@@ -38,8 +38,14 @@ KIN_NOUNS = KIN_MALE | KIN_FEMALE | wordset(
     "daughters great-grandfather great-grandmother")
 # words that open a clause before its subject ("In 1950 she married", "After the war,")
 OPENERS = wordset("in on at after before during following from by as since until when "
-                    "while although though later then however early subsequently eventually "
-                    "finally meanwhile thereafter afterwards also according")
+                  "while although though later then however early subsequently eventually "
+                  "finally meanwhile thereafter afterwards also according between around "
+                  "about under upon throughout despite for over within without once soon "
+                  "thus there")
+AUXILIARIES = wordset("is was were are has had have did does do will would can could may "
+                      "might and or")
+# a participle opening a clause with the subject's own description ("Born in Leeds, he")
+PARTICIPLES = wordset("born died raised educated having trained")
 PRONOUNS: dict[str, Sex | None] = {"he": "male", "she": "female", "they": None}
 POSSESSIVES: dict[str, Sex | None] = {"his": "male", "her": "female", "their": None}
 FIRST_PERSON = wordset("i we my our me us")
@@ -76,13 +82,22 @@ class Subject:
         """Whether ``mention`` ("Ellery", "Edith Marlow") names the subject: every word of
         it is one of the subject's names ("Paul Ellery" is another Ellery)."""
         words = _name_words(mention)
-        return bool(words) and words <= self.names
+        return bool(words) and all(w in self.names or any(_spelled(w, n) for n in self.names)
+                                   for w in words)
+
+
+def _spelled(word: str, name: str) -> bool:
+    """Whether ``word`` is another spelling of the name word ``name`` ("Theresia" for
+    "Theresa"): the first five letters the same and the lengths within two."""
+    return len(word) >= 5 and word[:5] == name[:5] and abs(len(word) - len(name)) <= 2
 
 
 def _name_words(name: str) -> frozenset[str]:
-    """The words of a name that tell one person from another: not its linking words,
-    honorifics ("Sir", "Lady", "Duke") or ordinals."""
-    words = re.findall(r"[^\W_][\w'’-]*", re.sub(r"\([^()]*\)", " ", name.lower()))
+    """The words of a name that tell one person from another, a hyphenated one's parts
+    apart ("Bavaria-Munich", "Bavaria- Munich"): not its linking words, honorifics ("Sir",
+    "Lady", "Duke") or ordinals."""
+    words = re.findall(r"[^\W_]+(?:['’][^\W_]+)*\.?", re.sub(r"\([^()]*\)", " ",
+                                                              name.lower()))
     return frozenset(w for w in words if w not in LINKS and w not in HONORIFICS and
                      w.rstrip(".") not in HONORIFICS and not _ORDINAL.match(w))
 
@@ -106,7 +121,28 @@ def subject_of(title: str, text: str) -> Subject:
         opening.append(word)
     if opening and opening[0].lower() in NOT_NAMES:
         opening = []  # "Our grandfather", "Here lived", "The family"
-    return Subject(_name_words(title) | _name_words(" ".join(opening)), pronoun_sex(text))
+    lead = "\n".join(lines)
+    return Subject(_name_words(title) | _name_words(" ".join(opening)),
+                   _subject_sex([title, *opening], lead))
+
+
+def _subject_sex(names: list[str], lead: str) -> Sex | None:
+    """Whether a page is about a man or a woman: a title in its name ("Archduchess Maria
+    Theresa", "Prince Jacques"), else what its lead says it was ("was an English actress",
+    "was the son of"), else the pronoun that opens its sentences ("She was born"), else the
+    most of its pronouns (a page about a woman says "his" of her husband and father)."""
+    said = [w.lower().rstrip(",.") for w in " ".join(names).split()]
+    copula = re.search(r"\b(?:is|was)\s+((?:[^\s.;]+\s+){1,8})", lead[:400])
+    described = copula.group(1).lower().split() if copula else []  # within its sentence
+    for words in (said, described):
+        male = any(w in MALE for w in words)
+        female = any(w in FEMALE for w in words)
+        if male != female:
+            return "male" if male else "female"
+    opening = re.search(r"(?:^|[.!?]\s+|\n)(He|She)\s", lead)
+    if opening:
+        return "male" if opening.group(1) == "He" else "female"
+    return pronoun_sex(lead)
 
 
 # capitalised words that open a sentence, not a name
@@ -158,8 +194,17 @@ def whose(text: str, at: int, subject: Subject) -> Whose:
         # "Prof. Alan Reed, born 1950", "married Jane Doe (born 1850)": of the name before
         return "subject" if subject.named(apposed) else "other"
     relative = _last_relative(head)
-    if relative is not None:
+    resumed = re.search(r",\s*(?=(?:he|she|they)\s)", head[relative.end():]) if relative \
+        else None
+    if relative is not None and resumed:  # "the struggles which led to ..., he was banished"
+        start += relative.end() + resumed.end()
+        head = text[start:at]
+    elif relative is not None:
         return _relative(text, start, relative, subject, i)
+    if re.fullmatch(r"\s*(?:The|An?|One)\s+(?:[a-z]+\s+){0,2}", head) and \
+            re.match(r"(?:sons?|daughters?|child|heir|widow)\s", text[at:]):
+        # "The daughter of A and B, she married": of the main clause's subject
+        return _main_subject(text[at:spans[i][1]], subject, text, i)
     found = _clause_subject(text, start, at, subject, i)
     if found == "subject" and _kin_between(text, start, at):
         return "other"  # "Edith married Tom in 1912 and their son was born in 1915"
@@ -182,6 +227,8 @@ def _apposed(head: str) -> str | None:
     found = re.search(rf"({_NAME_RUN})\s*(?:,|\(\s*)$", head)
     if found is None or not head[:found.start()].strip(" \"“'") or _PLACE_TAIL.search(head):
         return None
+    if re.search(r"\b(?:another|other|namesake)\s+$", head[:found.start()]):
+        return "another " + found.group(1)  # "another Papianilla (wife of ...)": not her
     return found.group(1)
 
 
@@ -266,14 +313,20 @@ def _skip_openers(head: str) -> str:
         if not words:
             return rest
         first = words[0].lower().strip(",")
-        if first in OPENERS or first in ("born", "died", "raised", "educated", "having"):
+        # "Turning to films, he", "Originally focused on ..., Briscoe": not "Baring was"
+        gerund = first.endswith(("ing", "ed", "ly")) and len(words) > 1 and \
+            words[1][:1].islower() and words[1] not in AUXILIARIES
+        if first in OPENERS or first in PARTICIPLES or gerund:
             date = re.match(r"\S+\s+(?:(?:the\s+)?(?:early|late|mid)?\s*\d{3,4}s?|"
                             r"(?:\d{1,2}\s+)?[A-Z][a-z]+\.?\s+(?:\d{1,2},?\s+)?\d{3,4})"
-                            r"\s*,?\s*", rest)
+                            r"\s*,?\s*(?!and\b)", rest)
+            after_comma = re.search(r",\s*(?=(?:he|she|they)\b)", rest)
             pronoun = re.search(r"(?<=\s)(?:he|she|they)\b", rest)
             comma = rest.find(",")
-            if date and first not in ("born", "died"):
-                rest = rest[date.end():]
+            if after_comma:  # "Born in Jasra, Bahrain, he became", "Between 974 and 998, he"
+                rest = rest[after_comma.end():]
+            elif date and first not in PARTICIPLES:
+                rest = rest[date.end():]  # "In 1785 he married"
             elif pronoun and (comma < 0 or pronoun.start() < comma):
                 rest = rest[pronoun.start():]
             elif comma >= 0:

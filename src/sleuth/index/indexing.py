@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,7 +44,11 @@ Grant = tuple[str, tuple[str, ...]]  # (collection, access groups) of the docume
 
 @dataclass
 class IndexProgress:
-    """Counters reported after every stored batch (and once at the end)."""
+    """Counters reported after every stored batch, each file begun and each embedding
+    batch (and once at the end). ``files`` counts the source files read so far (a file
+    whose documents are all read, or that was skipped), of ``files_total`` (counted from
+    the listing before reading; None where the documents came from no files): what a
+    progress bar's total, percentage and time left are of."""
 
     documents_seen: int = 0
     documents_indexed: int = 0
@@ -51,6 +56,8 @@ class IndexProgress:
     chunks: int = 0
     sentences: int = 0
     done: bool = False
+    files: int = 0
+    files_total: int | None = None
 
 
 @dataclass
@@ -346,6 +353,8 @@ class Ingestion:
         self.stored_access = store.document_access() if restricted(writer) else {}
         self.copies = Copies(store, grant)
         self.stop = threading.Event()  # set when the writer stops (Ctrl-C): embedding too
+        self.files: set[str] = set()  # the source files met: documents read or skipped
+        self.noted = 0  # the report's skipped and duplicate entries counted in ``files``
 
     def step_progress(self, done: IndexProgress) -> None:
         if self.stop.is_set():
@@ -372,6 +381,7 @@ class Ingestion:
 
     def parts_of(self, doc: Document) -> list[Part]:
         """What of ``doc`` is to be stored (nothing when it is unchanged or refused)."""
+        self.met(doc.path or doc.doc_id)
         collection, groups = self.grant
         doc = replace(doc, doc_id=scoped_doc_id(collection, doc.doc_id, groups))
         refused = refusal(doc.doc_id, collection, self.writer, self.stored_access)
@@ -410,6 +420,19 @@ class Ingestion:
             done += len(part)
         return out
 
+    def met(self, path: str) -> None:
+        """Count the file ``path`` and the files skipped before it; on a new file, the files
+        before it are read: progress is reported."""
+        left = [*self.ingest.skipped, *self.ingest.duplicates]
+        before = len(self.files)
+        for item in left[self.noted:]:
+            self.files.add(_RECORD.sub("", item.path))
+        self.noted = len(left)
+        self.files.add(path)
+        if len(self.files) > before:
+            self.progress.files = len(self.files) - 1  # the last is being read
+            self.step_progress(self.progress)
+
     def stored(self, batch: Batch) -> None:
         self.progress.documents_indexed += sum(d.closes for d in batch.documents)
         self.progress.chunks += batch.chunks
@@ -421,5 +444,10 @@ class Ingestion:
         self.report.skipped, self.report.duplicates, self.report.unsupported = (
             self.ingest.skipped, self.ingest.duplicates, self.ingest.unsupported)
         self.progress.done = True
+        self.progress.files = self.progress.files_total or len(self.files)
         self.on_progress(self.progress)
         return self.report
+
+
+# where a skipped record lies in its file: ``file[3]`` (a JSON array), ``file:12`` (JSONL)
+_RECORD = re.compile(r"(?:\[\d+\]|:\d+)$")

@@ -29,7 +29,7 @@ from sleuth.index.indexing import (
     with_title,
 )
 from sleuth.index.pipeline import pipelined
-from sleuth.ingest import IngestReport, JsonFields, ReadLimits, iter_documents
+from sleuth.ingest import IngestReport, JsonFields, ReadLimits, count_sources, iter_documents
 from sleuth.store.base import (
     Problem,
     RepairReport,
@@ -82,9 +82,10 @@ class Index(ReadIndex):
                               fields=fields or JsonFields(), report=ingest,
                               limits=ReadLimits.of(self.settings.ingest), within=within)
         seen: set[str] = set()
+        files = count_sources(paths, include=include, exclude=exclude) if on_progress else None
         report = self.add_documents(docs, collection=collection, groups=grant, writer=writer,
                                     on_progress=on_progress, batch_sentences=batch_sentences,
-                                    command=command, seen=seen, ingest=ingest)
+                                    command=command, seen=seen, ingest=ingest, files=files)
         if delete_missing:
             report.deleted = self._delete_missing(paths, seen, collection)
         return report
@@ -94,7 +95,8 @@ class Index(ReadIndex):
                       on_progress: ProgressCallback | None = None,
                       batch_sentences: int = BATCH_SENTENCES, command: str | None = None,
                       seen: set[str] | None = None,
-                      ingest: IngestReport | None = None) -> AddReport:
+                      ingest: IngestReport | None = None,
+                      files: int | None = None) -> AddReport:
         """Store ``docs`` (new ones added, changed ones replaced, by content hash) into
         ``collection`` with access ``groups``, their ids scoped by both
         (:func:`~sleuth.text.access.scoped_doc_id`).
@@ -103,7 +105,9 @@ class Index(ReadIndex):
         anything): a document it could not change (:meth:`Access.may_write`) is skipped
         and reported, and so is an id that reads as another scope's when it writes into the
         default collection. ``seen`` collects the ids met; ``ingest`` is where reading
-        reported what it left out (the report's ``skipped`` and ``duplicates``).
+        reported what it left out (the report's ``skipped`` and ``duplicates``); ``files``
+        how many files ``docs`` are read from, the total progress counts files to
+        (:class:`IndexProgress`; None: unknown).
 
         Work is stored in batches of about ``batch_sentences`` sentences; each batch is
         committed on its own, so an interrupted build keeps every finished batch
@@ -119,6 +123,7 @@ class Index(ReadIndex):
                         ingest if ingest is not None else IngestReport(skipped=[],
                                                                         duplicates=[]),
                         seen if seen is not None else set(), serialised(on_progress))
+        run.progress.files_total = files
         run.report.resumed = command is not None and any(
             b.get("command") == command for b in self.store.build_status().get("interrupted",
                                                                               []))

@@ -9,6 +9,7 @@ from sleuth.ingest.loaders import (
     JsonFields,
     ReadLimits,
     Skipped,
+    count_sources,
     has_sources,
     iter_documents,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "ReadLimits",
     "Skipped",
     "chunk_document",
+    "count_sources",
     "cut_sentence",
     "document_sentences",
     "iter_chunks",

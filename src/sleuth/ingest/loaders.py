@@ -180,6 +180,15 @@ def has_sources(
     return False
 
 
+def count_sources(paths: Sequence[str | Path], *, include: Sequence[str] = (),
+                  exclude: Sequence[str] = ()) -> int:
+    """How many files :func:`iter_documents` would open in ``paths``, counted from the
+    directory listing alone (no file opened): the total a progress bar counts to."""
+    sink = IngestReport()
+    return sum(1 for root in _roots(paths)
+               for _ in _sources(root, tuple(include), tuple(exclude), sink))
+
+
 def _roots(paths: Sequence[str | Path]) -> list[Path]:
     """``paths`` as paths; raises :class:`IngestError` for the first that does not exist."""
     roots = [Path(p) for p in paths]

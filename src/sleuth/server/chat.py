@@ -1,7 +1,9 @@
 """The OpenAI-compatible chat API: ``GET /v1/models`` and ``POST /v1/chat/completions``, so
 Open WebUI, LibreChat or any OpenAI SDK can use Sleuth as a model.
 
-Every agent is a model: ``sleuth-auto`` and ``sleuth-<name>`` for each registered variant.
+Every agent is a model: ``sleuth-<name>`` for each registered variant and ``sleuth-auto``,
+the default agent (:data:`~sleuth.settings.DEFAULT_AGENT`, the one every face answers with
+when none is named) first, as a client that picks the first model picks it.
 The last user message is the question. A chat client keeps the conversation itself and
 resends it whole, with no session id, so the user and assistant turns before the question
 are handed to the agent as its history (:meth:`Service.ask` with ``history``: an ephemeral
@@ -10,8 +12,10 @@ keeps its own prompt.
 
 The answer is the agent's text, as it streams, followed by its sources as Markdown links to
 the app's passage view (:func:`passage_link`). The agent's work is its reasoning: one line
-per tool call (the tool, its arguments, a short view of what came back) and per
-context-budget event, sent as ``reasoning_content`` (the message's field, or streamed deltas
+per tool call (the tool, its arguments, a short view of what came back), per answer check
+that applied, per context-budget event and, streamed, before each model call what it reads
+and how long that takes here ("reading 5 passages (about 40 s here)"), sent as
+``reasoning_content`` (the message's field, or streamed deltas
 ahead of the answer's), the field vLLM and DeepSeek servers use and Open WebUI and LibreChat
 show as a collapsible thinking section, while the answer's ``content`` stays plain for SDKs.
 
@@ -42,7 +46,7 @@ from sleuth.server.markdown import Stream, markdown_text, neutralise
 from sleuth.server.openapi import NOT_BLANK, responses, status_for
 from sleuth.service.callers import LOCAL, Caller
 from sleuth.service.service import Service
-from sleuth.settings import ServeSettings
+from sleuth.settings import DEFAULT_AGENT, ServeSettings
 
 try:
     from fastapi import APIRouter, Depends, Request, Response
@@ -65,11 +69,12 @@ _WHERE_LINES = re.compile(r"\blines? (\d+)(?:\s*[–-]\s*(\d+))?")
 
 
 def model_names() -> list[str]:
-    """The models this server offers: one per agent, ``sleuth-auto`` first."""
+    """The models this server offers: one per agent, the default agent's first."""
     from sleuth.agent.router import AUTO
     from sleuth.agent.variants import VARIANTS
 
-    return [PREFIX + AUTO, *(PREFIX + name for name in VARIANTS)]
+    names = [DEFAULT_AGENT, *(n for n in [*VARIANTS, AUTO] if n != DEFAULT_AGENT)]
+    return [PREFIX + name for name in names]
 
 
 def passage_link(citation: Mapping[str, Any], base: str) -> str:
@@ -342,7 +347,10 @@ def _answer_only(text: str) -> str:
 
 
 def _step_line(step: Any) -> str:
-    """One tool call as a line of reasoning: tool, arguments, what came back (short)."""
+    """One tool call as a line of reasoning: tool, arguments, what came back (short); an
+    answer check as ``check: NAME — what it did``."""
+    if step.kind == "check":
+        return f"- check: {step.tool_name} — {' '.join(str(step.reasoning).split())[:240]}\n"
     arguments = json.dumps(step.tool_input, ensure_ascii=False)
     result = step.error or " ".join(str(step.tool_output).split())
     if len(result) > _SHORT:
@@ -441,6 +449,8 @@ class _Reply:
                                                                   self.base)})
             elif event == "context":
                 yield self.chunk({"reasoning_content": _context_line(data)})
+            elif event == "progress":  # what the model reads now, and for about how long
+                yield self.chunk({"reasoning_content": f"- {data['text']}\n"})
             elif event == "token":
                 piece = shown.feed(REVISED if resumed and not spoken else "") + \
                     shown.feed(data)  # REVISED: what came before was not the answer

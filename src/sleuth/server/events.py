@@ -3,7 +3,9 @@ OpenAI-compatible chat): the question runs on a worker thread and its events com
 async iterator in the order they happened.
 
 The events: ``("step", Step)`` per tool call, ``("token", str)`` per piece of the answer's
-text, ``("context", {"used", "budget", "percent", "action"})`` per context-budget event, then
+text, ``("context", {"used", "budget", "percent", "action"})`` per context-budget event,
+``("progress", {"passages", "tokens", "seconds", "text"})`` before each model call (what it
+is about to read and how long that takes here: "reading 5 passages (about 40 s here)"), then
 ``("answer", record)`` or ``("error", exception)``, the exception as the caller is told it (a
 failure of the LLM or a bug: a line naming the request, the detail in the operator's log; see
 :mod:`sleuth.server.failures`). When the consumer stops (the client went away) the run stops
@@ -50,7 +52,8 @@ def ask_events(service: Service, question: str, agent: str, *, caller: Caller,
         put("step", done)
 
     listener = Listener(step=step, token=lambda text: put("token", text),
-                        context=lambda event: put("context", event))
+                        context=lambda event: put("context", event),
+                        progress=lambda reading: put("progress", reading))
 
     def work() -> None:
         try:

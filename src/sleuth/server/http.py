@@ -443,14 +443,26 @@ _EVENT = {"type": "object", "required": ["event", "data"], "description": (
     "(`{text}`: the next piece of the answer as the model writes it; a `step` after tokens "
     "means that text was not the answer, which starts anew); `context` (`{used, budget, "
     "percent, action}`, action `warn` at 90 % of the context budget or `summarize` when it "
-    "is full); last `answer` (the record of /v1/ask) or `error` (`{detail, status}`)"),
-    "properties": {"event": {"type": "string",
-                             "enum": ["step", "token", "context", "answer", "error"]},
+    "is full); `progress` before each model call (`{passages, tokens, seconds, text}`: what "
+    "it reads and how long that takes here, seconds null until measured; text such as "
+    "\"reading 5 passages (about 40 s here)\"); last `answer` (the record of /v1/ask) or "
+    "`error` (`{detail, status}`)"),
+    "properties": {"event": {"type": "string", "enum": ["step", "token", "context",
+                                                        "progress", "answer", "error"]},
                    "data": {"type": "string", "contentMediaType": "application/json"}}}
 
 
 def _agent_routes(router: APIRouter, service: Service) -> None:
     ask_body = _body(ask_schema(service.limits), required=True)
+
+    @router.get("/agents", tags=["agent"])
+    def agents() -> list[dict[str, Any]]:
+        """The agents to ask with, as a person chooses one: ``name`` (what ``agent``
+        takes), a plain ``label``, a one-line ``summary``, the ``description``, and
+        ``default`` (the agent a question gets when it names none), the default first."""
+        from sleuth.agent.variants import agent_list
+
+        return agent_list()
 
     @router.post("/ask", tags=["agent"], openapi_extra=ask_body,
                  responses=responses(400, 413, 415, 422, 429, 502, 503))

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from sleuth._version import __version__
 from sleuth.agent.loop import StepCallback
+from sleuth.agent.run import nothing_indexed
 from sleuth.errors import (
     ForbiddenError,
     LLMUnavailable,
@@ -490,6 +491,9 @@ class Service:
         asked outside a saved session."""
 
         self.check_ask(question, agent)
+        empty = nothing_indexed(self.view(caller), question, agent, on_step)
+        if empty is not None:  # said without the model, whatever its state
+            return empty.to_record()
         self._check_llm()
         try:
             return self._ask(question, agent, session, on_step, caller, history)

@@ -35,7 +35,7 @@ from sleuth.agent.loop import StepCallback
 from sleuth.errors import ConfigError
 from sleuth.index.read import ReadIndex, session_store
 from sleuth.llm import LLM
-from sleuth.settings import Settings
+from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.store.sessions import SessionStore as SessionStore  # re-exported: its earlier home
 from sleuth.store.sessions import check_session_id
 from sleuth.text.access import Access, scope_name, scope_of
@@ -155,9 +155,10 @@ def session_title(title: str | None, first_question: str) -> str:
 class Session:
     """A conversation with one agent over one index."""
 
-    def __init__(self, index: ReadIndex, *, agent: str = "docs", settings: Settings | None = None,
-                 llm: LLM | None = None, session_id: str | None = None,
-                 persist: bool = True, owner: str | None = None) -> None:
+    def __init__(self, index: ReadIndex, *, agent: str = DEFAULT_AGENT,
+                 settings: Settings | None = None, llm: LLM | None = None,
+                 session_id: str | None = None, persist: bool = True,
+                 owner: str | None = None) -> None:
         self.index = index
         self.owner = owner
         self.store = session_store(index)
@@ -182,7 +183,7 @@ class Session:
              llm: LLM | None = None, owner: str | None = None) -> Session:
         """Resume session ``session_id`` of ``index`` (a new one when ``create``); ``owner``
         picks a tenant key's own sessions (see :class:`SessionStore`)."""
-        session = cls(index, agent=agent or "docs", settings=settings, llm=llm,
+        session = cls(index, agent=agent or DEFAULT_AGENT, settings=settings, llm=llm,
                       session_id=session_id, owner=owner)
         data = session.store.load(owner, session.id)
         if data is None:
@@ -261,8 +262,12 @@ class Session:
 
     def ask(self, question: str, *, on_step: StepCallback | None = None) -> Answer:
         """Answer ``question`` in this conversation; earlier turns' evidence stays visible."""
+        from sleuth.agent.run import nothing_indexed
         from sleuth.agent.variants import build_agent
 
+        empty = nothing_indexed(self.index, question, self.agent_name, on_step)
+        if empty is not None:  # no model, no turn: nothing was asked of the documents
+            return empty
         agent = build_agent(self.agent_name, self.index, self.llm, self.settings)
         self.recheck()
         self.tracker.turn = len(self.turns) + 1
@@ -317,6 +322,7 @@ class Session:
             read=[c for c in old.read if _doc_of(c) not in hidden],
             seen_scores={c: v for c, v in old.seen_scores.items() if _doc_of(c) not in hidden},
             retrieved=[c for c in old.retrieved if _doc_of(c) not in hidden],
+            relevance={c: v for c, v in old.relevance.items() if _doc_of(c) not in hidden},
             refs={r: ref for r, ref in old.refs.items() if ref.doc_id not in hidden},
             turn=old.turn, searches=old.searches)
         return True

@@ -30,8 +30,7 @@ StrList = BeforeValidator(_as_list)
 
 
 def _format_hits(ctx: ToolContext, hits: Sequence[Hit], header: str) -> ToolResult:
-    for hit in hits:
-        ctx.tracker.saw(hit.chunk_id, hit.score)
+    ctx.tracker.found({hit.chunk_id: hit.score for hit in hits})
     if ctx.full_chunks:
         by_id = {c.chunk_id: c for c in ctx.index.read([h.chunk_id for h in hits]).chunks}
         blocks = []
@@ -214,11 +213,11 @@ def hybrid_passages(ctx: ToolContext, query: str, ranked: Mapping[str, float], m
     weights = sentence_weights(chunks.values())
     blocks: list[str] = []
     hits: list[dict[str, object]] = []
+    ctx.tracker.found({c: score for c, score in ranked.items() if c in chunks})
     for chunk_id, score in ranked.items():
         chunk = chunks.get(chunk_id)
         if chunk is None:
             continue
-        ctx.tracker.saw(chunk_id, score)
         hits.append({"chunk_id": chunk_id, "doc_id": chunk.doc_id, "score": score})
         if ctx.tracker.was_read(chunk_id):
             blocks.append(f"=== chunk {chunk_id} (score: {score:g}): shown before, not "

@@ -85,8 +85,9 @@ def search(
         raise ToolError("search needs at least one non-empty query")
     merged: dict[str, _Merged] = {}
     for number, query in enumerate(queries, 1):
-        for hit in search_documents(ctx.index, query, top_k=top_k):
-            ctx.tracker.saw(hit.chunk_id, hit.score)
+        hits = search_documents(ctx.index, query, top_k=top_k)
+        ctx.tracker.found({hit.chunk_id: hit.score for hit in hits})
+        for hit in hits:
             entry = merged.get(hit.doc_id)
             if entry is None:
                 merged[hit.doc_id] = _Merged(hit, [number])

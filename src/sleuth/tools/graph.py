@@ -163,8 +163,7 @@ def graph_ppr(
     chunks = graph.map_back(scores, top_k=top_k)
     top = sorted(scores, key=lambda e: -scores[e])[:8]
     names = [e.name for i in top if (e := graph.store.entity(i))]
-    for chunk_id, score in chunks:
-        ctx.tracker.saw(chunk_id, score)
+    ctx.tracker.found(dict(chunks))
     read = {c.chunk_id: c for c in ctx.index.read([c for c, _ in chunks]).chunks}
     lines = [f"Seeds: {', '.join(s.name for s in seeds)}. Most central entities: "
              f"{', '.join(names)}.", "Chunks:"]

@@ -172,16 +172,24 @@ def _run_one(one: Chosen, draft: Draft, ctx: CheckContext) -> Draft:
     if (draft.source == "verdict" and not check.verdicts) or not check.applies(draft, ctx):
         return draft
     calls = ctx.run.answer.llm_calls
-    revised = check.check(draft, ctx)
+    ctx.run.checking = check.name  # its steps are the check's (kind "check")
+    try:
+        revised = check.check(draft, ctx)
+    finally:
+        ctx.run.checking = None
     if revised is not None and not revised.answer and draft.answer:
         revised = None  # a check never leaves an answer empty that was not
     note = "" if revised is None else revised.notes.get(check.name, "")
     changed = revised is not None and revised.answer != draft.answer
     if one.flag and changed and revised is not None:
-        ctx.run.observe("flag", {"check": check.name},
-                        strip_citations(revised.answer).strip()[:600],
-                        f"{check.name} would replace the answer with this step's output "
-                        f"({note}): in flag mode the answer stands, flagged")
+        ctx.run.checking = check.name
+        try:
+            ctx.run.observe("flag", {"check": check.name},
+                            strip_citations(revised.answer).strip()[:600],
+                            f"{check.name} would replace the answer with this step's output "
+                            f"({note}): in flag mode the answer stands, flagged")
+        finally:
+            ctx.run.checking = None
         revised = draft.flag(check.name, note)
     ctx.run.answer.check_notes.append(CheckNote(
         check.name, changed and not one.flag, one.flag and changed,

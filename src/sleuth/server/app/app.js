@@ -179,7 +179,15 @@ function shortJson(value) {
   return text && text.length > 200 ? `${text.slice(0, 200)}…` : text || "";
 }
 
+// An answer check's step: what the check did to the answer, not a tool call.
+function renderCheck(step) {
+  return el("li", { class: "step check" },
+    el("span", { class: "kind" }, "check"), " ", el("span", { class: "tool" }, step.tool_name),
+    step.reasoning ? el("span", { class: "muted" }, ` — ${step.reasoning}`) : null);
+}
+
 function renderStep(step) {
+  if (step.kind === "check") return renderCheck(step);
   const output = String(step.tool_output || "");
   const preview = output.length > OUTPUT_PREVIEW ? `${output.slice(0, OUTPUT_PREVIEW)}…` : output;
   const item = el("li", { class: step.error ? "step failed" : "step" },
@@ -262,7 +270,28 @@ function renderSources(citations) {
     el("li", {}, el("a", { href: passageHash(c), class: "source",
       onclick: (event) => { event.preventDefault(); openPassage(c); } }, c.title || c.doc_id),
     c.where ? el("span", { class: "where" }, ` · ${c.where}`) : null,
-    c.tool ? el("span", { class: "by" }, ` · found by ${c.tool}`) : null)));
+    c.tool ? el("span", { class: "by" }, ` · found by ${c.tool}`) : null,
+    typeof c.score === "number"
+      ? el("span", { class: "score", title: "the search score it was found with, relative to that search's best hit (1.00)" },
+        ` · score ${c.score.toFixed(2)}`) : null)));
+}
+
+// While the model reads: "reading 5 passages (about 40 s here)", with the seconds so far.
+function showReading(node, reading) {
+  stopReading(node);
+  const started = performance.now();
+  const tick = () => {
+    node.textContent = `${reading.text} · ${Math.round((performance.now() - started) / 1000)} s`;
+  };
+  tick();
+  node.hidden = false;
+  node.timer = setInterval(tick, 1000);
+}
+
+function stopReading(node) {
+  if (node.timer) clearInterval(node.timer);
+  node.timer = null;
+  node.hidden = true;
 }
 
 function renderTurn(turn) {
@@ -283,9 +312,11 @@ async function ask(question, agent) {
   const steps = el("details", { class: "steps", open: true },
     el("summary", {}, "Working…"), list);
   const answer = el("div", { class: "answer pending", "aria-busy": "true" });
+  const reading = el("div", { class: "reading muted", role: "status", hidden: true });
   const sources = el("div");
   const meta = el("div", { class: "turn-meta" });
-  const turn = el("article", { class: "turn" }, renderQuestion(question), steps, answer, sources, meta);
+  const turn = el("article", { class: "turn" }, renderQuestion(question), steps, reading, answer,
+    sources, meta);
   $("#conversation").append(turn);
   turn.scrollIntoView({ block: "end" });
 
@@ -299,6 +330,7 @@ async function ask(question, agent) {
       json: { question, agent, session: state.session }, signal: controller.signal });
     for await (const { name, data } of events(response)) {
       if (name === "step") {
+        stopReading(reading);
         // text streamed before a tool call was the model thinking aloud, not the answer
         if (text) { text = ""; answer.textContent = ""; }
         count += 1;
@@ -306,7 +338,10 @@ async function ask(question, agent) {
         steps.querySelector("summary").textContent = `Working… ${count} step${count === 1 ? "" : "s"}`;
       } else if (name === "context") {
         list.append(renderContextEvent(data));
+      } else if (name === "progress") {
+        showReading(reading, data);
       } else if (name === "token") {
+        stopReading(reading);
         if (!text) Object.assign(timings, { firstToken: performance.now(), firstTokenEpoch: Date.now() });
         text += data.text;
         answer.textContent = text;
@@ -334,6 +369,7 @@ async function ask(question, agent) {
     }
     steps.querySelector("summary").textContent = `${count} step${count === 1 ? "" : "s"}`;
   } finally {
+    stopReading(reading);
     answer.removeAttribute("aria-busy");
     setRunning(null);
     loadSessions();
@@ -685,20 +721,41 @@ function route() {
   }
 }
 
+// The agents by plain name (GET /v1/agents), the server's default first and chosen unless this
+// tab chose another; under the selector, the chosen one's line and research name.
+const agents = new Map();
+let defaultAgent = "";
+
 function selectAgent(name) {
   const select = $("#agent");
   if (![...select.options].some((o) => o.value === name)) select.append(el("option", { value: name }, name));
   select.value = name;
+  describeAgent();
+}
+
+function describeAgent() {
+  const about = $("#agent-about");
+  const agent = agents.get($("#agent").value);
+  about.replaceChildren(...(agent ? [agent.summary, " ", el("small", { class: "research" }, agent.name)] : []));
 }
 
 async function loadAgents() {
   const select = $("#agent");
   try {
-    const models = await api("/v1/models");
-    const names = models.data.map((m) => m.id.replace(/^sleuth-/, ""));
-    select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
-  } catch (_) { /* an older server: keep "auto" */ }
-  selectAgent(sessionStorage.getItem(AGENT_STORE) || "auto");
+    const listed = await api("/v1/agents");
+    for (const agent of listed) agents.set(agent.name, agent);
+    select.replaceChildren(...listed.map((a) => el("option", { value: a.name, title: a.summary }, a.label)));
+    defaultAgent = (listed.find((a) => a.default) || listed[0] || {}).name || "";
+  } catch (_) { /* an older server: the agents by name, the first its default */
+    try {
+      const models = await api("/v1/models");
+      const names = models.data.map((m) => m.id.replace(/^sleuth-/, ""));
+      select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+      defaultAgent = names[0] || "";
+    } catch (_) { /* no agents to list: the server's default answers */ }
+  }
+  const chosen = sessionStorage.getItem(AGENT_STORE);
+  selectAgent(chosen && agents.has(chosen) ? chosen : defaultAgent);
 }
 
 async function start() {
@@ -734,7 +791,10 @@ function wire() {
       $("#ask-form").requestSubmit();
     }
   });
-  $("#agent").addEventListener("change", () => sessionStorage.setItem(AGENT_STORE, $("#agent").value));
+  $("#agent").addEventListener("change", () => {
+    sessionStorage.setItem(AGENT_STORE, $("#agent").value);
+    describeAgent();
+  });
   $("#stop-button").addEventListener("click", () => state.running && state.running.abort());
   $("#new-session").addEventListener("click", () => {
     location.hash = "#/";

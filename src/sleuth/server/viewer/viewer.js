@@ -269,9 +269,11 @@ function stepCard(step) {
     return li;
   }));
   const output = String(step.tool_output ?? "");
-  return el("div", { class: "card step" + (step.error ? " failed" : ""), "data-step": step.step },
+  const check = step.kind === "check";  // an answer check, not a tool call
+  return el("div", { class: "card step" + (check ? " check" : "") + (step.error ? " failed" : ""),
+    "data-step": step.step },
     el("div", { class: "step-head" },
-      el("span", { class: "meta" }, "step " + step.step),
+      el("span", { class: "meta" }, (check ? "check, step " : "step ") + step.step),
       el("span", { class: "tool" }, step.tool_name),
       step.retrieved_tokens != null
         ? el("span", { class: "meta" }, step.retrieved_tokens + " tokens retrieved") : null,
@@ -357,16 +359,19 @@ async function renderQuestion(runId, questionId, openChunk) {
     record.control ? controlBlock(record.control) : null,
     el("h3", {}, `Steps (${trajectory.length})`),
     trajectory.length ? el("div", { id: "steps" }, trajectory.map(stepCard))
-      : el("p", { class: "meta" }, "No tool calls."),
+      : el("p", { class: "meta" }, "No steps."),
     el("h3", {}, `Chunks read (${(record.chunks_read_ids || []).length})`),
     el("p", { class: "meta" }, "Click an id to show its text."), chunksBox,
     el("h3", {}, `Citations (${citations.length})`),
     citations.length ? el("table", { id: "citations" }, el("thead", {}, el("tr", {},
-      ["chunk", "title", "relevance", "where"].map((h) => el("th", {}, h)))),
+      ["chunk", "title", "score", "stated", "where"].map((h) => el("th", {}, h)))),
     el("tbody", {}, citations.map((c) => {
       const cell = el("td", {}, chunkLink(c.chunk_id));
       return el("tr", {}, cell, el("td", {}, c.title || c.doc_id || ""),
-        el("td", { class: "num" }, c.relevance != null ? Number(c.relevance).toFixed(2) : ""),
+        el("td", { class: "num", title: "search score, relative to its search's best hit" },
+          c.score != null ? Number(c.score).toFixed(2) : ""),
+        el("td", { class: "num", title: "relevance the model stated" },
+          c.relevance != null ? Number(c.relevance).toFixed(2) : ""),
         el("td", {}, c.where || c.ref || ""));
     }))) : el("p", { class: "meta" }, "No citations."),
     record.memory_state ? el("details", {}, el("summary", {}, "memory state"),
