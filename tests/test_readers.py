@@ -125,10 +125,11 @@ def test_passages_are_read_by_the_id_before_each_not_its_neighbours() -> None:
         {"role": "user", "content": "Where was Ada born?"},
         {"role": "tool", "content": "Top 2 chunks:\n\n=== chunk ada#1 (document ada#7; prev: "
          "ada#0, next: ada#2) ===\nShe was born in London.\n[... 40 more tokens: chunk_read "
-         "ada#1]\n\n=== chunk bab#0 (document bab; prev: none, next: none) ===\nBabbage."},
+         "ada#1]\n\n=== chunk org/bab-1#0 (document org/bab-1; prev: none, next: "
+         "org/bab-1#1) ===\nBabbage."},
         {"role": "user", "content": "Question: q\n\nPassages:\n[turn1search3] Ada: In 1815."},
     ])
-    assert list(shown) == ["ada#1", "bab#0", "turn1search3"]
+    assert list(shown) == ["ada#1", "org/bab-1#0", "turn1search3"]
     assert "London" in shown["ada#1"] and "Babbage" not in shown["ada#1"]
     assert shown["turn1search3"].endswith("In 1815.")
 

@@ -51,8 +51,8 @@ __all__ = ["FromMemory", "Gold", "Oracle", "Reader", "golds", "passages"]
 
 # a passage's id where it starts: a chunk id or reference id, not one a block's header
 # names as its document or neighbour (``document Medical#00022; prev: a#3, next: a#5``)
-_MARKER = re.compile(rf"(?<!document )(?<!prev: )(?<!next: )"
-                     rf"(?:{CHUNK_ID.pattern}|\b({REF_ID.pattern})\b)")
+_MARKER = re.compile(rf"{CHUNK_ID.pattern}|\b({REF_ID.pattern})\b")
+_NAMED = ("document ", "prev: ", "next: ")
 _HEADER = re.compile(r"^\s*\([^\n]*?\)\s*===")  # the rest of a "=== chunk ID (...) ===" line
 _QUESTION = re.compile(r"^Question: (.+?)\n\n", re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
@@ -114,7 +114,8 @@ def passages(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         if message.get("role") not in ("user", "tool"):
             continue
         text = str(message.get("content") or "")
-        marks = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _MARKER.finditer(text)]
+        marks = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _MARKER.finditer(text)
+                 if not text[max(0, m.start() - 10):m.start()].endswith(_NAMED)]
         starts = [i for i, mark in enumerate(marks) if i == 0 or mark[2] != marks[i - 1][2]]
         for n, i in enumerate(starts):
             end = marks[starts[n + 1]][0] if n + 1 < len(starts) else len(text)
