@@ -489,7 +489,7 @@ def _kin_fact(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     if names:
         readings = tuple(Reading(n, -1, "subject") for n in names)
         return Settled(None, readings, f"the page names more than one {fact}")
-    others = stated_of_others(page, fact, people)
+    others = stated_of_others(ctx, page, fact)
     if others:
         return Settled(None, tuple(Reading(r.name, -1, "other") for r in others),
                        f"the page names no {fact} of its subject")

@@ -167,14 +167,16 @@ def kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     return []
 
 
-def stated_of_others(page: Chunk, relation: str, read: list[Person]) -> list[Relative]:
+def stated_of_others(ctx: ToolContext, page: Chunk, relation: str) -> list[Relative]:
     """The relatives ``page`` names in ``relation``'s kind that are not the subject's own
     (an aside about another person, "X married her" where "her" is someone else): shown
     to the model beside a relation the page does not settle."""
     kind = KIN[relation][0]
     every = family(page.text)
-    named = every.spouses if kind == "spouse" else every.parents
-    return [r for r in named if r.name not in {p.name for p in read}]
+    mine = family(page.text, judge_for(page_subject(ctx, page)))
+    named, own = (every.spouses, mine.spouses) if kind == "spouse" else \
+        (every.parents, mine.parents)
+    return [r for r in named if r.name not in {o.name for o in own}]
 
 
 def fuller(name: str, pages: list[Chunk]) -> str:
