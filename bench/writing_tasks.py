@@ -1,5 +1,5 @@
 """Which questions the default agent reads as a request to write something (BENCHMARKS §41):
-on every dev set, by question type, how many ``querytext.writing_task`` finds (such a
+on every dev set, by question type, how many ``sleuth.writing.writing_task`` finds (such a
 request gets the ``compose`` prompt; every other question's request is unchanged), and what
 reading a question costs, quiet and beside busy processes, on the dev questions and on
 hostile ones (long runs of commas, clauses and hyphens, up to 100,000 characters).
@@ -34,7 +34,7 @@ from _common import (
 )
 from contention import spin
 
-from sleuth.text.querytext import writing_task
+from sleuth.writing import writing_task
 
 SETS = Path(__file__).resolve().parent / "sets"
 HOSTILE = ("a, ", "As a x ", "You are a b-", ", ", "Construct a ", "tasked with ", "Write ")

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("retrieval", ["sleuth.retrieval"]),
     ("tools", ["sleuth.tools"]),
     # packs for one kind of corpus, registered by plugin: above the tools, below the agent
-    ("packs", ["sleuth.facts", "sleuth.statements"]),
+    ("packs", ["sleuth.facts", "sleuth.statements", "sleuth.writing"]),
     ("agent", ["sleuth.agent"]),
     ("eval", ["sleuth.eval"]),
     ("service", ["sleuth.service"]),
@@ -262,9 +262,10 @@ def test_no_import_cycles() -> None:
         "it):\n" + "\n".join(cycles)
 
 
-def test_the_query_text_helpers_import_nothing_of_sleuth() -> None:
+def test_the_query_text_helpers_import_nothing_of_sleuth_but_the_lexicon() -> None:
     graph, _ = import_graph()
-    assert graph["sleuth.text.querytext"] == set()
+    assert graph["sleuth.text.lexicon"] == set()
+    assert graph["sleuth.text.querytext"] == {"sleuth.text.lexicon"}
     assert "sleuth.text.querytext" in graph["sleuth.retrieval"]
 
 

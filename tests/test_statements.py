@@ -227,3 +227,46 @@ def test_arguments_read_from_a_question_stay_within_the_tools_bounds(filings: Pa
         answer = sleuth.ask(asked, index=filings, agent="hybrid",
                             llm=OpenAIClient("fake-model", server.base_url))
     assert answer.answer.startswith("0.095 [")  # 950 / 10,000, no model call
+
+
+# a reader's notes that copy a filing's rows (and get a figure wrong): no report's form in
+# the title, no cover page, no statement's title line
+NOTES = """Notes on Acme from our reading group
+(In millions)
+December 31,
+2017
+2016
+Total assets
+$
+20,000
+$
+18,000
+Total current liabilities
+4,000
+3,000"""
+
+
+def test_figures_are_read_from_filings_only(tmp_path_factory: pytest.TempPathFactory,
+                                            sleuth) -> None:  # type: ignore[no-untyped-def]
+    """The pack applies per document: a table in a document that is no filing is not read
+    as a statement, beside a filing or alone."""
+    from sleuth.statements.filing import filing
+
+    assert filing("3M_2018_10K", "") and filing("acme-10-q-2023.pdf", "")
+    assert filing("Acme", "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nFORM 10-K")
+    assert filing("Acme p40", BALANCE)  # a primary statement's title on a line of its own
+    assert not filing("Notes on Acme", NOTES) and not filing("10KB_ACME", NOTES)
+    quick = ["metric", "Acme", "Quick ratio is defined as: total assets / total current "
+             "liabilities", "--year", "2017"]
+    alone = records_index(tmp_path_factory, "notes", [
+        {"id": "ACME_notes", "title": "Notes on Acme", "text": NOTES}])
+    result = sleuth(*quick, "--index", str(alone))
+    assert result.code == 0, result.err
+    assert "Not computed" in result.out and "5.0000" not in result.out
+    both = records_index(tmp_path_factory, "notes-and-filing", [
+        {"id": "ACME_notes", "title": "Notes on Acme", "text": NOTES},
+        {"id": "ACME_2017_10K_p40", "title": "ACME_2017_10K p40", "text": BALANCE}])
+    result = sleuth(*quick, "--index", str(both))
+    assert result.code == 0, result.err
+    assert result.out.rstrip().endswith("= 4")  # 10,000 / 2,500, the filing's page
+    assert "[ACME_notes#0]" not in result.out

@@ -12,7 +12,7 @@ import sleuth
 from sleuth.agent.run import Listener
 from sleuth.llm import OpenAIClient
 from sleuth.testing.fake import FakeLLMServer, call, reply
-from sleuth.text.querytext import writing_task
+from sleuth.writing import writing_task
 
 PEPYS = "pepys-diary-1660.md#0"
 

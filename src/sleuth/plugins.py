@@ -1,6 +1,7 @@
-"""One loader for everything that registers: backends, tools and agents.
+"""One loader for everything that registers: backends, tools, agents, answer checks and
+question readers.
 
-Four entry-point groups; an entry's value is ``"module:attribute"``, imported when the group
+Five entry-point groups; an entry's value is ``"module:attribute"``, imported when the group
 is first needed:
 
 - ``sleuth.backends``: the name is a URL scheme (``""``: a local folder), the attribute a
@@ -8,15 +9,19 @@ is first needed:
 - ``sleuth.tools``: a :class:`~sleuth.tools.Tool` or a sequence of them;
 - ``sleuth.agents``: a :class:`~sleuth.agent.variants.Variant` or a sequence of them;
 - ``sleuth.checks``: an answer check (:class:`~sleuth.agent.checks.base.AnswerCheck`) or a
-  sequence of them, which ``agent.checks`` may then name.
+  sequence of them, which ``agent.checks`` may then name;
+- ``sleuth.readers``: a question reader (:class:`~sleuth.agent.readers.QuestionReader`),
+  which may choose the first answer's prompt for a question, or a sequence of them.
 
-Sleuth's own backends, tools, agents and checks are listed in :data:`BUILTIN` in the same
+Sleuth's own backends, tools, agents, checks and readers are listed in :data:`BUILTIN` in the same
 form and go through the same loader, first, so an installed package's entry of the same name
 replaces a built-in one. A group loads when its registry is first read (a
 :class:`Registry`), not when Sleuth is imported, so a plugin may import any part of Sleuth.
-``plugins.disabled`` (``SLEUTH_PLUGINS__DISABLED='["facts"]'``) names entries not to load:
-``facts``, the in-tree pack that reads encyclopedia pages (:mod:`sleuth.facts`), is one; the
-core works without it.
+``plugins.disabled`` (``SLEUTH_PLUGINS__DISABLED='["facts"]'``) names entries not to load.
+The in-tree packs, each for one kind of document and each applied per document, never per
+index, are such entries, and the core works without any of them: ``facts`` (encyclopedia
+pages, :mod:`sleuth.facts`), ``statements`` (filings, :mod:`sleuth.statements`) and
+``writing`` (requests to write something, :mod:`sleuth.writing`).
 This module imports nothing of Sleuth but its errors and settings.
 """
 
@@ -30,8 +35,8 @@ from typing import Any, TypeVar
 from sleuth.errors import ConfigError
 
 BACKENDS, TOOLS, AGENTS = "sleuth.backends", "sleuth.tools", "sleuth.agents"
-CHECKS = "sleuth.checks"
-GROUPS = (BACKENDS, TOOLS, AGENTS, CHECKS)
+CHECKS, READERS = "sleuth.checks", "sleuth.readers"
+GROUPS = (BACKENDS, TOOLS, AGENTS, CHECKS, READERS)
 
 
 def _entries(group: str, pairs: Iterable[tuple[str, str]]) -> list[EntryPoint]:
@@ -47,6 +52,7 @@ BUILTIN: dict[str, list[EntryPoint]] = {
                             ("statements", "sleuth.statements:TOOLS")]),
     AGENTS: _entries(AGENTS, [("core", "sleuth.agent.builtin:VARIANTS")]),
     CHECKS: _entries(CHECKS, [("core", "sleuth.agent.checks.builtin:CHECKS")]),
+    READERS: _entries(READERS, [("writing", "sleuth.writing:READERS")]),
 }
 log = logging.getLogger("sleuth")
 

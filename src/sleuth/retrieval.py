@@ -9,10 +9,9 @@ reaches the bridge passages of multi-hop questions (a film's director, a person'
 whose names the question never states. :func:`best_ranking` adds the knowledge graph's PPR
 where the index has a graph.
 
-Fusion is reciprocal rank with the constant :data:`RRF_K` = 1 rather than the usual 60:
-on 2Wiki dev questions it lifts Recall@2 from 71.2 to 75.4 (hybrid+graph) because a chunk
-that one ranking puts first is not outvoted by chunks that several rankings put fourth
-(BENCHMARKS.md §18, where the other constants and weights tried are listed).
+Fusion is reciprocal rank with the constant :data:`RRF_K` = 1 rather than the usual 60,
+so that a chunk that one ranking puts first is not outvoted by chunks that several rankings
+put fourth (BENCHMARKS.md §18 measures it and lists the other constants and weights tried).
 
 Used by agents that retrieve without a tool-calling loop (``memory``) and by
 ``sleuth eval retrieval``. The question's keywords and content words come from
@@ -38,7 +37,8 @@ __all__ = ["CorpusShape", "DocumentHit", "HybridRetriever", "best_ranking", "con
            "corpus_shape", "entity_pages", "fuse", "fused_scores", "interleave",
            "passage_ranking", "question_keywords", "search_documents"]
 
-RRF_K = 1  # reciprocal-rank constant for chunk rankings (chosen on 2Wiki dev, frozen)
+RRF_K = 1  # reciprocal-rank constant for chunk rankings: what one ranking puts first is not
+# outvoted by what several put fourth (measured and frozen: BENCHMARKS.md §18)
 DEPTH = 30  # candidates per ranking before fusion
 HOP_NAMES = 6  # bridge names read per seed chunk
 HOP_DEPTH = 2  # chunks per bridge name
@@ -137,14 +137,13 @@ class HybridRetriever:
         return self._per_entity[question]
 
 
-ENTITY_PAGES = 0.5  # a corpus of entity pages: more than this share of its documents have a
-# title of their own (2Wiki 1.0; FinanceBench pages 0.007, GraphRAG-Bench novel 0.005) ...
-PAGE_CHUNKS = 1.2  # ... and they are paragraphs: at most this many chunks per document on
-# average (2Wiki 1.001; the PostgreSQL manual's pages 1.9, a third of them longer than a
-# chunk: sections of a manual, not pages about one entity each; three books, or 23 filings
-# as PDFs, neither)
+ENTITY_PAGES = 0.5  # a corpus of entity pages: most of its documents have a title of their
+# own (pages of one work share the work's title: near 0) ...
+PAGE_CHUNKS = 1.2  # ... and they are paragraphs: about one chunk per document on average (a
+# manual's sections run to two or more, a book or a filing to hundreds)
 WORK_CHUNKS = 10.0  # a title names a work when its documents hold more chunks than this on
-# average (FinanceBench filings 138, GraphRAG-Bench novels 220; a manual's pages 1.9)
+# average: a book or a filing runs to a hundred chunks and more, a manual's or an
+# encyclopedia's pages to one or two; the gap between is wide, the cut sits in it
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ def corpus_shape(index: ReadIndex) -> CorpusShape:
     """The shape of an index's corpus, decided once per version of the index.
 
     Entity pages: most documents have a title of their own and are a paragraph long (an
-    encyclopedia's pages, 2Wiki). The title weight is :data:`TITLE_WEIGHT` where a title
+    encyclopedia's pages). The title weight is :data:`TITLE_WEIGHT` where a title
     names a work, a filing or a novel of many pages (more than :data:`WORK_CHUNKS` chunks per
     distinct title): a query that names one is about it. Where each page has a title of its
     own (a manual's sections), a query names a topic that many pages' titles share words
@@ -190,13 +189,12 @@ def best_ranking(index: ReadIndex, question: str) -> tuple[dict[str, float], str
 
     Which one depends on the corpus (:func:`corpus_shape`). Where most documents have a
     title of their own and are a paragraph long (pages about one entity each: an
-    encyclopedia, 2Wiki), the multi-hop ranking: ``hybrid+graph``
+    encyclopedia), the multi-hop ranking: ``hybrid+graph``
     (the hybrid rankings fused with the knowledge graph's PPR, mapped back to chunks) where
-    the index has a graph, ``hybrid`` otherwise; 2Wiki dev R@5 93.6 and 91.9. Where
-    documents are the pages or passages of longer works that share a title (filings,
-    novels, a textbook) or the sections of a manual, questions name no entity page to
-    follow and :func:`passage_ranking` wins (GraphRAG-Bench novel and medical, FinanceBench;
-    BENCHMARKS.md §18; the PostgreSQL manual, §24).
+    the index has a graph, ``hybrid`` otherwise. Where documents are the pages or passages
+    of longer works that share a title (filings, novels, a textbook) or the sections of a
+    manual, questions name no entity page to follow and :func:`passage_ranking` wins
+    (BENCHMARKS.md §18 and §24 measure both kinds).
     """
     if not entity_pages(index):
         return passage_ranking(index, question)[0], "passage"
@@ -225,8 +223,8 @@ class DocumentHit:
 SEARCH_DEPTH = 30  # chunks per ranking before fusion
 SEARCH_RRF_K = 5  # reciprocal-rank constant of the passage ranking
 TITLE_WEIGHT = 3.0  # weight of the ranking within the documents a query's words name: a
-# filing the question names by company and year outranks pages that merely share its words
-# (FinanceBench dev document R@1 82.3 at weight 1, 91.1 at 3 with k 5; BENCHMARKS.md §18)
+# work the question names (a filing by company and year, a novel by its title) outranks
+# pages that merely share its words (measured: BENCHMARKS.md §18)
 
 
 def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
@@ -263,9 +261,8 @@ def passage_ranking(index: ReadIndex, query: str, depth: int = SEARCH_DEPTH
 def search_documents(index: ReadIndex, query: str, top_k: int = 10,
                      depth: int = SEARCH_DEPTH) -> list[DocumentHit]:
     """Documents for a query, one entry per document (its best chunk), ranked as
-    :func:`best_ranking` ranks chunks: the multi-hop ranking in a corpus of entity pages
-    (2Wiki dev R@5 93.6, where the passage ranking gives 68.6), :func:`passage_ranking`
-    otherwise (FinanceBench dev document R@1 88.6). Scores are the fused score over the most
+    :func:`best_ranking` ranks chunks: the multi-hop ranking in a corpus of entity pages,
+    :func:`passage_ranking` otherwise (BENCHMARKS.md §18). Scores are the fused score over the most
     a chunk could get (over the first chunk's for the multi-hop ranking)."""
     snippet: dict[str, str] = {}
     if entity_pages(index):

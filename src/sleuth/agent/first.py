@@ -21,12 +21,13 @@ from typing import Any
 from sleuth.agent.checks import CheckContext, Chosen, sends_on
 from sleuth.agent.checks.unfounded import unseen_terms
 from sleuth.agent.draft import Draft
+from sleuth.agent.readers import first_prompt
 from sleuth.agent.run import ModelRunner, Run
 from sleuth.llm import ToolCall
 from sleuth.prompts import prompt
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, strip_citations
-from sleuth.text.querytext import covers, writing_task
+from sleuth.text.querytext import covers
 from sleuth.tools import TOOLS, Tool, ToolContext, ToolResult, hybrid_passages
 from sleuth.tools.tracker import Tracker
 from sleuth.types import Step
@@ -214,11 +215,9 @@ class FirstStages(ModelRunner):
         return draft
 
     def _answer_prompt(self, run: Run) -> str:
-        """The first answer's system prompt: naive-rag's (a short answer, then its support;
-        the same request, so the same cached reply), or, for a request to write something
-        (:func:`~sleuth.text.querytext.writing_task`: "Draft an advisory on ...", "As an
-        intern, compose a SOAP note"), one that asks for the whole piece from the passages
-        (``agent.writing_tasks``, the prompt choice's one switch; BENCHMARKS §41)."""
-        if self.settings.writing_tasks and writing_task(run.answer.question):
-            return "compose"
-        return "naive_rag"
+        """The first answer's system prompt: the one a pack's question reader chooses (the
+        writing pack's ``compose`` for a request to write something, "Draft an advisory on
+        ...", which asks for the whole piece from the passages; ``agent.writing_tasks``,
+        BENCHMARKS §41), else naive-rag's (a short answer, then its support; the same
+        request, so the same cached reply)."""
+        return first_prompt(run.answer.question, self.settings, "naive_rag")

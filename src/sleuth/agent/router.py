@@ -33,6 +33,7 @@ from sleuth.agent.run import Prices, Run, Runner, StepCallback
 from sleuth.errors import LLMError
 from sleuth.llm import LLM
 from sleuth.prompts import prompt
+from sleuth.text.lexicon import ROLES
 from sleuth.text.querytext import question_keywords
 from sleuth.tools.tracker import Tracker
 from sleuth.types import Answer, Decision, Route
@@ -43,13 +44,12 @@ DESCRIPTION = ("router: simple questions to router.simple_agent (naive-rag), com
 MAX_WORDS = 35
 MAX_ENTITIES = 2
 
-_RELATIONS = (r"director|producer|composer|screenwriter|writer|author|performer|singer|creator|"
-              r"founder|father|mother|parent|son|daughter|child|children|spouse|husband|wife|"
-              r"brother|sister|sibling|partner|successor|predecessor|owner|publisher|editor|"
-              r"designer|developer|manufacturer|architect|president|chairman|ceo|leader")
-_RELATION = re.compile(rf"\b(?:{_RELATIONS})s?\b", re.I)
+# kin two steps away (grandfather, great-aunt, stepmother, uncle, father-in-law): two hops
 _KIN2 = re.compile(r"\b(?:grand\w+|great-\w+|step\w+|uncle|aunt|nephew|niece|cousin|\w+-in-law)\b",
                    re.I)
+# a relation named by who holds it (director, mother, owner ...): one hop
+_ROLES = sorted((r for r in ROLES if not _KIN2.fullmatch(r)), key=lambda r: (-len(r), r))
+_RELATION = re.compile(rf"\b(?:{'|'.join(map(re.escape, _ROLES))})s?\b", re.I)
 _ATTRIBUTE = re.compile(r"^\W*(?:when|where)\b|\b(?:born|birth|birthplace|die|died|death|"
                         r"nationality|citizenship|country|buried|award|prize|founded)\b", re.I)
 _CLAUSE = re.compile(r"\w\s+(?:that|which)\s+\w", re.I)  # "the company that published X"

@@ -20,7 +20,10 @@ _PUNCTUATION = set(string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lowercase, drop punctuation and articles, squeeze whitespace."""
+    """SQuAD normalisation: lowercase, drop punctuation and articles, squeeze whitespace.
+    Kept apart from the lexicon's normaliser (:func:`sleuth.text.lexicon.plain`) on
+    purpose: it must score exactly as the A-RAG and SQuAD scorers do, so that the tables
+    compare with the papers'."""
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

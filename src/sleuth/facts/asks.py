@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sleuth.facts.dates import Comparison, Event, Order
 from sleuth.facts.lives import FactQuestion
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 MAX_NAME_WORDS = 14  # an option longer than this is a clause of a longer question
 

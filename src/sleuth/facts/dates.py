@@ -17,7 +17,7 @@ from typing import Literal
 
 from sleuth.facts.fields import all_fields, fields
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 Event = Literal["born", "died", "lived", "date"]
 Order = Literal["earliest", "latest"]

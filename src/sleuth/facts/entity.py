@@ -29,7 +29,7 @@ import weakref
 from typing import Any
 
 from sleuth.facts.subject import sentence_spans
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 from sleuth.types import Chunk
 
 LEAD_CHARS = 600  # of a page's text the test reads

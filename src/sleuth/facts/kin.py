@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sleuth.facts.fields import fields
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 Sex = Literal["male", "female"]
 

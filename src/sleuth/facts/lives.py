@@ -26,7 +26,7 @@ from sleuth.facts.dates import (
 from sleuth.facts.fields import all_fields, fields
 from sleuth.facts.places import is_place, not_a_place
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
 # what a question may ask of a person: a fact of their life, a relative (read by

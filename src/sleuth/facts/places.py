@@ -22,7 +22,7 @@ import re
 
 from sleuth.facts.dates import DATE, MONTH_NAMES
 from sleuth.settings import cache_dir
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 MIN_POPULATION = 500
 # words that make a name an organisation, an event or an institution, not a place

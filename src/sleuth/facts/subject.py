@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sleuth.facts.kin import FEMALE, HONORIFICS, LINKS, MALE, Sex, pronoun_sex
-from sleuth.text.querytext import wordset
+from sleuth.text.lexicon import wordset
 
 Whose = Literal["subject", "other", "unknown"]
 

@@ -27,7 +27,6 @@ caller sees, never a hidden entity).
 from __future__ import annotations
 
 import hashlib
-import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,12 +38,13 @@ from sleuth.errors import StoreError
 from sleuth.graph.aliases import MergeReport, merge_aliases
 from sleuth.graph.base import SEED_CUTOFF, GraphIndex
 from sleuth.graph.extract import Extractor, OfflineExtractor, iter_batches
-from sleuth.graph.matching import GENERIC, LABEL_STOP, NameIndex, same_marks, stem
+from sleuth.graph.matching import NameIndex, same_marks
 from sleuth.graph.review import reapply
 from sleuth.graph.views import Scope, Tables
 from sleuth.graph.walk import Adjacency, pagerank, shortest_path
 from sleuth.store.graphs import Entity, GraphBackend, norm
-from sleuth.text.querytext import content_words, covers, intent_group, question_keywords
+from sleuth.text.lexicon import GENERIC, STOPWORDS, stem, words
+from sleuth.text.querytext import content_words, covers, question_keywords, relation_group
 
 BATCH_CHUNKS = 64
 DAMPING = 0.5  # probability of following an edge; 1 - DAMPING teleports back to the seeds
@@ -407,23 +407,22 @@ class Graph:
     def relation_seeds(self, question: str) -> list[str]:
         """A2RAG's relation seeds: the graph's relation labels that match the question's
         relational intent. The intent is the question's content words outside its entity
-        names; a word of a :data:`RELATION_INTENTS` group brings the whole group ("father"
-        → son, daughter, child ...). A label matches when one of its words shares a crude
-        stem with the intent. Most frequent labels first."""
-        named = {w for k in question_keywords(question) if k[:1].isupper()
-                 for w in re.findall(r"\w+", k.lower())}
+        names; a word of a relation (:data:`~sleuth.text.lexicon.RELATIONS`) brings the whole
+        relation ("father" → son, daughter, child ...). A label matches when one of its words
+        (not a stop word) shares a crude stem with the intent. Most frequent labels first."""
+        named = {w for k in question_keywords(question) if k[:1].isupper() for w in words(k)}
         generic = {stem(w) for w in GENERIC}
         stems = {stem(w) for w in content_words(question)
                  if w not in named and len(w) > 2 and not w.isdigit()} - generic
-        stems = set().union(stems, *(intent_group(s) for s in stems))
+        stems = set().union(stems, *(relation_group(s) for s in stems))
         if self._labels is None:
             self._labels = {}
             scope = self._visible()
             self._label_counts = self.store.relation_labels() if scope is None else \
                 scope.labels
             for label in self._label_counts:
-                for word in re.findall(r"[a-z]+", label.lower()):
-                    if word not in LABEL_STOP:
+                for word in words(label.replace("_", " ")):  # place_of_birth: 3 words
+                    if word not in STOPWORDS:
                         self._labels.setdefault(stem(word), set()).add(label)
         found = {label for stem in stems for label in self._labels.get(stem, ())}
         return sorted(found, key=lambda label: (-self._label_counts.get(label, 0), label))

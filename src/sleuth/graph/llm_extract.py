@@ -34,15 +34,13 @@ from sleuth.llm.base import LLM, Usage
 from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
 from sleuth.store.graphs import Extraction, Mention, Triple
+from sleuth.text.lexicon import STOPWORDS, words
 from sleuth.types import Chunk, Sentence
 
 __all__ = ["CACHE_FILE", "ExtractionReply", "LLMExtractor", "parse_reply", "to_extraction"]
 
 CACHE_FILE = "graph-llm-cache.db"
 VERSION = "v1"  # part of the extractor name: bump it to re-extract every chunk
-_WORD = re.compile(r"\w+")
-_STOPWORDS = frozenset({"the", "and", "for", "from", "with", "of", "in", "on", "at", "to",
-                        "by", "an", "a"})
 _MAX_PROBLEMS = 3  # validation errors quoted back to the model
 
 
@@ -264,7 +262,7 @@ def _locate(name: str, chunk: Chunk, title: str) -> list[tuple[int, int]]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+    return {w for w in words(text) if len(w) > 1 and w not in STOPWORDS}
 
 
 def _sentence(chunk: Chunk, subject: list[tuple[int, int]], obj: list[tuple[int, int]],

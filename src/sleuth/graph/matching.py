@@ -1,5 +1,4 @@
-"""How question text meets the graph: entity names by trigrams and string similarity,
-relation labels by the relational intent of a question's words."""
+"""How question text meets the graph: entity names by trigrams and string similarity."""
 
 from __future__ import annotations
 
@@ -11,15 +10,10 @@ import numpy as np
 
 from sleuth.graph.aliases import parse
 from sleuth.store.graphs import Entity
-from sleuth.text.querytext import GENERIC, RELATION_INTENTS, stem, wordset
 
-__all__ = ["GENERIC", "LABEL_STOP", "RELATION_INTENTS", "NameIndex", "same_marks", "stem",
-           "trigrams"]
+__all__ = ["NameIndex", "same_marks", "trigrams"]
 
 TRIGRAM_SHORTLIST = 100  # names by trigram overlap that get a full string comparison
-
-
-LABEL_STOP = wordset("of in on at by to for from with as the a an and or is was be")
 
 
 @dataclass

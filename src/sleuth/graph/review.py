@@ -25,6 +25,7 @@ from sleuth.graph.base import SEED_CUTOFF
 from sleuth.graph.base import ReviewedGraph as Graph  # the Graph, which imports this module
 from sleuth.store.graphs import Reviewed, norm
 from sleuth.text.ids import strip_markers
+from sleuth.text.lexicon import ABBREVIATIONS, QUESTION_WORDS
 from sleuth.text.querytext import question_keywords
 
 if TYPE_CHECKING:
@@ -40,15 +41,13 @@ _ABSTAIN = re.compile(
     r"\b(?:cannot|can't|can ?not|(?:don't|do not|does not|doesn't) (?:know|say|mention)|"
     r"unable to|insufficient|not enough|no (?:answer|information|evidence|mention))\b",
     re.IGNORECASE)
-_ABBREVIATIONS = {"jr.", "sr.", "st.", "inc.", "co.", "ltd.", "corp.", "bros.", "u.s."}
 _PAST = {"die": "died", "live": "lived", "study": "studied", "work": "worked",
          "marry": "married", "teach": "taught", "go": "went", "grow": "grew",
          "play": "played", "win": "won", "lead": "led", "write": "wrote"}
 _PARTICIPLE = {"wrote": "written", "sang": "sung", "drew": "drawn", "ran": "run",
                "made": "made", "won": "won", "led": "led", "built": "built",
                "founded": "founded", "married": "married"}
-_FILLER = {"who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is",
-           "are", "was", "were", "do", "does", "did", "the", "a", "an", "of", "x", "s"}
+_FILLER = QUESTION_WORDS | {"x", "s"}  # "x": the subject's place in the question
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def short_answer(answer: str) -> str | None:
     """The answer as an entity name: citations and a final period stripped; None for
     yes/no answers, abstentions and answers longer than ``MAX_ANSWER_WORDS`` words."""
     text = " ".join(strip_markers(answer).split()).strip(" \"'“”")
-    if text.endswith(".") and text.split()[-1].lower() not in _ABBREVIATIONS:
+    if text.endswith(".") and text.split()[-1].lower().rstrip(".") not in ABBREVIATIONS:
         text = text[:-1].strip()
     if (not text or len(text.split()) > MAX_ANSWER_WORDS or norm(text) in {"yes", "no"}
             or _ABSTAIN.search(text) or len(norm(text)) < 2):

@@ -33,7 +33,8 @@ from sleuth.service.pool import Quota, WorkPool
 from sleuth.store.base import DocumentInfo
 from sleuth.text.docview import MAX_LINE_CHARS, DocumentView
 from sleuth.text.ids import CITATION
-from sleuth.text.querytext import CONTENT_STOPWORDS, content_words, stem
+from sleuth.text.lexicon import STOPWORDS, stem, words
+from sleuth.text.querytext import content_words
 from sleuth.types import Chunk, Document, Sentence
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ QUOTE_WEIGHT = 2  # what a quoted string of the claim found in a sentence counts
 _RECORD_TYPES = {"corpus", "chunks", "json", "jsonl"}  # many documents from one file
 _LINES = re.compile(r"(\d+)(?:-(\d+))?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r"[\"“”]([^\"“”\n]{2,200})[\"“”]")
 
 
@@ -165,8 +165,8 @@ def _support(view: DocumentView, chunk: Chunk, span: tuple[int, int] | None,
     if not sentences or not (terms or quotes):
         return None
     shared = [terms & _sentence_terms(s.text) for s in sentences]
-    scores = [len(words) + QUOTE_WEIGHT * sum(q in s.text.casefold() for q in quotes)
-              for s, words in zip(sentences, shared, strict=True)]
+    scores = [len(held) + QUOTE_WEIGHT * sum(q in s.text.casefold() for q in quotes)
+              for s, held in zip(sentences, shared, strict=True)]
     best = max(range(len(sentences)), key=lambda i: scores[i])  # the first of the best
     if scores[best] == 0:
         return None
@@ -176,7 +176,7 @@ def _support(view: DocumentView, chunk: Chunk, span: tuple[int, int] | None,
     picked = [sentences[i] for i in chosen]
     start, end = picked[0].start, picked[-1].end
     first, last = view.line_of(start), view.line_of(max(start, end - 1))
-    by_stem = {stem(w): w for w in _WORD.findall(claim.casefold())}
+    by_stem = {stem(w): w for w in words(claim)}
     return {"lines": [first, last], "marks": _marks(view, picked),
             "sentences": [s.text for s in picked],
             "terms": sorted({by_stem.get(t, t) for i in chosen for t in shared[i]})}
@@ -186,11 +186,11 @@ def _claim_terms(claim: str) -> frozenset[str]:
     """The stems of a claim's content words (numbers included, whatever their length),
     without its citation markers."""
     return frozenset(stem(w) for w in content_words(CITATION.sub(" ", claim))
-                     if w not in CONTENT_STOPWORDS and (len(w) > 2 or w.isdigit()))
+                     if w not in STOPWORDS and (len(w) > 2 or w.isdigit()))
 
 
 def _sentence_terms(text: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in _WORD.findall(text.casefold()))
+    return frozenset(stem(w) for w in words(text))
 
 
 def _marks(view: DocumentView, sentences: Sequence[Sentence]) -> list[dict[str, int]]:

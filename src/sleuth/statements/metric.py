@@ -24,6 +24,7 @@ from pydantic import Field
 
 from sleuth.errors import ToolError
 from sleuth.retrieval import HybridRetriever
+from sleuth.statements.filing import filing_chunk
 from sleuth.statements.formula import (
     MAX_FORMULA,
     MAX_PLACES,
@@ -34,6 +35,7 @@ from sleuth.statements.formula import (
     places,
 )
 from sleuth.statements.rows import STATEMENT, Row, labels, plain, read_row
+from sleuth.text.lexicon import STOPWORDS
 from sleuth.tools.base import QUERY, ToolContext, ToolResult, tool
 from sleuth.tools.calc import evaluate, rounded
 from sleuth.types import Chunk
@@ -50,8 +52,7 @@ UNREAD = ("write it as '<metric> is defined as: <terms>' with + - * / and parent
 FORMULA_PATTERN = (r"(?:^|[.?!:]\s)[A-Z][\w&/()' -]{0,60}?\s+(?:is|are)\s+defined\s+as:?\s*"
                    r"[^\s.?]|(?:^|[.?!:;]\s)[A-Z][\w&/ -]{0,40}?\s*=\s*[^\s.;]")
 _SUBJECT = re.compile(r"\b[A-Z][\w&.'’-]*(?:\s+(?:&\s+)?[A-Z][\w&.'’-]*)*")
-_NOT_SUBJECT = {"what", "which", "how", "is", "does", "did", "the", "for", "in", "of",
-                "fy", "round", "please", "give", "using", "based", "answer", "calculate"}
+_NOT_SUBJECT = STOPWORDS | {"fy", "round", "calculate"}  # "Round your answer", "FY2018"
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,8 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, subject: str, figure: Fi
     the label statements give the item, then by the item's own words, then as a line of
     the consolidated statements, only in the subject's documents where some are found;
     in what each search adds, a row labelled exactly with one of the item's names first,
-    then one whose label adds words to it."""
+    then one whose label adds words to it. Rows are read from the chunks of filings only
+    (:func:`~sleuth.statements.filing.filing_chunk`, decided per document)."""
     names = labels(figure.item)
     queries = list(dict.fromkeys(f"{subject} {name} {figure.year}".strip()
                                  for name in names[:2]))
@@ -177,6 +179,7 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, subject: str, figure: Fi
         batch = [c for c in (_found(ctx, retriever, query, subject) if query else pages)
                  if c.chunk_id not in tried]
         tried.update(c.chunk_id for c in batch)
+        batch = [c for c in batch if filing_chunk(ctx.index, c)]  # figures of filings only
         for exact in (True, False):
             for chunk in batch:
                 row = read_row(chunk.text, figure.item, figure.year, exact=exact)

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from sleuth.text.lexicon import plain as normalised
+
 # what statements call an item a question names (each list: the preferred label first)
 LINE_ITEMS: dict[str, tuple[str, ...]] = {
     "cash from operations": ("net cash provided by operating activities",
@@ -76,8 +78,9 @@ class Row:
 
 
 def plain(text: str) -> str:
-    """Lower case, letters, digits and ``&`` (as "and"), single spaces."""
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower().replace("&", " and ")).split())
+    """A label or a name as compared: the lexicon's normaliser
+    (:func:`sleuth.text.lexicon.plain`), with "&" read as "and"."""
+    return normalised(text.replace("&", " and "))
 
 
 def labels(item: str) -> tuple[str, ...]:

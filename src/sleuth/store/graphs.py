@@ -19,7 +19,6 @@ created on first use.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from sleuth.text.lexicon import name_key
 
 
 @dataclass(frozen=True)
@@ -118,18 +119,10 @@ def copy_columns(table: str) -> str:
     return ", ".join(f'"{column}"' for column in COPY_TABLES[table])
 
 
-_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
-_PUNCT = re.compile(r"[^\w\s]")
 TYPE_RANK = {"TITLE": 0, "PROPN": 9}  # a real NER type beats these when names merge
-
-
-def norm(name: str) -> str:
-    """The key entities merge on: lowercase, no accents, no punctuation, no article."""
-    text = unicodedata.normalize("NFKD", name)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    text = _PUNCT.sub(" ", text)
-    text = " ".join(text.split())
-    return _ARTICLE.sub("", text)
+# The key entities merge on: lowercase, no accents, no punctuation, no article (the
+# lexicon's name key; stored, so changing it means rebuilding a graph).
+norm = name_key
 
 
 def acronym(name: str) -> str | None:

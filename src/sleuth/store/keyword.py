@@ -17,9 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sleuth.text.lexicon import WORD
+
 KeywordMode = Literal["word", "substring"]
 
-_WORD = re.compile(r"\w+")
+_WORD = WORD  # the lexicon's tokenizer: the index's words are the query's
 # Scripts without word spacing: CJK ideographs, kana, Hangul syllables, Thai, Lao, Khmer, Myanmar.
 _UNSPACED = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"

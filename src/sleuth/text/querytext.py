@@ -1,8 +1,8 @@
 """Query text into search terms: a question's entities and noun phrases, its content words.
 
-Pure functions over strings; this module imports nothing of Sleuth, so the index, the
-retrieval rankings, the knowledge graph and the agents' router can all use it without
-importing each other.
+Pure functions over strings; this module imports nothing of Sleuth but the word lists of
+:mod:`sleuth.text.lexicon`, so the index, the retrieval rankings, the knowledge graph and the
+agents' router can all use it without importing each other.
 """
 
 from __future__ import annotations
@@ -12,28 +12,29 @@ import os
 import re
 from collections.abc import Sequence
 
-QUESTION_WORDS = frozenset({
-    "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "was",
-    "were", "do", "does", "did", "can", "could", "will", "would", "should", "has", "have",
-    "had", "in", "on", "of", "the", "a", "an", "and", "or", "both", "between", "according",
-})
-# Words that are not an entity of a question on their own ("Film", "Director" capitalised).
-ENTITY_STOPWORDS = QUESTION_WORDS | {
-    "to", "for", "by", "with", "from", "at", "as", "that", "this", "it", "its", "be", "first",
-    "same", "than", "more", "most", "older", "younger", "earlier", "later", "born", "died",
-    "film", "director", "country", "nationality", "name", "person", "place",
-}
-# Words left out of a query's BM25 terms.
-CONTENT_STOPWORDS = QUESTION_WORDS | {
-    "to", "for", "by", "with", "from", "at", "as", "that", "this", "these", "those", "it",
-    "its", "be", "been", "being", "not", "no", "there", "their", "they", "them", "he", "she",
-    "his", "her", "we", "our", "you", "your", "i", "me", "my", "any", "all", "some", "such",
-    "into", "about", "over", "if", "then", "so", "than", "also", "only", "give", "show",
-    "shown", "using", "use", "based", "response", "question", "details", "relying",
-}
+from sleuth.text.lexicon import (
+    ABBREVIATIONS,
+    CLAUSE_OPENERS,
+    GENERIC,
+    MONTHS,
+    NAME_LINKS,
+    QUESTION_WORDS,
+    RELATION_WORDS,
+    RELATIONS,
+    STOPWORDS,
+    stem,
+    word_matches,
+    words,
+)
+
+# Words that are not an entity of a question on their own ("Film", "Director" capitalised):
+# stop words, kinds of things and relations.
+ENTITY_STOPWORDS = STOPWORDS | GENERIC | RELATION_WORDS
+_UNSEARCHED = STOPWORDS | GENERIC  # words a question's keyword search never looks for alone
 # A run of capitalised words (or numbers), with linking words such as "of the" inside.
+_LINKS = "|".join(sorted(NAME_LINKS, key=lambda w: (-len(w), w)))
 CAPITALISED = re.compile(
-    r"[A-Z0-9][\w'.:-]*(?:\s+(?:(?:of|the|de|von|van|da|di|la|le|del|du)\s+)*[A-Z0-9][\w'.:-]*)*"
+    rf"[A-Z0-9][\w'.:-]*(?:\s+(?:(?:{_LINKS})\s+)*[A-Z0-9][\w'.:-]*)*"
 )
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 
@@ -42,46 +43,37 @@ def question_keywords(question: str) -> list[str]:
     """Entities and noun-phrase-like spans of a question, for keyword search.
 
     Quoted spans and runs of capitalised words (with linking words such as "of the") are
-    kept whole; a leading question word is dropped. With none found, the content words.
+    kept whole; a leading question word is dropped. A lone stop word, kind of thing or
+    relation word ("Film", "Director") is none, but an acronym is ("ALL", "US"). With none
+    found, the content words but the kinds of things (:data:`~sleuth.text.lexicon.GENERIC`).
     """
     found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(question)]
     for match in CAPITALISED.finditer(question):
-        words = match.group(0).strip(" ?.,").split()
-        while words and words[0].lower() in QUESTION_WORDS:
-            words = words[1:]
-        while words and words[-1].lower() in QUESTION_WORDS:
-            words = words[:-1]
-        phrase = re.sub(r"['’]s$", "", " ".join(words).strip("():"))
-        if phrase and phrase.lower() not in ENTITY_STOPWORDS:
+        parts = match.group(0).strip(" ?.,").split()
+        while parts and parts[0].lower() in QUESTION_WORDS:
+            parts = parts[1:]
+        while parts and parts[-1].lower() in QUESTION_WORDS:
+            parts = parts[:-1]
+        phrase = re.sub(r"['’]s$", "", " ".join(parts).strip("():"))
+        acronym = len(phrase) > 1 and phrase.isalpha() and phrase.isupper()  # "ALL", "US"
+        if phrase and (acronym or phrase.lower() not in ENTITY_STOPWORDS):
             found.append(phrase)
-    if not found:
-        found = [w for w in re.findall(r"\w+", question) if w.lower() not in ENTITY_STOPWORDS]
+    if not found:  # the content words, but kinds of things ("film", "time", "many")
+        found = [m.group(0) for m in word_matches(question)
+                 if m.group(0).lower() not in _UNSEARCHED]
     return list(dict.fromkeys(found))
 
 
 def content_words(query: str) -> list[str]:
-    """The query's words without question and function words (BM25 terms)."""
-    words = [w for w in re.findall(r"\w+", query.lower()) if w not in CONTENT_STOPWORDS]
-    return list(dict.fromkeys(words)) or re.findall(r"\w+", query.lower())
+    """The query's words without stop words (:data:`~sleuth.text.lexicon.STOPWORDS`): its
+    BM25 terms; all its words where every one is a stop word."""
+    said = words(query)
+    return list(dict.fromkeys(w for w in said if w not in STOPWORDS)) or said
 
 
-def wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Lowercase words a name may contain ("Louis of Luxembourg", "Ibn al-Athir").
-NAME_LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y")
-# Words with a final period that do not end a sentence.
-ABBREVIATIONS = wordset("jr sr st dr mr mrs ms mt ft no co inc ltd vs gen col capt lt sgt "
-                        "rev hon prof sen gov pres fr u.s u.k")
-# Capitalised words that open a sentence or a clause rather than a name.
-NAME_OPENERS = wordset("in on at by the a an from during after before since with when while "
-                       "his her its their this that these those he she it they")
+# the tokens a name is read from: words with their inner apostrophes, periods and hyphens
+# ("O'Brien", "St.", "Jean-Luc"), and the punctuation that ends a name
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*|[,;:()\"“”]")
-
-
-MONTHS = wordset("january february march april may june july august september october "
-                 "november december")
 
 
 def passage_names(text: str, *, single: bool = False) -> list[tuple[int, str]]:
@@ -97,11 +89,11 @@ def passage_names(text: str, *, single: bool = False) -> list[tuple[int, str]]:
     def close() -> None:
         while run and run[-1].group(0).lower() in NAME_LINKS:
             run.pop()
-        while run and (run[0].group(0).lower() in NAME_OPENERS or run[0].group(0)[0].isdigit()):
+        while run and (run[0].group(0).lower() in CLAUSE_OPENERS or run[0].group(0)[0].isdigit()):
             run.pop(0)
-        words = [t.group(0).rstrip(".").lower() for t in run]
-        dated = any(w in MONTHS for w in words) and any(w[:1].isdigit() for w in words)
-        if (len(run) > 1 or (single and run and len(words[0]) > 2)) and not dated:
+        lowered = [t.group(0).rstrip(".").lower() for t in run]
+        dated = any(w in MONTHS for w in lowered) and any(w[:1].isdigit() for w in lowered)
+        if (len(run) > 1 or (single and run and len(lowered[0]) > 2)) and not dated:
             name = text[run[0].start():run[-1].end()].rstrip(".")
             out.append((run[0].start(), re.sub(r"['’]s$", "", name)))
         run.clear()
@@ -120,54 +112,14 @@ def passage_names(text: str, *, single: bool = False) -> list[tuple[int, str]]:
     return out
 
 
-# Relational intents: a question word from a group brings the whole group (compared by crude
-# stems), so "father" finds "son of" and "daughter of" and "director" finds "directed by".
-RELATION_INTENTS: tuple[frozenset[str], ...] = tuple(wordset(g) for g in (
-    "father mother parent parents son sons daughter daughters child children grandfather "
-    "grandmother grandson granddaughter grandparent paternal maternal heir",
-    "spouse wife husband married marry marriage wed widow widower",
-    "sibling brother sister",
-    "director directed direct directing filmmaker",
-    "born birth birthplace native",
-    "died die dies death dead killed murdered executed",
-    "buried burial grave interred",
-    "award awards awarded won win wins prize received receive nominated nomination honour",
-    "educated education studied study graduated graduate alumnus attended school college "
-    "university",
-    "founded founder established founding",
-    "composed composer composition music musical score",
-    "produced producer production",
-    "wrote written writer author screenplay screenwriter",
-    "performed performer sung singer sang recorded",
-    "released release premiered published publication came",
-    "nationality citizen citizenship country national",
-    "starring stars starred star actor actress cast appeared",
-    "employer employed worked work works",
-    "occupation profession job career",
-    "located location situated lies",
-    "member members joined",
-    "publisher publishing",
-))
-GENERIC = wordset("film movie song album book novel place date year time first last later "
-                  "earlier older younger same name which many much one two out cause reason")
-
-
-def stem(word: str) -> str:
-    """A crude stem, the same on both sides: "directed", "director" → "direct"."""
-    for suffix in ("ation", "ing", "ed", "er", "or", "ion", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[:-len(suffix)]
-    return word
-
-
-def intent_group(word_stem: str) -> frozenset[str]:
-    """The stems of the :data:`RELATION_INTENTS` groups a stem belongs to ("fath" → the
-    stems of father, son, daughter, ...), or just the stem."""
+def relation_group(word_stem: str) -> frozenset[str]:
+    """The stems of the :data:`~sleuth.text.lexicon.RELATIONS` a stem belongs to ("fath" →
+    the stems of father, son, daughter, ...), or just the stem."""
     return _INTENT_OF.get(word_stem, frozenset({word_stem}))
 
 
 def _intent_of() -> dict[str, frozenset[str]]:
-    groups = [frozenset(stem(w) for w in g) for g in RELATION_INTENTS]
+    groups = [frozenset(stem(w) for w in r.all) for r in RELATIONS]
     return {s: frozenset().union(*(g for g in groups if s in g)) for g in groups for s in g}
 
 
@@ -175,9 +127,9 @@ _INTENT_OF = _intent_of()
 
 
 def relation_stems(text: str) -> list[str]:
-    """The stems of ``text``'s relational words (those of :data:`RELATION_INTENTS`:
-    "grandfather", "born", "directed"), in order."""
-    stems = (stem(w) for w in re.findall(r"[a-z]+", text.lower()))
+    """The stems of ``text``'s relational words (those of
+    :data:`~sleuth.text.lexicon.RELATIONS`: "grandfather", "born", "directed"), in order."""
+    stems = (stem(w) for w in words(text))
     return list(dict.fromkeys(s for s in stems if s in _INTENT_OF))
 
 
@@ -191,7 +143,7 @@ def same_stem(one: str, other: str) -> bool:
 
 def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
     """The stems of a question's relational words, each widened to its
-    :data:`RELATION_INTENTS` group: (the *bridge* relation, all of them). The bridge
+    :data:`~sleuth.text.lexicon.RELATIONS` group: (the *bridge* relation, all of them). The bridge
     relation is the one nearest a named entity, written before it ("the director of film
     X") or after its possessive ("X's mother"); the others ask about what lies beyond it
     ("where was ... born")."""
@@ -206,19 +158,19 @@ def relation_cues(question: str) -> tuple[frozenset[str], frozenset[str]]:
                           possessive is not None))
     generic = {stem(w) for w in GENERIC}
     distance: dict[frozenset[str], int] = {}
-    for match in re.finditer(r"\w+", question):
+    for match in word_matches(question):
         word = match.group(0).lower()
         if match.group(0)[0].isupper() and match.start() > 0 or not word.isalpha() or \
-                word in CONTENT_STOPWORDS or len(word) < 3 or stem(word) in generic:
+                word in STOPWORDS or len(word) < 3 or stem(word) in generic:
             continue
         if any(start <= match.start() < end for start, end, _ in spans):
             continue
-        gaps = [len(re.findall(r"\w+", lowered[match.end():start])) for start, _, _ in spans
+        gaps = [len(words(lowered[match.end():start])) for start, _, _ in spans
                 if start >= match.end()]
-        gaps += [len(re.findall(r"\w+", lowered[end:match.start()])) for _, end, owned in spans
+        gaps += [len(words(lowered[end:match.start()])) for _, end, owned in spans
                  if owned and end <= match.start()]
         gap = min(gaps, default=len(lowered))
-        group = intent_group(stem(word))
+        group = relation_group(stem(word))
         distance[group] = min(distance.get(group, gap), gap)
     if not distance:
         return frozenset(), frozenset()
@@ -247,13 +199,12 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
     asked = question.lower()
     ranked: list[tuple[int, int, int, str]] = []
     for sentence in sentences:
-        words = [(m.start(), m.end(), stem(m.group(0).lower()))
-                 for m in re.finditer(r"\w+", sentence)]
+        said = [(m.start(), m.end(), stem(m.group(0).lower())) for m in word_matches(sentence)]
         for at, name in passage_names(sentence, single=True):
             if name.lower() in asked:
                 continue
-            before = [w for w in words if w[1] <= at][-4:]
-            after = [w for w in words if w[0] >= at + len(name)][:3]
+            before = [w for w in said if w[1] <= at][-4:]
+            after = [w for w in said if w[0] >= at + len(name)][:3]
             tier, gap = 4, 0
             passive = len(before) >= 2 and before[-1][2] == "by"
             if passive and any(w[2] in cues for w in before[:-1]):
@@ -261,14 +212,14 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
             elif _cue_near(sentence, before[-3:], after, bridge):
                 tier = 1
             else:
-                cue_at = [w[0] for w in words if w[2] in cues]
+                cue_at = [w[0] for w in said if w[2] in cues]
                 if cue_at:
-                    tier, gap = 2 if any(w[2] in bridge for w in words) else 3, \
+                    tier, gap = 2 if any(w[2] in bridge for w in said) else 3, \
                         min(abs(at - c) for c in cue_at)
             if " " not in name:  # a lone capitalised word: next to a cue, not an adjective
                 following = re.match(r"\W*(\w+)", sentence[at + len(name):])
                 modifies = following is not None and following.group(1).islower() and \
-                    following.group(1) not in CONTENT_STOPWORDS
+                    following.group(1) not in STOPWORDS
                 if tier > 1 or modifies:
                     continue
             ranked.append((tier, gap, len(ranked), name))
@@ -311,11 +262,11 @@ def stops_at_bridge(question: str, answer: str, sentences: Sequence[str]) -> str
     if not asks_beyond_bridge(question):
         return None
     said = re.sub(r"\[[^\]]*\]", " ", answer).lower()  # citations left out
-    asked = set(re.findall(r"\w+", question.lower())) | CONTENT_STOPWORDS
+    asked = set(words(question)) | STOPWORDS
     for tier, name in _bridge_tiers(question, sentences):
         if tier > 1 or " " not in name or name.lower() not in said:
             continue
-        rest = set(re.findall(r"\w+", said.replace(name.lower(), " "))) - asked
+        rest = set(words(said.replace(name.lower(), " "))) - asked
         if not any(len(w) > 2 and not w.isdigit() for w in rest):
             return name
     return None
@@ -333,51 +284,8 @@ def covers(question: str, evidence: str) -> bool:
     names = [k for k in question_keywords(question) if k[:1].isupper()]
     if any(name.lower() not in text for name in names):
         return False
-    words = [w for w in content_words(question) if len(w) > 2]
-    return not words or sum(w in text for w in words) / len(words) >= COVERAGE
-
-
-# a request to write something: a verb of writing that opens a sentence (after a clause
-# such as "As a medical intern," or "From Tarver's point of view,"), a verb of making whose
-# object is a kind of text ("Construct a stepwise diagnostic plan"), "tasked with drafting",
-# "You are a public health official drafting an advisory", or role-play ("Imagine you are")
-_WRITE = r"(?:re)?write|compose|draft|craft|retell|reframe|rephrase|reformat|narrate|" \
-         r"summari[sz]e|transform"
-_WRITING = r"(?:re)?writing|composing|drafting|crafting|retelling|reframing|rephrasing|" \
-           r"reformatting|narrating|summari[sz]ing|transforming"
-_MAKE = r"create|develop|construct|prepare|produce|design|generate|format|outline|" \
-        r"synthesi[sz]e|put\s+together"
-_MAKING = r"creating|developing|constructing|preparing|producing|designing|generating|" \
-          r"formatting|outlining|synthesi[sz]ing|putting\s+together"
-_TEXT_KIND = (r"plan|note|advisory|summary|letter|e-?mail|report|story|poem|scene|dialogue|"
-              r"speech|essay|article|brochure|leaflet|handout|pamphlet|guide|checklist|memo|"
-              r"script|narrative|monologue|diary|journal|presentation|briefing|blog|"
-              r"protocol|pathway|algorithm|flowchart|workflow|workup|timeline|"
-              r"case\s+study|lesson|message")
-_OPENS = r"(?:^|[.!?:;]\s+)(?:[^.!?;:]{0,150},\s*)?(?:please\s+)?"
-_VERB = r"(?![\w-])(?!\s+(?:of|for|is|are|was|does|do|in|on|and|or|to)\b)"  # not a noun
-# ("Format of a log message?", "Outline of the plan?", "Draft of the advisory: ...")
-_WRITING_TASK = re.compile(
-    rf"{_OPENS}(?:{_WRITE}|imagine|pretend|assume\s+the\s+role){_VERB}"
-    rf"|{_OPENS}(?:{_MAKE}){_VERB}[^.!?]{{0,160}}?\b(?:{_TEXT_KIND})s?\b"
-    rf"|\b(?:asked|tasked|required)\s+(?:to\s+(?:{_WRITE}|{_MAKE})|"
-    rf"with\s+(?:{_WRITING}|{_MAKING}))(?![\w-])"
-    rf"|\b(?:you\s+are|you're)\s+an?\s+[\w\s-]{{2,60}}?\b(?:{_WRITING})\s+(?:a|an|the)\b",
-    re.IGNORECASE)
-
-
-TASK_CHARS = 4000  # of a question read for a request to write (the dev sets' longest: 592)
-
-
-def writing_task(question: str) -> bool:
-    """Whether ``question`` asks for a piece of writing rather than a fact: "Draft a public
-    health advisory on ...", "As a medical intern, compose a SOAP note ...", "Rewrite the
-    scene from Tarver's point of view", "You are a fellow tasked with constructing a
-    treatment plan". Such a request wants the whole piece, not a short answer; a question
-    about writing ("To whom did Angeline write letters?", "How do I write a trigger?",
-    "Write-ahead log size?") is none. Read in its first :data:`TASK_CHARS` characters (a
-    hostile megabyte would take a second)."""
-    return bool(_WRITING_TASK.search(question[:TASK_CHARS]))
+    content = [w for w in content_words(question) if len(w) > 2]
+    return not content or sum(w in text for w in content) / len(content) >= COVERAGE
 
 
 # a term written as code or a product name: snake_case, dotted or hyphenated identifiers
@@ -403,11 +311,8 @@ def identifier_terms(question: str) -> list[str]:
 _NAME_WORD = re.compile(r"(?:(?<=[a-z] )|^)[A-Z][a-z]{2,}(?=['’]s\b)|"
                         r"(?<=[a-z] )[A-Z][a-z]{2,}(?![\w'’-])")
 # words that open a question owning something, or shortened with "'s", and are no name
-_NOT_NAMES = ENTITY_STOPWORDS | {
-    "today", "tomorrow", "yesterday", "tonight", "everyone", "everybody", "someone",
-    "somebody", "anyone", "anybody", "nobody", "one", "there", "here", "let", "he", "she",
-    "year", "week", "month", "world", "company", "user",
-}
+# ("Today's", "Everyone's", "Film's")
+_NOT_NAMES = ENTITY_STOPWORDS
 
 
 def proper_names(question: str) -> list[str]:
@@ -422,8 +327,8 @@ def proper_names(question: str) -> list[str]:
 def spelled_like(word: str, text: str, cutoff: float = 0.8) -> bool:
     """Whether ``text`` holds a word spelled nearly as ``word`` ("Notorius" in a question,
     "Notorious" in the page; "Canadien", "Canadian"): a misspelling, not another name."""
-    words = set(re.findall(r"[a-z]{3,}", text.lower()))
-    return bool(difflib.get_close_matches(word.lower(), words, n=1, cutoff=cutoff))
+    held = {w for w in words(text) if len(w) >= 3}
+    return bool(difflib.get_close_matches(word.lower(), held, n=1, cutoff=cutoff))
 
 
 # a period written short ("FY2018", "Q3", "H1'23", "CY2020", "FY2023Q1", "Q1FY24"): a
@@ -443,5 +348,6 @@ def phrased_otherwise(term: str, question: str) -> bool:
         return False
     if len(term) <= 4:
         return True
-    before = re.findall(r"[A-Za-z]+", question[:question.find(term)])[-len(term) - 2:]
+    before = [m.group(0) for m in word_matches(question[:question.find(term)])]
+    before = before[-len(term) - 2:]
     return term in "".join(w[0] for w in before).upper()

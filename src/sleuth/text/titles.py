@@ -26,7 +26,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-_SPLIT = re.compile(r"[\W_]+")
+from sleuth.text.lexicon import words
+
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _YEAR_PREFIX = re.compile(r"((?:19|20)\d\d)([a-z]\w*)")
 MAX_MATCHES = 2000  # documents a title match may narrow to
@@ -36,23 +37,27 @@ SITE_LEAST = 3  # ... and by at least this many
 _SEPARATORS = frozenset(["—", "–", "-", "|", "·", "•", "::", "»", "/", "~"])
 
 
+def split(text: str) -> list[str]:
+    """A title's or a query's tokens: its words (:func:`~sleuth.text.lexicon.words`), each
+    cut at its underscores too (a file name's ``3M_2018_10K`` is three tokens)."""
+    return [part for word in words(text) for part in word.split("_") if part]
+
+
 def title_tokens(text: str) -> set[str]:
     out = set()
-    for token in _SPLIT.split(text.lower()):
-        if token:
-            out.add(token)
-            if year := _YEAR_PREFIX.fullmatch(token):
-                out.update(year.groups())
+    for token in split(text):
+        out.add(token)
+        if year := _YEAR_PREFIX.fullmatch(token):
+            out.update(year.groups())
     return out
 
 
 def query_tokens(terms: Sequence[str]) -> set[str]:
     out: set[str] = set()
     for term in terms:
-        for token in _SPLIT.split(term.lower()):
-            if token:
-                out.add(token)
-                out.update(_YEAR.findall(token))
+        for token in split(term):
+            out.add(token)
+            out.update(_YEAR.findall(token))
     return out
 
 
@@ -113,8 +118,8 @@ class TitleIndex:
                 seen.add(title)
                 distinct.update(tokens)
         self.weight = {t: math.log((len(seen) + 1) / n) for t, n in distinct.items()}
-        # documents with a title of their own: an encyclopedia's pages (1.0), not the pages
-        # or passages of longer works that share their work's title (FinanceBench 0.007)
+        # documents with a title of their own: an encyclopedia's pages (all of them), not
+        # the pages or passages of longer works that share their work's title (near none)
         self.distinct_share = len(seen) / len(titles) if titles else 0.0
         self._sorted = sorted(self.by_token)
 
@@ -137,15 +142,15 @@ class TitleIndex:
 
     def _query_tokens(self, terms: Sequence[str]) -> dict[str, float]:
         """Title tokens a query names, with the weight factor of each (see the module)."""
-        words = [t for term in terms for t in _SPLIT.split(term.lower()) if t]
+        tokens = [t for term in terms for t in split(term)]
         out = dict.fromkeys(query_tokens(terms), 1.0)
-        years = sorted({y for w in words for y in _YEAR.findall(w)})
+        years = sorted({y for w in tokens for y in _YEAR.findall(w)})
         for year in years[:-1]:
             out[year] = PARTIAL
         for n in (2, 3):
-            for i in range(len(words) - n + 1):
-                out.setdefault("".join(words[i:i + n]), 1.0)
-        for word in words:
+            for i in range(len(tokens) - n + 1):
+                out.setdefault("".join(tokens[i:i + n]), 1.0)
+        for word in tokens:
             if len(word) >= 3 and word.isalpha():
                 at = bisect.bisect_right(self._sorted, word)
                 while at < len(self._sorted) and self._sorted[at].startswith(word):

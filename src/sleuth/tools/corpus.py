@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -13,7 +12,8 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from sleuth.retrieval import best_ranking
-from sleuth.text.querytext import content_words, identifier_terms, stem
+from sleuth.text.lexicon import stem, words
+from sleuth.text.querytext import content_words, identifier_terms
 from sleuth.text.tokens import count_tokens
 from sleuth.tools.base import QUERY, TOP_K, ToolContext, ToolResult, tool
 from sleuth.types import Chunk, Hit
@@ -275,7 +275,7 @@ def sentence_weights(chunks: Iterable[Chunk]) -> dict[str, float]:
 @lru_cache(maxsize=4096)  # a search's sentences: weighed, then matched to the query
 def sentence_stems(text: str) -> frozenset[str]:
     """The crude stems of every word of ``text``, function words too."""
-    return frozenset(stem(w) for w in re.findall(r"\w+", text.lower()))
+    return frozenset(stem(w) for w in words(text))
 
 
 def _passages(chunk: Chunk, query: str, chars: int,

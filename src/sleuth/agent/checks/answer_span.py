@@ -18,7 +18,6 @@ to the sentences that share most words with the question (:func:`evidence`). Not
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from sleuth.index.read import ReadIndex
 from sleuth.llm.jsontools import json_objects
 from sleuth.prompts import prompt
 from sleuth.text.ids import cite, cited_ids, relevance_line, strip_citations
+from sleuth.text.lexicon import plain
 from sleuth.text.querytext import content_words
 
 MAX_CHUNKS = 6  # passages shown to the answer step
@@ -109,14 +109,10 @@ def read_span(run: Run, question: str, draft: str, shown: dict[str, str]) -> Spa
     return Span(True, answer.strip(), sentence.strip(), chunk_id, checked)
 
 
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
 def _within(part: str, whole: str) -> bool:
     """Whether ``part`` is in ``whole``, compared without case, spacing and punctuation."""
-    plain = _plain(part)
-    return bool(plain) and f" {plain} " in f" {_plain(whole)} "
+    said = plain(part)
+    return bool(said) and f" {said} " in f" {plain(whole)} "
 
 
 def spanned(span: Span) -> str:

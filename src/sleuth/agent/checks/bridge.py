@@ -11,7 +11,6 @@ shown before (a small model reads what is next to the question).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -19,7 +18,8 @@ from sleuth.agent.checks.base import CheckContext, When
 from sleuth.agent.draft import Draft
 from sleuth.prompts import prompt
 from sleuth.retrieval import HybridRetriever
-from sleuth.text.querytext import asks_beyond_bridge, relation_cues, stem, stops_at_bridge
+from sleuth.text.lexicon import stem, word_matches
+from sleuth.text.querytext import asks_beyond_bridge, relation_cues, stops_at_bridge
 from sleuth.text.tokens import count_tokens
 from sleuth.tools import lead_block
 
@@ -52,10 +52,10 @@ class Bridge:
         blocks = [lead_block(ctx.tool_context, chunk, chars=BRIDGE_CHARS)
                   for chunk in ctx.index.read(ids).chunks]
         bridge, cues = relation_cues(question)
-        words = re.findall(r"[A-Za-z]+", question)
+        terms = [m.group(0) for m in word_matches(question)]
         said = {"name": name, "question": question, "result": "\n\n".join(blocks),
-                "bridge": " ".join(w for w in words if stem(w.lower()) in bridge) or "entity",
-                "beyond": ", ".join(w for w in words if stem(w.lower()) in cues - bridge)}
+                "bridge": " ".join(w for w in terms if stem(w.lower()) in bridge) or "entity",
+                "beyond": ", ".join(w for w in terms if stem(w.lower()) in cues - bridge)}
         note = prompt("bridge_answer")
         for key, value in said.items():
             note = note.replace("{" + key + "}", value)

@@ -17,18 +17,13 @@ from sleuth.agent.checks.base import CheckContext, When
 from sleuth.agent.draft import Draft
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import CITATION, cite, cited_ids, relevance_line, split_answer
-from sleuth.text.querytext import CONTENT_STOPWORDS
+from sleuth.text.lexicon import NOT_VALUES, STOPWORDS, words
 from sleuth.types import Chunk
 
 # the end of an answer's first sentence: its stop and the space after it, or a line's end
 _HEAD_END = re.compile(r"[.!?](?=\s)|\n")
-_NOT_VALUES = frozenset({"yes", "no", "not", "true", "false", "none"})
 LOOSE_WORDS = 4  # new words of an answer a chunk may hold apart, not as one run
 _LEADING_CITES = re.compile(r"^(?:[ \t]*\[[^\[\]\n]*\])+")  # citations right after a stop
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 def cite_holder(answer: str, question: str, chunks: Sequence[Chunk]) -> tuple[str, str] | None:
@@ -52,22 +47,22 @@ def cite_holder(answer: str, question: str, chunks: Sequence[Chunk]) -> tuple[st
     body, scores = split_answer(answer)
     end = _HEAD_END.search(body)
     head = body[:end.start()] if end else body
-    words = _words(CITATION.sub("", head))
-    asked = set(_words(question))
-    new = {w for w in words if w not in asked and w not in CONTENT_STOPWORDS}
-    if not new or words[0] in _NOT_VALUES:
+    said = words(CITATION.sub("", head))
+    asked = set(words(question))
+    new = {w for w in said if w not in asked and w not in STOPWORDS}
+    if not new or said[0] in NOT_VALUES:
         return None
-    texts = [(c, _words(c.text)) for c in chunks]  # each chunk's words, read once
+    texts = [(c, words(c.text)) for c in chunks]  # each chunk's words, read once
     cited = set(cited_ids(answer))
     if any(new <= set(text) for c, text in texts if c.chunk_id in cited):
         return None
-    phrase = f" {' '.join(words)} "
+    phrase = f" {' '.join(said)} "
     holder = next((c for c, text in texts if phrase in f" {' '.join(text)} "), None)
     if holder is None and len(new) <= LOOSE_WORDS:
         holder = next((c for c, text in texts if new <= set(text)), None)
     rest = body[end.start():] if end else ""
     if holder is None:
-        found = _unrelated(head, rest, words, texts)
+        found = _unrelated(head, rest, said, texts)
         if found is None:
             return None
         holder, rest = found
@@ -100,7 +95,7 @@ def best_holder(said: Sequence[str], texts: Sequence[tuple[Chunk, list[str]]],
     most content words of ``said`` (an answer's sentence, as words), where it holds at
     least half of them and the chunks of ``cited`` together hold fewer than half as many
     (the citation belongs to little the sentence says); None: the citation stands."""
-    content = {w for w in said if w not in CONTENT_STOPWORDS}
+    content = {w for w in said if w not in STOPWORDS}
     held = [(len(content & set(text)), c) for c, text in texts]
     most = max((n for n, _ in held), default=0)
     if not content or 2 * most < len(content):

@@ -32,7 +32,8 @@ from sleuth.agent.draft import Draft
 from sleuth.prompts import prompt
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, cited_ids, split_answer, strip_citations
-from sleuth.text.querytext import CONTENT_STOPWORDS, identifier_terms, stem
+from sleuth.text.lexicon import STOPWORDS, stem, words
+from sleuth.text.querytext import identifier_terms
 
 # a question that offers its answers: "A or B", "A vs B", "either", "among A, B and C",
 # "between A and B, who ...", "which of A and B"
@@ -45,7 +46,7 @@ GROUNDED = 0.75  # share of the words facts add to the question that the passage
 
 def stems(text: str) -> list[str]:
     """The crude stems of ``text``'s content words, in order."""
-    return [stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if w not in CONTENT_STOPWORDS]
+    return [stem(w) for w in words(text) if w not in STOPWORDS]
 
 
 def echoed(question: str, answer: str) -> list[str]:
@@ -53,15 +54,14 @@ def echoed(question: str, answer: str) -> list[str]:
     one of them is the question's own and the question offers no choices; ``[]`` for an
     answer that adds a word (or has none: an empty answer is another matter)."""
     body = strip_citations(split_answer(answer)[0])
-    words = stems(body)
-    if not words or CHOICES.search(question):
+    said = stems(body)
+    if not said or CHOICES.search(question):
         return []
     asked = set(stems(question))
-    if not all(w in asked for w in words) or any(
+    if not all(w in asked for w in said) or any(
             t.lower() not in question.lower() for t in identifier_terms(body)):
         return []
-    return list(dict.fromkeys(w.lower() for w in re.findall(r"[^\W_]+", body)
-                              if w.lower() not in CONTENT_STOPWORDS))
+    return list(dict.fromkeys(w for w in words(body) if w not in STOPWORDS))
 
 
 def grounded(question: str, facts: str, shown: str) -> bool:

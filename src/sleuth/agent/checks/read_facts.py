@@ -27,13 +27,8 @@ from sleuth.agent.checks.base import CheckContext, When
 from sleuth.agent.draft import Draft
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, cited_ids, strip_citations
-from sleuth.text.querytext import (
-    CONTENT_STOPWORDS,
-    identifier_terms,
-    passage_names,
-    relation_stems,
-    same_stem,
-)
+from sleuth.text.lexicon import STOPWORDS
+from sleuth.text.querytext import identifier_terms, passage_names, relation_stems, same_stem
 
 MAX_CITED = 3  # chunks cited for the facts: those that hold their values, cited ones first
 
@@ -60,7 +55,7 @@ def values(facts: str) -> list[str]:
     found: list[str] = []
     for match in _NUMBER.finditer(facts):
         after = re.match(r"\s+([A-Za-z]+)", facts[match.end():])
-        unit = after.group(1) if after and after.group(1).lower() not in CONTENT_STOPWORDS \
+        unit = after.group(1) if after and after.group(1).lower() not in STOPWORDS \
             else ""
         found.append(f"{match.group(0)} {unit}")
     found += identifier_terms(facts)

@@ -12,7 +12,6 @@ its common vocabulary. No model call.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from sleuth.agent.draft import Draft
 from sleuth.agent.run import NOT_SAID
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import strip_citations
+from sleuth.text.lexicon import SUBSTITUTE_PHRASES, SUBSTITUTE_WORDS, plain
 from sleuth.text.querytext import identifier_terms, phrased_otherwise, proper_names, spelled_like
 
 if TYPE_CHECKING:
@@ -53,12 +53,13 @@ def _held_otherwise(index: ReadIndex, term: str) -> bool:
     return len(parts) > 1 and all(index.keyword_search(p, 1) for p in parts)
 
 
-# a question that asks for something in place of a term ("the postgres equivalent of
-# mysql GROUP_CONCAT"): an answer naming what the corpus holds instead is one
-SUBSTITUTE = re.compile(r"\b(?:equivalents?|instead|alternatives?|replacements?|replac(?:e|es|ing)|"
-                        r"counterparts?|analog(?:ue)?s?|substitutes?|versus|vs|compared|"
-                        r"migrat(?:e|es|ing|ion)|port(?:ing)?\s+from|in\s+place\s+of|"
-                        r"rather\s+than)\b", re.IGNORECASE)
+def asks_substitute(question: str) -> bool:
+    """Whether ``question`` asks for something in place of a term ("the postgres equivalent
+    of mysql GROUP_CONCAT", "what to use instead of X"): an answer naming what the corpus
+    holds instead is one (:data:`~sleuth.text.lexicon.SUBSTITUTE_WORDS`)."""
+    said = f" {plain(question)} "
+    return any(f" {w} " in said for w in SUBSTITUTE_WORDS) or \
+        any(f" {p} " in said for p in SUBSTITUTE_PHRASES)
 
 
 def names_held(ctx: CheckContext, question: str, answer: str) -> bool:
@@ -88,7 +89,7 @@ class Unfounded:
 
     def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
         question, final = draft.question, draft.answer
-        if SUBSTITUTE.search(question) and names_held(ctx, question, final):
+        if asks_substitute(question) and names_held(ctx, question, final):
             return None
         terms = ", ".join(repr(t) for t in draft.unseen)
         if not abstains(final):  # the model's answer, withheld: on the record
