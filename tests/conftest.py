@@ -1,14 +1,22 @@
 """Shared fixtures: an isolated home/cache, the real sample corpus, a 2Wiki slice and
 generated PDF filings. Every file they read is in the repository (``tests/data``, see its
-README); nothing comes from outside it."""
+README); nothing comes from outside it.
+
+Two tiers. ``python -m pytest`` runs the fast tier: every test embeds with the scripted
+server's hashed bag-of-words vectors (``openai:hashed``, one server for the session) unless
+it is marked ``minilm``, and the indexes the tests share are built once per session. Tests
+marked ``slow`` (or ``minilm``, ``postgres``, ``browser``, ``local_llm``: real models,
+databases, browsers, installs, stress and timing) are left out and counted; ``--slow`` runs
+them too. What the slow tier needs that pip does not bring is installed by
+``python -m sleuth.testing.setup``, never by a test."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,8 +27,10 @@ import pytest
 from sleuth import Index, Settings
 from sleuth.cli.main import main
 from sleuth.cli.quickstart import sample_path
-from sleuth.embed import BatchCallback, Embedder
+from sleuth.embed import BatchCallback, Embedder, normalise
 from sleuth.testing.fake import FakeLLMServer
+from sleuth.testing.setup import COMMAND as SETUP_COMMAND
+from sleuth.testing.setup import find_browser
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -58,15 +68,136 @@ class LiveServer:
         self.thread.join(10)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    home = tmp_path_factory.mktemp("home")
+SLOW_MARKS = ("slow", "minilm", "postgres", "browser", "local_llm")  # each one is slow
+FIXTURE_MARKS = {"pg_server": "postgres", "chromium_binary": "browser"}  # whoever uses them
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true",
+                     help="run the slow tier too (real MiniLM, PostgreSQL, Chromium, installs, "
+                     "stress and timing); its set-up: python -m sleuth.testing.setup")
+
+
+LEFT_OUT = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)  # the marks are in place before ``-m`` selects by them
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test with a slow-tier marker is ``slow``; without ``--slow`` (or an ``-m``
+    expression, which then decides) the slow ones are left out and counted."""
+    for item in items:
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(mark)
+        if any(item.get_closest_marker(name) for name in SLOW_MARKS[1:]):
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("--slow") or config.getoption("markexpr"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    config.stash[LEFT_OUT] = len(slow)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say that the slow tier was left out (its count where this process collected: under
+    xdist the workers do)."""
+    if config.getoption("--slow") or config.getoption("markexpr"):
+        return
+    left_out = config.stash.get(LEFT_OUT, 0)
+    count = f"{left_out} " if left_out else ""
+    terminalreporter.write_line(
+        f"fast tier: the {count}slow tests were left out (python -m pytest --slow -n 0 runs "
+        "them too; their set-up: python -m sleuth.testing.setup)")
+
+
+HASHED = "openai:hashed"  # the scripted server's hashed bag-of-words vectors
+HASHED_DIM = 256
+EMBEDDINGS = pytest.StashKey[tuple[FakeLLMServer, pytest.MonkeyPatch]]()
+OWN_ENV = ("SLEUTH_", "ARAG_", "OPENAI_")  # the environment's settings the tests never see
+
+
+def use_hashed(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """Embed with the hashed vectors of the scripted server at ``base_url``."""
+    monkeypatch.setenv("SLEUTH_EMBED__MODEL", HASHED)
+    monkeypatch.setenv("SLEUTH_EMBED__BASE_URL", base_url)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before anything is collected (a module may load settings when imported): none of the
+    environment's own settings, and the fast tier's embedder, the hashed vectors of one
+    scripted server for the whole run (subprocesses reach it too)."""
+    server = FakeLLMServer([], embedding_dim=HASHED_DIM)
+    patch = pytest.MonkeyPatch()
+    for key in list(os.environ):
+        if key.startswith(OWN_ENV):
+            patch.delenv(key)
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    use_hashed(patch, server.base_url)
+    config.stash[EMBEDDINGS] = server, patch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if EMBEDDINGS in config.stash:
+        server, patch = config.stash[EMBEDDINGS]
+        patch.undo()
+        server.close()
+
+
+def _home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home for the session's shared fixtures; its models folder is every test's (MiniLM
+    is exported to ONNX once a run)."""
+    patch = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("session-home")
+    _home(patch, home)
+    models = home / ".cache" / "sleuth" / "models"
+    models.mkdir(parents=True)
+    yield models
+    patch.undo()
+
+
+def _own_embedder(node: pytest.Item | pytest.Collector) -> bool:
+    """Whether ``node`` runs without the hashed embedder (marked ``minilm`` or
+    ``own_embedder``, itself or its module)."""
+    return any(node.get_closest_marker(name) for name in ("minilm", "own_embedder"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_embedder(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked ``minilm`` or ``own_embedder`` builds its module fixtures without the
+    hashed embedder too."""
+    patch = pytest.MonkeyPatch()
+    if _own_embedder(request.node):
+        patch.delenv("SLEUTH_EMBED__MODEL", raising=False)
+        patch.delenv("SLEUTH_EMBED__BASE_URL", raising=False)
+    yield
+    patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch, _models: Path) -> None:
+    """A home of its own for every test and none of the environment's settings; the hashed
+    embedder unless marked ``minilm`` (the bundled MiniLM) or ``own_embedder`` (the test
+    passes its own: none is configured)."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".cache" / "sleuth").mkdir(parents=True)
+    (home / ".cache" / "sleuth" / "models").symlink_to(_models, target_is_directory=True)
+    _home(monkeypatch, home)
     for key in list(os.environ):
-        if key.startswith(("SLEUTH_", "ARAG_", "OPENAI_")):
+        if key.startswith(OWN_ENV):
             monkeypatch.delenv(key)
+    server, _ = request.config.stash[EMBEDDINGS]
+    server.embedding_requests.clear()
+    if not _own_embedder(request.node):
+        use_hashed(monkeypatch, server.base_url)
 
 
 def _first(path: Path, limit: int) -> list[Any]:
@@ -106,6 +237,26 @@ class MemoEmbedder:
             on_batch(len(texts))
         return np.stack([self.cache[t] for t in texts]) if texts else \
             np.zeros((0, self.dim), dtype=np.float32)
+
+
+class TrigramEmbedder:
+    """Words and character trigrams hashed into 256 dimensions, unit length: no model, yet
+    nearly every pair of texts shares a trigram, so similarities are distinct numbers (a
+    ranking has no ties to order arbitrarily). For tests that pass their own embedder."""
+
+    name, dim = "test-trigrams", 256
+
+    def embed(self, texts: Sequence[str], *, on_batch: BatchCallback | None = None
+              ) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            lowered = text.lower()
+            terms = lowered.split() + [lowered[i:i + 3] for i in range(len(lowered) - 2)]
+            for term in terms:
+                out[row, zlib.crc32(term.encode()) % self.dim] += 1.0
+        if on_batch:
+            on_batch(len(texts))
+        return normalise(out)
 
 
 def records_index(factory: pytest.TempPathFactory, name: str,
@@ -164,6 +315,17 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([sample_path()])
     yield folder
+
+
+@pytest.fixture(scope="session")
+def minilm_sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample corpus indexed with the real MiniLM once, for the tests marked
+    ``minilm`` (MiniLM's similarities are what they test); opened read-only."""
+    folder = tmp_path_factory.mktemp("minilm-sample-index") / "idx"
+    with Index.open(folder, settings=Settings.load(embed={"model": "minilm"}),
+                    create=True) as index:
+        index.add([sample_path()])
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -326,48 +488,12 @@ def pg_server() -> Iterator[str]:
     srv.cleanup()
 
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
-
-
-def _browser() -> str | None:
-    return next((found for name in BROWSERS if (found := shutil.which(name))), None)
-
-
-def _install_chromium() -> str:
-    """Install Debian's chromium with apt-get (as root, or with password-less sudo), so that
-    the README's test command needs nothing installed by hand; a one-line reason when it
-    cannot."""
-    apt = shutil.which("apt-get")
-    if apt is None:
-        return "no apt-get to install it with"
-    if os.geteuid() == 0:
-        prefix: list[str] = []
-    elif shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True,
-                                                 check=False).returncode == 0:
-        prefix = ["sudo", "-n"]
-    else:
-        return "installing it needs root"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [*prefix, apt, "install", "-y", "-q", "chromium"]
-    done = subprocess.run(install, env=env, capture_output=True, text=True, check=False,
-                          timeout=1200)
-    if done.returncode != 0:  # a fresh machine may have no package lists yet
-        subprocess.run([*prefix, apt, "update", "-q"], env=env, capture_output=True,
-                       check=False, timeout=600)
-        done = subprocess.run(install, env=env, capture_output=True, text=True, check=False,
-                              timeout=1200)
-    return "" if done.returncode == 0 else f"apt-get failed: {done.stderr.strip()[-300:]}"
-
-
 @pytest.fixture(scope="session")
 def chromium_binary() -> str:
-    """A headless-capable Chromium for the page tests: the one installed, else Debian's
-    package installed now (once per run)."""
-    found = _browser()
+    """A headless-capable Chromium for the page tests (slow tier): the one on ``PATH``,
+    which ``python -m sleuth.testing.setup`` installs; missing, the test fails saying so."""
+    found = find_browser()
     if found is None:
-        reason = _install_chromium()
-        found = _browser()
-        if found is None:
-            pytest.skip(f"no chromium for the browser tests ({reason}): apt-get install "
-                        "chromium")
+        pytest.fail(f"no Chromium for the browser tests: run {SETUP_COMMAND} (it installs "
+                    "Debian's chromium)", pytrace=False)
     return found

@@ -24,8 +24,9 @@ def _messages(server: FakeLLMServer) -> list[list[dict[str, str]]]:
     return [r["messages"] for r in server.requests]
 
 
-def test_index_time_summaries_and_the_gate_score(sample_index: Path) -> None:
-    with Index.open(sample_index) as index:
+@pytest.mark.minilm  # the gate's thresholds are MiniLM similarities
+def test_index_time_summaries_and_the_gate_score(minilm_sample_index: Path) -> None:
+    with Index.open(minilm_sample_index) as index:
         doc_ids, _, matrix = index.store.summaries()
         assert len(doc_ids) == index.stats().documents == 3
         assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-4)
@@ -34,12 +35,13 @@ def test_index_time_summaries_and_the_gate_score(sample_index: Path) -> None:
         assert doc == "pepys-diary-1660.md" and inside > 0.4 > 0.1 > outside
 
 
+@pytest.mark.minilm  # out of scope by MiniLM's similarities
 def test_gate_abstains_without_retrieving_or_calling_the_llm(sleuth, endpoint,
-                                                             sample_index: Path) -> None:
+                                                             minilm_sample_index: Path) -> None:
     server = endpoint([])  # any LLM call would exhaust the script and fail
     with server:
         result = sleuth("ask", "What is the boiling point of tungsten?", "--agent", "a2rag",
-                        "--index", str(sample_index), "--json")
+                        "--index", str(minilm_sample_index), "--json")
     assert result.code == 0, result.err
     record = result.json()
     assert record["abstained"] is True and record["control"]["outcome"] == "out of scope"

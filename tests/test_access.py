@@ -397,6 +397,7 @@ def _mcp_answers(url: str, key: str) -> list[Any]:
     return anyio.run(main)
 
 
+@pytest.mark.slow  # another process, and a wait for its change
 def test_an_access_change_by_another_process_applies_to_the_next_request(
         full: Path, corpus: Path, tmp_path: Path) -> None:
     """A running server (HTTP and MCP) keeps nothing stale: after the CLI, in other

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("faiss")
+pytestmark = pytest.mark.own_embedder  # HashEmbedder below, no configured one
 
 from conftest import twowiki_records  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402

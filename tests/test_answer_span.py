@@ -60,7 +60,7 @@ def test_a_checked_span_becomes_the_cited_answer(manual_index: Path) -> None:
     assert "5432 by default" in answer.answer
     assert [c.chunk_id for c in answer.citations] == ["conn#0"]
     assert answer.trajectory[-1].tool_name == "answer_span"
-    assert answer.trajectory[-1].kind == "observation"
+    assert answer.trajectory[-1].kind == "check"
     # the step reads the passages with their ids, the draft as a hint
     assert "[conn#0]" in step_request["messages"][-1]["content"]
     assert "Draft answer: The default port is 80" in step_request["messages"][-1]["content"]

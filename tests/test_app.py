@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+pytestmark = pytest.mark.browser  # Chromium through Playwright: the slow tier
+
 pytest.importorskip("fastapi")
 playwright = pytest.importorskip("playwright.sync_api")
 

@@ -22,10 +22,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import MemoEmbedder
+from conftest import MemoEmbedder, TrigramEmbedder
 from sleuth import Index, Settings, plugins
 from sleuth.cli.quickstart import sample_path
-from sleuth.embed import load_embedder
 from sleuth.errors import StoreError
 from sleuth.settings import ChunkSettings
 from sleuth.store import base
@@ -35,6 +34,8 @@ from sleuth.store.graphs import Extraction, Mention, Triple
 from sleuth.store.local.store import LocalStore
 from sleuth.text.access import Access
 from sleuth.types import Chunk, Hit
+
+pytestmark = pytest.mark.own_embedder  # TrigramEmbedder, no configured one
 
 WORDS = ["the", "of", "pepys", "king", "child", "bones", "cornwall", "salary", "payroll",
          "zephyrine", "1660", "zzznotthere"]
@@ -91,7 +92,8 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], P
 
 @pytest.fixture(scope="module")
 def embedder() -> MemoEmbedder:
-    return MemoEmbedder(load_embedder(Settings.load().embed))
+    """Hashed trigrams: distinct similarities, so every backend's ranking is one order."""
+    return MemoEmbedder(TrigramEmbedder())
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +130,13 @@ def built(request: pytest.FixtureRequest, testfs: None, embedder: MemoEmbedder,
 SCHEMES = ["", "postgresql", "postgres", "testfs"]
 
 
-@pytest.fixture(params=SCHEMES, ids=lambda s: s or "folder")
+def _params(schemes: list[str]) -> list[Any]:
+    """Each scheme as a test parameter, PostgreSQL's in the slow tier."""
+    return [pytest.param(s, id=s or "folder", marks=[pytest.mark.postgres] *
+                         s.startswith("postgres")) for s in schemes]
+
+
+@pytest.fixture(params=_params(SCHEMES))
 def index(request: pytest.FixtureRequest, built: Callable[[str], Index]) -> Index:
     return built(request.param)
 
@@ -431,7 +439,7 @@ def test_the_index_lives_where_its_backend_says(index: Index) -> None:
 # -- parity ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scheme", SCHEMES[1:], ids=str)
+@pytest.mark.parametrize("scheme", _params(SCHEMES[1:]))
 def test_every_backend_answers_as_the_folder_store(built: Callable[[str], Index],
                                                     scheme: str) -> None:
     folder, other = built(""), built(scheme)

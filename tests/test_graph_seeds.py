@@ -20,11 +20,13 @@ pytest.importorskip("spacy")
 
 @pytest.fixture(scope="session")
 def seeds_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 80 2Wiki passages (Lothair II's family, Nana Patekar, Robert N. Bradbury)."""
+    """The first 80 2Wiki passages (Lothair II's family, Nana Patekar, Robert N. Bradbury),
+    with MiniLM: its similarities confirm the alias merges."""
     corpus = tmp_path_factory.mktemp("seeds-corpus") / "corpus.json"
     corpus.write_text(json.dumps(twowiki_records(80)))
     folder = tmp_path_factory.mktemp("seeds-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
+    with Index.open(folder, settings=Settings.load(embed={"model": "minilm"}),
+                    create=True) as index:
         index.add([corpus])
         with Graph.open(index) as graph:
             report = graph.build()
@@ -58,6 +60,7 @@ def test_names_pair_by_core_but_numerals_and_suffixes_keep_them_apart() -> None:
     assert pairs == {(2, 3): "core", (1, 4): "core", (8, 9): "core", (12, 13): "acronym"}
 
 
+@pytest.mark.minilm
 def test_build_merges_real_variants_and_keeps_lothair_i_and_ii_apart(seeds_index: Path):
     with Index.open(seeds_index) as index, Graph.open(index) as graph:
         store = graph.store
@@ -72,6 +75,7 @@ def test_build_merges_real_variants_and_keeps_lothair_i_and_ii_apart(seeds_index
         assert father.id in ids and son.id not in ids  # no self-loop after merging
 
 
+@pytest.mark.minilm
 def test_seeds_align_misspelt_and_variant_names(seeds_index: Path):
     with Index.open(seeds_index) as index, Graph.open(index) as graph:
         exact = graph.seed_matches("Who is the father of Lothair II?")
@@ -84,6 +88,7 @@ def test_seeds_align_misspelt_and_variant_names(seeds_index: Path):
         assert graph.seeds("Who is Zzyzx Qwerty?") == []
 
 
+@pytest.mark.minilm
 def test_relation_seeds_filter_the_local_stage(seeds_index: Path):
     question = "Who is the father of Lothair II?"
     with Index.open(seeds_index) as index, Graph.open(index) as graph:
@@ -106,6 +111,7 @@ def test_relation_seeds_filter_the_local_stage(seeds_index: Path):
         assert stage == "local" and "2wiki-00004#0" in chunks  # his page names his father
 
 
+@pytest.mark.minilm
 def test_incremental_rebuild_keeps_merges_and_merges_only_new_names(copy: str, tmp_path: Path):
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps([{

@@ -359,7 +359,10 @@ def test_links_out_of_the_folder_are_skipped(sleuth: Any, tmp_path: Path) -> Non
     out = sleuth("index", str(folder), "--index", str(tmp_path / "idx"), "--json")
     assert out.code == 0, out.err
     report = json.loads(out.out)
-    assert report["added"] == 2
+    assert report["added"] == 1  # the link inside is the same page: indexed once
+    [duplicate] = report["duplicates"]
+    assert {Path(duplicate["path"]).name, Path(duplicate["reason"].split()[4]).name} == \
+        {"inside.md", "alias.md"}
     [skipped] = report["skipped"]
     assert skipped["path"].endswith("innocent.txt") and "outside" in skipped["reason"]
     with Index.open(tmp_path / "idx") as index:
@@ -437,6 +440,7 @@ def test_slow_headers_are_cut_off(sample_copy: Path) -> None:
         service.close()
 
 
+@pytest.mark.slow  # timing: a busy server process
 def test_sigterm_stops_a_busy_server_within_seconds(sample_copy: Path, tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

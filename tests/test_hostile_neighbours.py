@@ -191,6 +191,7 @@ def test_one_clients_connections_are_capped_and_another_client_is_served(serve: 
         assert acme.get("/v1/status").status_code == 200
 
 
+@pytest.mark.slow  # stress: a thousand connections
 def test_running_out_of_file_descriptors_is_never_index_damage(built: Path,
                                                                tmp_path: Path) -> None:
     import resource
@@ -244,6 +245,7 @@ def test_running_out_of_file_descriptors_is_never_index_damage(built: Path,
 
 # -- 3. every key its share --------------------------------------------------------------
 
+@pytest.mark.slow  # stress and timing
 def test_a_flood_of_tool_calls_does_not_queue_another_keys_call(serve: Any) -> None:
     live = serve(workers=1, calls_per_key=8)
     pool = live.service.pool
@@ -293,6 +295,7 @@ def test_a_flood_of_tool_calls_does_not_queue_another_keys_call(serve: Any) -> N
         assert int(got.headers["retry-after"]) >= 1
 
 
+@pytest.mark.slow  # timing: four requests within a second, one a second after
 def test_a_keys_rate_in_the_key_file_holds_it(built: Path, tmp_path: Path) -> None:
     keys = tmp_path / "keys.yaml"
     keys.write_text("root: k-root\n"

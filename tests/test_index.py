@@ -111,7 +111,7 @@ def test_refuses_unknown_format_version(tmp_path: Path, sample_index: Path) -> N
 
 def test_refuses_other_embedder(sample_index: Path) -> None:
     settings = Settings.load(embed={"model": "openai:text-embedding-3-small"})
-    with pytest.raises(StoreError, match="built with embedder 'minilm'"):
+    with pytest.raises(StoreError, match="built with embedder 'openai:hashed'"):
         Index.open(sample_index, settings=settings)
 
 
@@ -120,6 +120,7 @@ def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
         Index.open(tmp_path / "nothing", settings=Settings.load())
 
 
+@pytest.mark.own_embedder  # its own endpoint's embedder
 def test_openai_compatible_embeddings_endpoint(tmp_path: Path) -> None:
     """The /embeddings option, against the scripted server's deterministic embeddings."""
     from sleuth.testing.fake import FakeLLMServer

@@ -59,6 +59,7 @@ def _documents(folder: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # stress: three processes
 def test_concurrent_writers_and_a_reader_lose_nothing(tmp_path: Path) -> None:
     records = twowiki_records(90)
     long_part = _corpus(tmp_path, "long.json", records[:60])
@@ -118,6 +119,7 @@ def test_concurrent_writers_and_a_reader_lose_nothing(tmp_path: Path) -> None:
     assert not [p for p in (folder / "locks").iterdir() if p.name != "maintenance.lock"]
 
 
+@pytest.mark.slow  # stress: another process
 def test_a_reader_sees_updates_and_deletions_by_another_process(tmp_path: Path) -> None:
     records = twowiki_records(40)
     corpus = _corpus(tmp_path, "corpus.json", records)
@@ -159,6 +161,7 @@ def test_a_reader_sees_updates_and_deletions_by_another_process(tmp_path: Path) 
         assert len(reader.keyword_search(["quetzalcoatlus"], top_k=50)) == 17
 
 
+@pytest.mark.minilm  # a build long enough to interrupt
 def test_an_interrupted_build_is_shown_with_the_command_that_resumes_it(
         tmp_path: Path) -> None:
     corpus = _corpus(tmp_path, "corpus.json", twowiki_records(60))
@@ -233,9 +236,12 @@ CASES = [("sleuth.db", "delete"), ("sleuth.db", "empty"), ("sleuth.db", "truncat
 
 REPAIRED = {("manifest.json", "non-utf8"), ("vectors/seg-1.npy", "zero-payload"),
             ("vectors/seg-1.chunks.npy", "truncate")}  # (each re-embeds the sample: slow)
+FAST = {("sleuth.db", "header"), ("manifest.json", "delete"), ("vectors/seg-1.npy", "permute"),
+        ("vectors/seg-1.chunks.npy", "header")}  # one of each part in the fast tier
 
 
-@pytest.mark.parametrize(("part", "damage"), CASES)
+@pytest.mark.parametrize(("part", "damage"), [
+    pytest.param(*case, marks=() if case in FAST else pytest.mark.slow) for case in CASES])
 def test_damage_is_one_line_naming_the_part_and_read_only_commands_write_nothing(
         part: str, damage: str, sample_index: Path, tmp_path: Path) -> None:
     folder = tmp_path / "idx"

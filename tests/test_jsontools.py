@@ -212,7 +212,7 @@ def test_the_default_answer_is_followed_by_the_facts_that_state_it(sample_index:
     assert answer.answer == f"Greatorex [{PEPYS}]\n\n{facts} [{PEPYS}]"
     assert answer.llm_calls == 1 and [c.chunk_id for c in answer.citations] == [PEPYS]
     step = next(s for s in answer.trajectory if s.tool_name == "support")
-    assert step.kind == "observation" and step.tool_output == facts
+    assert step.kind == "check" and step.tool_output == facts
     said = "".join(t for kind, t in heard if kind == "token")
     assert said == answer.answer  # heard once: the answer, then its support
     assert heard.index(("step", "support")) > max(

@@ -4,15 +4,14 @@ streamable-HTTP app (the handshake protocol, whose sessions have an id); it list
 every input schema passes a strict JSON Schema check (what the MCP Inspector does), the
 arguments it sends validate against them, and a reference id that ``search`` returned works
 in ``find`` and ``open`` for the rest of that MCP session (and in no other). The MCP
-Inspector's own CLI lists the tools and searches too (npm installs it once into Sleuth's
-cache, as the test command's set-up).
+Inspector's own CLI lists the tools and searches too (slow tier: ``python -m
+sleuth.testing.setup`` installs it with npm into Sleuth's cache).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +33,13 @@ from conftest import LiveServer  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.server.mcp import http_app  # noqa: E402
 from sleuth.service.service import Service  # noqa: E402
+from sleuth.testing.setup import COMMAND, inspector_binary  # noqa: E402
 from sleuth.tools import TOOLS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the MCP SDK's client against server processes
+
 KEY = "secret-key-1"
-INSPECTOR = "@modelcontextprotocol/inspector"
-INSPECTOR_VERSION = "0.15.0"
-INSPECTOR_HOME = Path.home() / ".cache" / "sleuth" / "npm"
+INSPECTOR_BINARY = inspector_binary()  # in the real home: tests run in one of their own
 
 
 def _stdio(index: Path) -> StdioServerParameters:
@@ -132,20 +132,11 @@ def test_streamable_http_keeps_a_session_per_mcp_session(sample_copy: Path) -> N
 
 
 def _inspector() -> Path:
-    """The MCP Inspector's CLI, installed once into Sleuth's cache by npm (the test
-    command's set-up step, like PostgreSQL's); skipped with the reason where npm is missing
-    or cannot install it."""
-    binary = INSPECTOR_HOME / "node_modules" / ".bin" / "mcp-inspector"
-    if binary.exists():
-        return binary
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the MCP Inspector cannot run (the SDK tests cover it)")
-    done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix",
-                           str(INSPECTOR_HOME), f"{INSPECTOR}@{INSPECTOR_VERSION}"],
-                          capture_output=True, text=True, timeout=600, check=False)
-    if done.returncode != 0 or not binary.exists():
-        pytest.skip(f"npm could not install {INSPECTOR}: {done.stderr.strip()[-300:]}")
-    return binary
+    """The MCP Inspector's CLI, which the slow tier's set-up command installs; missing, the
+    test fails naming that command."""
+    if not INSPECTOR_BINARY.exists():
+        pytest.fail(f"the MCP Inspector is not installed: run {COMMAND}", pytrace=False)
+    return INSPECTOR_BINARY
 
 
 def _inspect(binary: Path, index: Path, *args: str) -> dict[str, Any]:
@@ -158,6 +149,7 @@ def _inspect(binary: Path, index: Path, *args: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow  # node and a server process per call
 def test_the_inspector_cli_lists_the_tools_and_searches(sample_copy: Path) -> None:
     binary = _inspector()
     listed = _inspect(binary, sample_copy, "--method", "tools/list")["tools"]

@@ -13,6 +13,7 @@ with the LLM down. Schemathesis's time budget keeps the file around a minute.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from collections import Counter
@@ -32,11 +33,15 @@ from sleuth.server.http import create_app  # noqa: E402
 from sleuth.service.service import Service  # noqa: E402
 from sleuth.testing.fake import FakeLLMServer, reply  # noqa: E402
 
+pytestmark = pytest.mark.slow  # fuzzing a live server for a minute
+
 # The key goes as a bearer token. (An empty Authorization header counts as none, which
 # test_http.py relies on, so schemathesis generating one next to an X-API-Key would read as
 # a key it made up being accepted.)
 KEY = "secret-key-1"
-SECONDS = 25  # schemathesis's time budget per run: the file stays around a minute
+# schemathesis's time budget per run: the file stays around a minute (the 150 s run:
+# SCHEMATHESIS_SECONDS=150 python -m pytest tests/test_openapi.py --slow)
+SECONDS = float(os.environ.get("SCHEMATHESIS_SECONDS", "25"))
 
 
 # The operations that ask the LLM: with it down they answer 502 or 503 (Retry-After), as

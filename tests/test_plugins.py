@@ -23,6 +23,8 @@ import pytest
 
 from sleuth.testing.fake import FakeLLMServer
 
+pytestmark = pytest.mark.slow  # builds and pip-installs a package
+
 PACKAGE = {
     "pyproject.toml": """
         [build-system]

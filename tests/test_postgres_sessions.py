@@ -28,6 +28,8 @@ from sleuth.service.sessions import Session  # noqa: E402
 from sleuth.store.postgres.store import parse_location  # noqa: E402
 from sleuth.testing.fake import call, reply  # noqa: E402
 
+pytestmark = pytest.mark.postgres  # a real PostgreSQL: the slow tier
+
 KEYS = {"root": "k-root",
         "alice": {"key": "k-alice", "collection": "default"},
         "bob": {"key": "k-bob", "collection": "default"}}

@@ -53,7 +53,7 @@ def test_facts_the_passages_hold_replace_the_abstention(manual_index: Path) -> N
     assert "1024 bytes. [stats#0]" in answer.answer
     assert [c.chunk_id for c in answer.citations] == ["stats#0"]
     step = answer.trajectory[-1]
-    assert (step.tool_name, step.kind) == ("read_facts", "observation")
+    assert (step.tool_name, step.kind) == ("read_facts", "check")
     assert "1024 bytes" in step.tool_output
 
 

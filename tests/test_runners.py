@@ -61,15 +61,16 @@ def search_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     sys.modules.pop("search_once", None)
 
 
+@pytest.mark.minilm  # which chunks a semantic search finds is MiniLM's
 def test_a_variant_from_one_module_runs_through_the_cli(search_once: str, endpoint, sleuth,
-                                                       sample_index: Path) -> None:
+                                                       minilm_sample_index: Path) -> None:
     listed = sleuth("agents", "--json").json()
     assert {"name": search_once, "tools": ["semantic_search"],
             "description": "one semantic search, then an answer"} in listed
     with endpoint([reply(f"Levers trade time for strength [{PEPYS}].\n"
                          f"Relevance: {PEPYS}=0.8")]) as server:
-        result = sleuth("ask", QUESTION, "--agent", search_once, "--index", str(sample_index),
-                        "--json")
+        result = sleuth("ask", QUESTION, "--agent", search_once, "--index",
+                        str(minilm_sample_index), "--json")
     assert result.code == 0, result.err
     record = result.json()
     assert record["agent"] == search_once and record["answer"].startswith("Levers trade")
@@ -82,11 +83,12 @@ def test_a_variant_from_one_module_runs_through_the_cli(search_once: str, endpoi
     assert PEPYS in user["content"]
 
 
-def test_wrappers_take_a_registered_variant(search_once: str, sample_index: Path) -> None:
+@pytest.mark.minilm  # which chunks a semantic search finds is MiniLM's
+def test_wrappers_take_a_registered_variant(search_once: str, minilm_sample_index: Path) -> None:
     settings = sleuth.Settings.load(a2rag={"verify": True})
     script = [reply(f"Levers trade time for strength [{PEPYS}]."), reply(OK)]
     with FakeLLMServer(script) as server:
-        verified = sleuth.ask(QUESTION, index=sample_index, agent=search_once,
+        verified = sleuth.ask(QUESTION, index=minilm_sample_index, agent=search_once,
                               settings=settings, llm=OpenAIClient("fake-model", server.base_url))
     assert verified.agent == f"{search_once}+verify" and verified.llm_calls == 2
     assert verified.control is not None and verified.control.outcome == "verified"
@@ -94,7 +96,7 @@ def test_wrappers_take_a_registered_variant(search_once: str, sample_index: Path
 
     settings = sleuth.Settings.load(router={"simple_agent": search_once})
     with FakeLLMServer([reply(f"Levers trade time for strength [{PEPYS}].")]) as server:
-        routed = sleuth.ask(QUESTION, index=sample_index, agent="auto", settings=settings,
+        routed = sleuth.ask(QUESTION, index=minilm_sample_index, agent="auto", settings=settings,
                             llm=OpenAIClient("fake-model", server.base_url))
     assert routed.route is not None and routed.route.agent == search_once
     assert routed.to_record()["route"]["decision"] == "simple"

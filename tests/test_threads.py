@@ -54,6 +54,7 @@ class _Recording:
         return getattr(self.model, name)
 
 
+@pytest.mark.minilm  # MiniLM's own threads
 def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_restored(
         tmp_path: Path) -> None:
     if threads.cores() < 2:
@@ -73,6 +74,7 @@ def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_resto
     assert torch.get_num_threads() == before  # the caller's own setting is untouched
 
 
+@pytest.mark.minilm  # MiniLM's own threads
 def test_the_onnx_minilm_runs_queries_on_one_thread_batches_on_the_cores(
         tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")

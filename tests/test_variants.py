@@ -37,11 +37,12 @@ def test_tool_sets(sample_index: Path, agent: str, tools: list[str]) -> None:
     assert answer.agent == agent
 
 
-def test_naive_returns_whole_chunks(sample_index: Path) -> None:
+@pytest.mark.minilm  # which chunks a semantic search finds is MiniLM's
+def test_naive_returns_whole_chunks(minilm_sample_index: Path) -> None:
     script = [call("naive_embedding_search", query="Greatorex levers strength", top_k=2),
               call("naive_embedding_search", query="Greatorex, levers and strength", top_k=2),
               reply(f"Levers trade time for strength [{PEPYS}].")]
-    answer, requests = _run(sample_index, "naive", script)
+    answer, requests = _run(minilm_sample_index, "naive", script)
     assert [t["function"]["name"] for t in requests[0]["tools"]] == ["naive_embedding_search"]
     first, second = answer.trajectory
     assert "strength that levers have" in first.tool_output and "=== chunk" in first.tool_output

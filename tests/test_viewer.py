@@ -177,6 +177,7 @@ def chromium(chromium_binary: str) -> str:
     return chromium_binary
 
 
+@pytest.mark.browser
 def test_page_renders_a_question_in_headless_chromium(runs: Path, tmp_path: Path,
                                                       chromium: str) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
