@@ -380,8 +380,11 @@ def check_cmd(quick: bool, index_dir: str | None, as_json: bool, config: str | N
     Checks: the manifest against its copy in sleuth.db; SQLite's integrity check and the
     keyword index's (unless --quick); every vector segment file against its size and
     checksum; that every stored sentence has exactly one vector; the approximate index's
-    checksum. Exit status 0 when intact, 1 when something is damaged. Damaged or missing
-    vectors are repaired from the stored text by `sleuth index --repair`.
+    checksum. On PostgreSQL: chunk rows against the documents' counts, every chunk's
+    sentences and vectors, orphaned rows and the approximate index's record against the
+    rows it covers (docs/postgres.md). Exit status 0 when intact, 1 when something is
+    damaged. Damaged or missing vectors are repaired from the stored text by
+    `sleuth index --repair`.
     """
     from sleuth.index.write import Index
 

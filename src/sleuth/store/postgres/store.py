@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -80,8 +80,6 @@ from sleuth.errors import IndexNotFound, StoreError
 from sleuth.settings import VectorSettings
 from sleuth.store.base import (
     GraphTables,
-    Problem,
-    RepairReport,
     check_embedder,
     check_manifest,
     data_folder,
@@ -89,6 +87,7 @@ from sleuth.store.base import (
     now,
 )
 from sleuth.store.postgres import ann as pg_ann
+from sleuth.store.postgres.integrity import _Integrity
 from sleuth.store.postgres.reads import CHUNK_COLUMNS, PAGE, VISIBLE_CHUNKS
 from sleuth.store.postgres.schema import (
     BUMP,
@@ -119,7 +118,7 @@ log = logging.getLogger(__name__)
 POOL_SIZE = 8  # connections shared by concurrent readers and writers
 
 
-class PostgresStore(_Writes, _Search):
+class PostgresStore(_Integrity, _Writes, _Search):
     """One index in one schema of a PostgreSQL database with the pgvector extension."""
 
     def __init__(self, location: str, *, create: bool, embedder: Mapping[str, Any] | None,
@@ -265,15 +264,6 @@ class PostgresStore(_Writes, _Search):
         ``building``); ``command`` resumes it."""
         build = dict(self.manifest.get("build") or {"state": "empty"})
         return {**build, "running": [], "interrupted": []}
-
-    def check(self, full: bool = True) -> list[Problem]:
-        """Nothing to check outside PostgreSQL's own guarantees: rows and vectors change
-        together in its transactions."""
-        return []
-
-    def repair(self, embed: Callable[[list[tuple[str, str]]], np.ndarray],
-               on_progress: Callable[[int, int], None] | None = None) -> RepairReport:
-        return RepairReport()
 
     # -- side files, the graph and the sessions ----------------------------------------
 
