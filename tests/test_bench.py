@@ -110,7 +110,7 @@ def documents(index: Path) -> int:
         return opened.stats().documents
 
 
-@pytest.mark.slow
+@pytest.mark.minilm  # the dev indexes are MiniLM's
 def test_dev_index_builds_once_resumes_and_rebuilds(common: Any, tmp_path: Path,
                                                    capfd: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"

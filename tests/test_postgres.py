@@ -38,6 +38,8 @@ from sleuth.store.postgres.store import PostgresStore, parse_location  # noqa: E
 from sleuth.text.access import Access  # noqa: E402
 from sleuth.types import Document, Hit  # noqa: E402
 
+pytestmark = pytest.mark.minilm  # parity of rankings: MiniLM's, without the hashed vectors' ties
+
 WORDS = ["the", "of", "and", "pepys", "king", "child", "children", "bones", "muscles", "joints",
          "cornwall", "tobacco", "sea", "whitehall", "lord", "i", "my", "wife", "wardrobe", "1660",
          "health", "it", "was", "morning", "captain", "zzznotthere"]
@@ -329,6 +331,16 @@ def test_copy_from_local(server: str, indexes: tuple[Index, Index],
         assert_same_searches(indexes[1].store, dst, embedder)
     finally:
         dst.close()
+
+
+@pytest.fixture(scope="module")
+def wiki_index(wiki_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
+    """The 2Wiki passages indexed with MiniLM (the session's own may hold hashed vectors)."""
+    folder = tmp_path_factory.mktemp("wiki-minilm") / "idx"
+    with Index.open(folder, settings=Settings.load(embed={"model": "minilm"}),
+                    create=True) as index:
+        index.add([wiki_corpus])
+        yield index
 
 
 def test_parity_on_2wiki(server: str, wiki_index: Index) -> None:
