@@ -103,6 +103,11 @@ class Busy(SleuthError):
         self.retry_after = retry_after
 
 
+class DatabaseUnavailable(StoreError, Busy):
+    """The index's database cannot be reached now (HTTP 503 with ``Retry-After``): the request
+    was not done; the message names the database without its password."""
+
+
 class TooMany(Busy):
     """One caller already has as many requests of a kind going as a server lets a key have
     (HTTP 429 with ``Retry-After``): nothing was done; send it again once one has ended."""

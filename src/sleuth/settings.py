@@ -145,6 +145,24 @@ class VectorSettings(Section):
         "(default: about 2·√sentences; changing it rebuilds the index on the next build)")
 
 
+class PostgresSettings(Section):
+    """Connections to a PostgreSQL index: how long a request waits for a database that is
+    away before it is answered so (HTTP 503, ``Retry-After``), how soon one that returns is
+    used again (docs/postgres.md)."""
+
+    connect_timeout: int = Field(2, ge=0, description="Seconds one connection attempt may "
+                                 "take (libpq's; 0: no limit; one in the index URL wins)")
+    pool_timeout: float = Field(1.5, gt=0, description="Seconds a request waits for a pooled "
+                                "connection (the database away, or every connection busy)")
+    reconnect_timeout: float = Field(
+        2.0, gt=0, description="Seconds the pool retries a lost connection before the next "
+        "request starts afresh: a returning database is used again within about this")
+    max_lifetime: float = Field(600.0, gt=0, description="Seconds after which a pooled "
+                                "connection is replaced (a failover's new address taken up)")
+    statement_timeout: float = Field(0.0, ge=0, description="Seconds one SQL statement may "
+                                     "run (0: no limit, as index builds need)")
+
+
 class ThreadSettings(Section):
     """How many threads each kind of work may use (``sleuth.text.threads``): query-time work on
     few threads, batch work on the cores, so that a busy core slows Sleuth down in
@@ -402,6 +420,7 @@ class Settings(BaseSettings):
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     vectors: VectorSettings = Field(default_factory=VectorSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     router: RouterSettings = Field(default_factory=RouterSettings)

@@ -65,6 +65,7 @@ class ReadIndex:
         self.store = store
         configure_threads(settings.threads)
         store.configure_ann(settings.vectors)  # approximate-search settings
+        store.configure_connections(settings.postgres)  # database timeouts
         self.settings = settings
         self._embedder = embedder
         self.access: Access | None = None  # None: everything (see scoped())

@@ -39,7 +39,7 @@ from sleuth.text.access import DEFAULT_COLLECTION, Access
 from sleuth.types import Chunk, Document, Hit
 
 if TYPE_CHECKING:
-    from sleuth.settings import VectorSettings
+    from sleuth.settings import PostgresSettings, VectorSettings
     from sleuth.store.graphs import GraphBackend
 
 
@@ -215,6 +215,9 @@ class Vectors(Protocol):
 
     def configure_ann(self, settings: VectorSettings) -> None:
         """Use ``settings`` for approximate search (a backend without one ignores them)."""
+
+    def configure_connections(self, settings: PostgresSettings) -> None:
+        """Hold database connections to ``settings`` (a backend without any ignores them)."""
 
     def warm(self) -> None:
         """Load now what the first search would load (a server calls it in the background

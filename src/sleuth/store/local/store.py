@@ -86,7 +86,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import IndexNotFound
-from sleuth.settings import VectorSettings
+from sleuth.settings import PostgresSettings, VectorSettings
 from sleuth.store.base import GraphTables, check_embedder, check_manifest, now
 from sleuth.store.local.database import (
     BUSY_SECONDS,
@@ -181,6 +181,9 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
         make it."""
         self._vector_settings = settings
         self._vectors = None
+
+    def configure_connections(self, settings: PostgresSettings) -> None:
+        """A folder has no database connections: nothing to hold."""
 
     # -- side files: the folder itself keeps them, the graph and the sessions ----------
 

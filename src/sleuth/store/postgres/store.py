@@ -73,11 +73,10 @@ import numpy as np
 import psycopg
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
 
 from sleuth._version import __version__
 from sleuth.errors import IndexNotFound, StoreError
-from sleuth.settings import VectorSettings
+from sleuth.settings import PostgresSettings, VectorSettings
 from sleuth.store.base import (
     GraphTables,
     check_embedder,
@@ -88,6 +87,7 @@ from sleuth.store.base import (
 )
 from sleuth.store.postgres import ann as pg_ann
 from sleuth.store.postgres.integrity import _Integrity
+from sleuth.store.postgres.pool import POOL_SIZE, Pool, connect_options
 from sleuth.store.postgres.reads import CHUNK_COLUMNS, PAGE, VISIBLE_CHUNKS
 from sleuth.store.postgres.schema import (
     BUMP,
@@ -115,8 +115,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-POOL_SIZE = 8  # connections shared by concurrent readers and writers
-
 
 class PostgresStore(_Integrity, _Writes, _Search):
     """One index in one schema of a PostgreSQL database with the pgvector extension."""
@@ -126,8 +124,10 @@ class PostgresStore(_Integrity, _Writes, _Search):
         self.location = location
         self.conninfo, self.schema = parse_location(location)
         self.where = f"schema {self.schema} of {_redacted(location)}"
+        self._connections = PostgresSettings()
         try:
-            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            with psycopg.connect(self.conninfo, autocommit=True,
+                                 **connect_options(self.conninfo, self._connections)) as conn:
                 self.manifest = self._open_or_create(conn, create, embedder, chunk_tokens)
                 self._vector_schema = _extension_schema(conn)
         except psycopg.OperationalError as exc:
@@ -135,9 +135,19 @@ class PostgresStore(_Integrity, _Writes, _Search):
                              f"{str(exc).strip()}") from None
         self._vector_settings = VectorSettings()
         self._ann = pg_ann.DatabaseAnn(self.connection, self._dim())
-        self._pool = ConnectionPool(
-            self.conninfo, min_size=1, max_size=POOL_SIZE, configure=self._configure,
-            open=True, name=f"sleuth-{self.schema}")
+        self._pool = self._open_pool()
+
+    def _open_pool(self) -> Pool:
+        return Pool(self.conninfo, _redacted(self.location), self._connections,
+                    self._configure, f"sleuth-{self.schema}")
+
+    def configure_connections(self, settings: PostgresSettings) -> None:
+        """Hold the connections to ``settings`` (timeouts: :mod:`sleuth.store.postgres.pool`);
+        the pool is opened again when they differ from those it was opened with."""
+        if settings != self._connections:
+            self._connections = settings
+            old, self._pool = self._pool, self._open_pool()
+            old.close()
 
     # -- bookkeeping -------------------------------------------------------------------
 
@@ -194,6 +204,9 @@ class PostgresStore(_Integrity, _Writes, _Search):
             np.ndarray, type("VectorDumper", (_VectorDumper,), {"oid": info.oid}))
         conn.adapters.register_loader(info.oid, _VectorLoader)
         conn.adapters.register_loader(info.oid, _VectorTextLoader)
+        if self._connections.statement_timeout:
+            conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                         (f"{round(self._connections.statement_timeout * 1000)}ms",))
         conn.commit()
 
     def warm(self) -> None:
