@@ -15,7 +15,8 @@ runs:
   on the questions where C fired (elsewhere the run is the same: the readers and the search
   are deterministic, and a check that did not apply changed nothing);
 - ``plus:C`` for each ``--add C`` (a check not in the profile, e.g. ``grounded:flag``): the
-  profile's checks and C, every question.
+  profile's checks and C, every question (a check the profile has is measured by
+  ``minus:C``).
 
 Comparing a question's answer with and without a check gives the check's effect on it:
 fires (it applied), changes (the answer's text), right → wrong, wrong → right, withheld
@@ -70,6 +71,7 @@ RECORD = BENCH / "checks.json"
 AGENT = "hybrid"
 READERS = ("oracle", "from-memory")
 PROFILES = ("small", "capable")
+MAX_BUGS = 3  # questions of one run that raise before it stops (the code is broken)
 TARGET_CAUGHT = 0.70  # of the from-memory reader's wrong answers, withheld or flagged
 
 
@@ -125,7 +127,8 @@ def failed(question: Question, error: str) -> dict[str, Any]:
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
-    """The records of a run file by question id (a line cut by a crash is left out)."""
+    """The records of a run file by question id, the last of each (a line cut by a crash
+    is left out, and so is a question that raised: it runs again)."""
     out: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return out
@@ -134,7 +137,10 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
-        out[str(record["id"])] = record
+        if record.get("bug"):
+            out.pop(str(record["id"]), None)
+        else:
+            out[str(record["id"])] = record
     return out
 
 
@@ -197,13 +203,21 @@ class Cell:
                             q.question, question_id=q.id)
                     except SleuthError as exc:
                         return failed(q, f"{type(exc).__name__}: {exc}")
+                    except Exception as exc:  # noqa: BLE001 - a bug: run again next time
+                        return {**failed(q, f"unexpected {type(exc).__name__}: {exc}"),
+                                "bug": True}
                     return scored(q, answer)
 
+                bugs = 0
                 with ThreadPoolExecutor(max(1, self.workers)) as pool:
                     for n, record in enumerate(pool.map(one, todo), 1):
                         out.write(json.dumps(record, ensure_ascii=False) + "\n")
                         out.flush()
                         done[record["id"]] = record
+                        bugs += bool(record.get("bug"))
+                        if bugs >= MAX_BUGS:
+                            raise SystemExit(f"{self.name} {variant}: {bugs} questions "
+                                             f"raised ({record['error']}); stopped")
                         if n % 20 == 0 or n == len(todo):
                             log(f"  {self.name} {self.reader} {self.profile} {variant}: "
                                 f"{n}/{len(todo)} ({time.perf_counter() - started:.0f} s)")
@@ -223,8 +237,10 @@ class Cell:
             fired = [q for q, r in full.items() if any(n["name"] == name for n in r["notes"])]
             if fired:
                 self.run(f"minus:{name}", [c for c in checks if c != spec], fired, log=log)
+        names = {c.partition(":")[0] for c in checks}
         for spec in added:
-            self.run(f"plus:{spec}", [*checks, spec], log=log)
+            if spec.partition(":")[0] not in names:  # in the profile: measured by minus:C
+                self.run(f"plus:{spec}", [*checks, spec], log=log)
         times = self.folder / "seconds.json"
         was = json.loads(times.read_text()) if times.is_file() else {}
         for key, value in self.seconds.items():
@@ -399,11 +415,21 @@ def checks_table(rows: Sequence[Summary], profile: str) -> str:
     items = sorted(((e, s) for s in rows if s.profile == profile for e in s.effects),
                    key=lambda p: (order[p[0].check], list(SETS).index(p[1].set),
                                   READERS.index(p[1].reader)))
+    fired = {(e.check, s.set) for e, s in items if e.fires}
+    quiet: dict[str, list[str]] = {}
     for e, s in items:
+        if e.fires == 0:
+            if (e.check, s.set) not in fired and s.reader == READERS[0]:
+                quiet.setdefault(e.check, []).append(SETS[s.set].title or s.set)
+            continue
         lines.append(f"| {e.check} | {SETS[s.set].title or s.set} | {s.reader} | {e.fires} | "
                      f"{e.changes} | {e.right_to_wrong} | {e.wrong_to_right} | "
                      f"{e.withheld_right} / {e.withheld_wrong} | {e.abstained_to_wrong} | "
                      f"{e.flagged_right} / {e.flagged_wrong} | {e.calls_added:+d} |")
+    if quiet:
+        lines += ["", "A row where the check fired on no question is left out; it fired on "
+                  "none with either reader: " +
+                  "; ".join(f"`{c}`: {', '.join(sets)}" for c, sets in quiet.items()) + "."]
     return "\n".join(lines)
 
 
@@ -414,8 +440,8 @@ def markdown(path: Path = RECORD) -> str:
     data = json.loads(path.read_text(encoding="utf-8"))
     rows = [_summary_from(d) for d in data["summaries"]]
     parts = [f"Recorded {data['date']} at commit {data['commit']}: `{data['command']}` "
-             f"({data['limit']} questions of each set, the first; the agent `{AGENT}`, indexes "
-             f"{data['embedders']}).", "", summary_table(rows)]
+             f"(the first {data['limit']} questions of each set, or all of a smaller one; the "
+             f"agent `{AGENT}`; indexes: {data['embedders']}).", "", summary_table(rows)]
     for profile in PROFILES:
         if any(s.profile == profile for s in rows):
             parts += ["", f"The `{profile}` profile's checks, one at a time (each against "

@@ -100,10 +100,12 @@ def test_flag_mode_keeps_the_answer_and_says_why(sample_index: Path) -> None:
     assert small.abstained and small.flags == []
     capable = _ask(sample_index, [reply(said)], question, profile="capable")
     assert capable.answer == said and not capable.abstained
-    assert capable.flags == ["unfounded: the corpus never mentions 'io_combine_limit'"]
-    assert capable.trajectory[-1].tool_name == "flag"
-    assert capable.to_record()["check_notes"][-1]["flagged"] is False  # silence: not applied
-    assert [n.name for n in capable.check_notes if n.flagged] == ["unfounded"]
+    # the value is a model's too: no passage holds it (grounded:flag)
+    assert capable.flags == ["unfounded: the corpus never mentions 'io_combine_limit'",
+                             "grounded: the passages retrieved do not hold '128kb'"]
+    assert [s.tool_name for s in capable.trajectory[-2:]] == ["grounded", "flag"]
+    assert [n.name for n in capable.check_notes] == ["unfounded", "cite_holder", "grounded"]
+    assert [n.name for n in capable.check_notes if n.flagged] == ["unfounded", "grounded"]
 
 
 def test_the_profile_follows_the_endpoint_and_is_overridable(

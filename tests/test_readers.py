@@ -208,8 +208,10 @@ def test_the_harness_counts_what_each_check_does(corpus: tuple[Path, list[Questi
         (4, 0)
     assert effects["grounded:flag"].flagged_wrong == 4
     assert all(e.fires == 0 or e.compared == e.fires for e in memory.effects)
+    assert not (tmp_path / "oracle" / "plus-grounded-flag.jsonl").exists()  # in the profile
     rows = checks.summary_table([oracle, memory]).splitlines()
-    assert rows[2].endswith("| 0 of 3 | — |") and rows[3].endswith("| 0 of 4 (0 %) |")
+    # the capable profile flags each of the from-memory reader's wrong answers (grounded:flag)
+    assert rows[2].endswith("| 0 of 3 | — |") and rows[3].endswith("| 4 of 4 (100 %) |")
 
 
 def test_answered_wrong_is_in_every_answer_table(sleuth, corpus, tmp_path: Path,  # type: ignore[no-untyped-def]
