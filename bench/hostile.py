@@ -101,10 +101,8 @@ def docx_bomb() -> bytes:
     return _docx(250_000, "a" * 40)
 
 
-def pdf_expand() -> bytes:
-    """A one-page PDF whose content stream shows ≈21 MB of text, zipped (FlateDecode)."""
-    line = b"BT /F1 1 Tf 10 10 Td (" + b"A" * 200 + b") Tj ET\n"
-    stream = zlib.compress(line * (21 * MB // len(line)), 9)
+def one_page_pdf(stream: bytes) -> bytes:
+    """A one-page PDF (Helvetica as /F1) whose content is ``stream``, FlateDecoded."""
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -127,6 +125,13 @@ def pdf_expand() -> bytes:
     out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
               "%%EOF\n".encode())
     return out.getvalue()
+
+
+def pdf_expand() -> bytes:
+    """A one-page PDF whose content stream shows ≈21 MB of text, zipped (FlateDecode)."""
+    line = b"BT /F1 1 Tf 10 10 Td (" + b"A" * 200 + b") Tj ET\n"
+    stream = zlib.compress(line * (21 * MB // len(line)), 9)
+    return one_page_pdf(stream)
 
 
 def json_deep() -> bytes:
@@ -482,28 +487,7 @@ def heavy_pdf(n: int, lines: int = 10_000) -> bytes:
     strokes = (text + "".join(f"{(i * 37 + n) % 612} {(i * 91) % 792} m {(i * 53) % 612} "
                               f"{(i * 17 + n) % 792} l S\n" for i in range(lines))).encode()
     stream = zlib.compress(strokes, 9)
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(stream)).encode() + b" /Filter /FlateDecode >>\nstream\n" +
-        stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(f"{number} 0 obj\n".encode() + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for offset in offsets:
-        out.write(f"{offset:010d} 00000 n \n".encode())
-    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
-              "%%EOF\n".encode())
-    return out.getvalue()
+    return one_page_pdf(stream)
 
 
 def render_attack(url: str, seconds: float, variants: int = 4) -> dict[str, int]:
