@@ -108,8 +108,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     left_out = config.stash.get(LEFT_OUT, 0)
     count = f"{left_out} " if left_out else ""
     terminalreporter.write_line(
-        f"fast tier: the {count}slow tests were left out (python -m pytest --slow -n 0 runs "
-        "them too; their set-up: python -m sleuth.testing.setup)")
+        f"fast tier: the {count}slow tests were left out (python -m pytest -m slow -n 0 runs "
+        "them; their set-up: python -m sleuth.testing.setup)")
 
 
 HASHED = "openai:hashed"  # the scripted server's hashed bag-of-words vectors
