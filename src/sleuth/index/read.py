@@ -213,6 +213,7 @@ class ReadIndex:
                                  "of a PostgreSQL index (a folder index keeps its sessions "
                                  "in its own folder)")
             store = open_store(location, create=False, embedder=None)
+            store.configure_connections(self.settings.postgres)  # the index's timeouts
             if store.manifest.get("embedder") != self.store.manifest.get("embedder") or \
                     store.manifest.get("chunk_tokens") != self.store.manifest.get("chunk_tokens"):
                 store.close()
