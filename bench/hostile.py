@@ -384,12 +384,17 @@ def tool_flood(url: str, seconds: float, key: str = "k-acme") -> dict[str, int]:
                 except httpx.HTTPError as exc:
                     _count(counts, type(exc).__name__, lock)
 
-    threads = [threading.Thread(target=one) for _ in range(36)]
+    _in_threads(one, 36)
+    return counts
+
+
+def _in_threads(work: Callable[[], None], n: int) -> None:
+    """``work`` in ``n`` threads at once, until each returns."""
+    threads = [threading.Thread(target=work) for _ in range(n)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return counts
 
 
 def _varied_text(n: int, size: int) -> bytes:
@@ -421,11 +426,7 @@ def upload_flood(url: str, seconds: float) -> dict[str, int]:
             except httpx.HTTPError as exc:
                 _count(counts, type(exc).__name__, lock)
 
-    threads = [threading.Thread(target=one) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _in_threads(one, 2)
     return counts
 
 

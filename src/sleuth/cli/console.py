@@ -8,10 +8,11 @@ Kept apart from :mod:`sleuth.cli.main` so the generated tool commands
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import click
@@ -201,6 +202,18 @@ class Watch:
             line, started, stop = waiting
             stop.set()
             click.echo(f"\r{line} {time.monotonic() - started:.0f} s", err=True)
+
+
+@contextlib.contextmanager
+def watching(show: bool) -> Iterator[Any]:
+    """A :class:`Watch`'s listener for ``on_step`` while the block runs (None when not
+    ``show``), its live line ended however the block ends."""
+    watch = Watch() if show else None
+    try:
+        yield watch.listener if watch else None
+    finally:
+        if watch:
+            watch.stop()
 
 
 def print_problems(problems: Sequence[Any]) -> None:

@@ -32,6 +32,7 @@ from sleuth.cli.console import (
     skipped_lines,
     status,
     unsupported_line,
+    watching,
 )
 from sleuth.cli.eval import eval_group
 from sleuth.cli.graph import graph_group
@@ -257,13 +258,8 @@ def ask_cmd(question: str, agent_name: str, max_steps: int | None,
                              a2rag={"verify": verify})
     from sleuth.agent.run import EMPTY_INDEX
 
-    watch = Watch() if show_steps and not as_json else None
-    try:
-        answer = ask(question, settings=settings, agent=agent_name,
-                     on_step=watch.listener if watch else None)
-    finally:
-        if watch:
-            watch.stop()
+    with watching(show_steps and not as_json) as on_step:
+        answer = ask(question, settings=settings, agent=agent_name, on_step=on_step)
     if as_json:
         emit(answer.to_record())
     else:

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sleuth.cli.console import Watch, source_note
+from sleuth.cli.console import source_note, watching
 from sleuth.index.write import Index
 from sleuth.settings import Settings, cache_dir
 from sleuth.tools import TOOLS, ToolContext
@@ -148,14 +148,8 @@ def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Ec
             f"then: sleuth ask {question!r} --index {settings.index}"
         )
         return None
-    watch = None if as_json else Watch()
-    with steps.step("first answer", "answering"):
-        try:
-            answer = ask(question, index=index, settings=settings,
-                         on_step=watch.listener if watch else None)
-        finally:
-            if watch:
-                watch.stop()
+    with steps.step("first answer", "answering"), watching(not as_json) as on_step:
+        answer = ask(question, index=index, settings=settings, on_step=on_step)
     if not as_json:
         echo(answer.answer)
         for c in answer.citations:
