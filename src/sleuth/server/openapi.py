@@ -75,8 +75,8 @@ _STATUS_TEXT = {
          "than its rate (serve.rate_per_key); send it again after Retry-After seconds",
     500: "A server-side failure, such as a file that cannot be written",
     502: "The LLM endpoint failed or answered something unusable",
-    503: "Busy: the workers and their queue are full and nothing was done; send it again "
-         "after Retry-After seconds",
+    503: "Busy: the workers and their queue are full, or the index's database cannot be "
+         "reached, and nothing was done; send it again after Retry-After seconds",
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "Always `Bearer`", "required": True,
