@@ -350,16 +350,23 @@ def status_cmd(index_dir: str | None, as_json: bool, config: str | None) -> None
     with Index.open(settings=load_settings(config, index_dir)) as index:
         stats = index.stats()
         problems = index.check(full=False)
+        replication = getattr(index.store, "replication", None)  # PostgreSQL's
+        replica = replication().to_dict() if replication is not None else None
     build = dict(stats.manifest.get("build") or {})
     policy = thread_policy()
     info = {"index": index.location, "documents": stats.documents, "chunks": stats.chunks,
             "sentences": stats.sentences, "build": build, "manifest": dict(stats.manifest),
             "threads": policy.to_dict(), "problems": [vars(p) for p in problems]}
+    if replica is not None:
+        info["replica"] = replica
     if as_json:
         emit(info)
     else:
         for line in index_status_lines(index.location, stats, policy):
             click.echo(line)
+        if replica is not None and replica["standby"]:
+            click.echo(f"read from a standby: {replica['stale'] or 'up to date'}"
+                       f"{'' if replica['streaming'] is not False else ', not streaming'}")
     if problems:  # (on stderr with --json too)
         print_problems(problems)
         sys.exit(1)

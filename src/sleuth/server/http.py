@@ -298,8 +298,14 @@ def _index_routes(router: APIRouter, service: Service) -> None:
     @router.get("/status", tags=["index"])
     def status(who: Who) -> dict[str, Any]:
         """Index size, embedder, tools, this server's limits, workers and threads (answered
-        outside the pools: it never waits behind tool calls, indexing or agent runs)."""
-        return service.status(who)
+        outside the pools: it never waits behind tool calls, indexing or agent runs); for
+        an index in PostgreSQL, ``replica``: whether it is read from a standby and how far
+        its replay is behind (``stale``: "stale by N s", null when up to date)."""
+        out = service.status(who)
+        replication = getattr(service.index.store, "replication", None)  # PostgreSQL's
+        if replication is not None:
+            out["replica"] = replication().to_dict()
+        return out
 
     @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY,
                  responses=responses(400, 403, 413, 415, 429, 503))

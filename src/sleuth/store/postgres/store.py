@@ -64,8 +64,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ from sleuth.store.base import (
     now,
 )
 from sleuth.store.postgres import ann as pg_ann
+from sleuth.store.postgres import engine_ann
 from sleuth.store.postgres.integrity import _Integrity
 from sleuth.store.postgres.pool import POOL_SIZE, Pool, connect_options
 from sleuth.store.postgres.reads import CHUNK_COLUMNS, PAGE, VISIBLE_CHUNKS
@@ -110,10 +112,56 @@ from sleuth.store.sessions import SessionStore
 __all__ = [
     "BUMP", "CHUNK_COLUMNS", "DEFAULT_SCHEMA", "GENERATION", "MAX_EXPANSION",
     "MAX_TOKEN_CHARS", "PAGE", "PER_CHUNK", "POOL_SIZE", "TABLES", "VISIBLE_CHUNKS",
-    "Connection", "PostgresStore", "parse_location",
+    "Connection", "PostgresStore", "Replication", "parse_location",
 ]
 
 log = logging.getLogger(__name__)
+
+# One statement for a primary and a standby alike. The lag is 0 when the standby has replayed
+# all the WAL it received (nothing it holds is newer), else the age of the last transaction
+# it replayed; NULL when it replayed none since it started.
+REPLICATION = """
+SELECT pg_is_in_recovery(),
+       CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END,
+       CASE WHEN NOT pg_is_in_recovery() THEN NULL
+            WHEN pg_last_wal_receive_lsn() IS NULL
+              OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0
+            ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())
+       END,
+       CASE WHEN pg_is_in_recovery() THEN (SELECT status FROM pg_stat_wal_receiver) END
+"""
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Whether the index is read from a standby (a server in recovery), and how far behind
+    its primary it is: ``lag_seconds`` is 0 when it has applied all it received, else the
+    age of the last change it applied (None: unknown, or not a standby); ``paused`` when its
+    replay is paused; ``streaming`` whether it receives from a primary now (None: not
+    known to this role)."""
+
+    standby: bool
+    lag_seconds: float | None = None
+    paused: bool = False
+    streaming: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record of ``/v1/status`` and ``sleuth status --json`` (``stale``: what a
+        reader is told, None when up to date)."""
+        return {"standby": self.standby, "lag_seconds": self.lag_seconds,
+                "paused": self.paused, "streaming": self.streaming, "stale": self.stale()}
+
+    def stale(self) -> str | None:
+        """``stale by 12.3 s`` while a standby has not applied the primary's latest
+        changes (searches answer from the state it holds); None when it is up to date."""
+        if not self.standby:
+            return None
+        if self.lag_seconds is None:
+            return "stale by an unknown time (replay has not started)"
+        if self.lag_seconds <= 0:
+            return None
+        said = f"stale by {self.lag_seconds:.1f} s"
+        return said + (" (replay paused)" if self.paused else "")
 
 
 class PostgresStore(_Integrity, _Writes, _Search):
@@ -135,6 +183,7 @@ class PostgresStore(_Integrity, _Writes, _Search):
                              f"{str(exc).strip()}") from None
         self._vector_settings = VectorSettings()
         self._ann = pg_ann.DatabaseAnn(self.connection, self._dim())
+        self._engine = engine_ann.EngineSearch(self.schema, self._dim())
         self._pool = self._open_pool()
 
     def _open_pool(self) -> Pool:
@@ -176,6 +225,7 @@ class PostgresStore(_Integrity, _Writes, _Search):
                                 f"`sleuth index PATH --index '{_redacted(self.location)}'`")
         if embedder is None:
             raise StoreError("an embedder is needed to create an index")
+        self._check_writable(conn)
         taken = conn.execute(
             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s", (self.schema,)).fetchone()
@@ -211,7 +261,7 @@ class PostgresStore(_Integrity, _Writes, _Search):
 
     def warm(self) -> None:
         """Load the approximate index (1.5 GB per 1M chunks: ~20 s here)."""
-        if self._vector_settings.ann != "off":
+        if self._vector_settings.ann != "off" and self._connections.vector_search == "faiss":
             with self._pool.connection() as conn:
                 self._ann.current(conn)
 
@@ -224,10 +274,32 @@ class PostgresStore(_Integrity, _Writes, _Search):
         with self._pool.connection() as conn:
             conn.execute("UPDATE manifest SET data = %s", (Jsonb(self.manifest),))
 
+    def _check_writable(self, conn: Connection) -> None:
+        """Refuse a write to a hot standby (or a read-only role or transaction) up front,
+        saying where writes go, rather than failing at its first statement. Asked at each
+        write, not once: a standby promoted to primary takes writes at the same address."""
+        row = conn.execute("SELECT pg_is_in_recovery(), "
+                           "current_setting('transaction_read_only') = 'on'").fetchone()
+        if row is not None and row[0]:
+            raise StoreError(f"{self.where} is a read-only hot standby (in recovery): index "
+                             "and delete documents on its primary; searches work here")
+        if row is not None and row[1]:
+            raise StoreError(f"{self.where} is read-only (default_transaction_read_only): "
+                             "index and delete documents on a writable server")
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        """Delete documents with their rows (:meth:`_Writes.delete`), on a writable
+        database only."""
+        if doc_ids:
+            with self._pool.connection() as conn:
+                self._check_writable(conn)
+        super().delete(doc_ids)
+
     def begin_build(self, command: str = "") -> None:
         """Mark a build as running (``command`` resumes it); an index of an earlier version
-        gains ``sentences.doc_id`` first (one transaction)."""
+        gains ``sentences.doc_id`` first (one transaction). Refused on a standby."""
         with self._pool.connection() as conn:
+            self._check_writable(conn)
             if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema "
                                 "= %s AND table_name = 'sentences' AND column_name = 'doc_id'",
                                 (self.schema,)).fetchone():
@@ -250,7 +322,7 @@ class PostgresStore(_Integrity, _Writes, _Search):
         """Bring the approximate index up to date (:mod:`sleuth.store.postgres.ann`), refresh the
         planner's statistics and mark the index consistent."""
         with self._pool.connection() as conn:
-            self._ann.update(conn, self._vector_settings)
+            self._update_vector_index(conn)
             # earlier versions' HNSW index: unused now, and slow to insert into
             conn.execute("DROP INDEX IF EXISTS sentences_embedding")
             # merge the GIN index's pending list: left unmerged, the planner costs the index
@@ -262,6 +334,20 @@ class PostgresStore(_Integrity, _Writes, _Search):
         self.manifest["sleuth_version"] = __version__
         self._save_manifest()
 
+    def _update_vector_index(self, conn: Connection) -> None:
+        """The approximate index of ``postgres.vector_search``: the engine's HNSW index
+        (the faiss record then removed: no process loads it) or the faiss inverted file
+        (the engine's index then dropped: it would slow every insert)."""
+        if self._connections.vector_search == "engine":
+            engine_ann.update(conn, self.schema, self._dim(), self._vector_settings,
+                              self._connections)
+            with conn.transaction():
+                conn.execute("DELETE FROM ann")
+                conn.execute("DELETE FROM ann_parts")
+        else:
+            self._ann.update(conn, self._vector_settings)
+            engine_ann.drop(conn)
+
     def generation(self) -> int:
         with self._pool.connection() as conn:
             try:
@@ -270,6 +356,19 @@ class PostgresStore(_Integrity, _Writes, _Search):
                 conn.rollback()
                 return 0
         return int(row[0]) if row else 0
+
+    def replication(self) -> Replication:
+        """Whether this index is read from a hot standby and its replay lag
+        (``pg_is_in_recovery()``, ``pg_last_xact_replay_timestamp()``): ``/v1/status`` and
+        ``sleuth status`` show it, so a lagging replica says it is stale."""
+        with self._pool.connection() as conn:
+            row = conn.execute(REPLICATION).fetchone()
+        if row is None or not row[0]:
+            return Replication(standby=False)
+        state, lag, receiver = row[1], row[2], row[3]
+        return Replication(standby=True, lag_seconds=None if lag is None else float(lag),
+                           paused=state not in (None, "not paused"),
+                           streaming=None if receiver is None else receiver == "streaming")
 
     def build_status(self) -> dict[str, Any]:
         """The manifest's build record: ``building`` from a build's start to its end (a
