@@ -320,3 +320,77 @@ def test_a_keys_rate_in_the_key_file_holds_it(built: Path, tmp_path: Path) -> No
     finally:
         live.close()
         service.close()
+
+
+def _ledger(size: int) -> bytes:
+    """≈``size`` bytes of distinct sentences: a document whose embedding takes a while."""
+    lines, i = ["# Ledger\n"], 0
+    while sum(len(line) for line in lines) < size:
+        lines.append(f"Entry {i}: crate {i * 7 % 997} left pier {i % 13} on tide {i % 29}, "
+                     f"logged by clerk {i % 41}.\n")
+        i += 1
+    return "".join(lines).encode()
+
+
+@pytest.mark.slow  # timing: a large upload and a small one at once
+def test_a_small_upload_is_not_held_behind_another_keys_large_document(serve: Any) -> None:
+    """acme uploads one large document (one document: it cannot be split into requests);
+    globex's one-line upload, sent while acme's is embedded, is stored long before it:
+    documents are embedded outside the index's write lock, which each write holds briefly,
+    keys in turn."""
+    live = serve(max_body_bytes=4_000_000)
+    took: dict[str, float] = {}
+
+    def upload(key: str, name: str, data: bytes) -> None:
+        started = time.monotonic()
+        with live.client(key) as client:
+            got = client.post("/v1/documents", files={"files": (name, data)}, timeout=300)
+        assert got.status_code == 200, got.text
+        assert got.json()["added"] == 1, got.json()
+        took[key] = time.monotonic() - started
+
+    large = threading.Thread(target=upload, args=("k-acme", "ledger.md", _ledger(200_000)))
+    started = time.monotonic()
+    large.start()
+    while live.service.writes.running < 1:  # acme's upload is being read and embedded
+        assert time.monotonic() - started < 10
+        time.sleep(0.01)
+    time.sleep(0.5)
+    upload("k-globex", "note.md", b"# Note\n\nThe harbour opens at six on Sundays.\n")
+    globex_done = time.monotonic() - started
+    large.join(300)
+    assert "k-acme" in took
+    assert globex_done < took["k-acme"], (took, globex_done)
+    assert took["k-globex"] < max(3.0, took["k-acme"] / 4), took
+    with live.client("k-globex") as client:  # globex's note is searchable, acme's not
+        hits = client.post("/v1/tools/keyword_search", json={
+            "keywords": ["harbour opens", "crate"], "top_k": 5}).json()["data"]["hits"]
+    assert [hit["title"] for hit in hits] == ["Note"], hits
+
+
+def test_builds_of_two_threads_at_once_each_end_their_own_record(tmp_path: Path) -> None:
+    """A server embeds uploads outside its write lock, so two builds run at once in one
+    process: one that fails shows as interrupted, the other's end does not touch it."""
+    with Index.open(tmp_path / "idx", settings=Settings.load(), create=True) as index:
+        store = index.store
+        began = threading.Barrier(2)
+
+        def build(command: str, fails: bool) -> None:
+            store.begin_build(command)
+            began.wait()  # both running
+            if fails:
+                began.wait()  # the other has finished
+                store.stop_build()
+            else:
+                store.finish_build()
+                began.wait()
+
+        threads = [threading.Thread(target=build, args=("sleuth index a", True)),
+                   threading.Thread(target=build, args=("sleuth index b", False))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        status = store.build_status()
+    assert [b["command"] for b in status["interrupted"]] == ["sleuth index a"], status
+    assert status["running"] == [], status

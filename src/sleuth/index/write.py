@@ -10,6 +10,7 @@ pipeline's parts live in :mod:`sleuth.index.indexing`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,7 +97,9 @@ class Index(ReadIndex):
                       batch_sentences: int = BATCH_SENTENCES, command: str | None = None,
                       seen: set[str] | None = None,
                       ingest: IngestReport | None = None,
-                      files: int | None = None) -> AddReport:
+                      files: int | None = None,
+                      turn: Callable[[], AbstractContextManager[object]] | None = None
+                      ) -> AddReport:
         """Store ``docs`` (new ones added, changed ones replaced, by content hash) into
         ``collection`` with access ``groups``, their ids scoped by both
         (:func:`~sleuth.text.access.scoped_doc_id`).
@@ -115,6 +118,10 @@ class Index(ReadIndex):
         batches while the store writes this one; ``on_progress`` is called from both
         threads, never from two at once. A document that cannot be chunked is reported
         and skipped.
+
+        ``turn`` (a server's write lock, keys in turn) is held around each batch's write and
+        the build's end, never while documents are chunked or embedded: another writer's
+        small document is stored between two batches of a large one, not after it.
         """
         self._writable()
         check_name("collection", collection)
@@ -129,17 +136,19 @@ class Index(ReadIndex):
                                                                               []))
         if isinstance(docs, Sequence) and not docs:  # nothing read: no build, no embedder
             return run.finished()
+        held = turn or nullcontext
         self.store.begin_build(command or f"{self.location}: documents added by a program")
         try:
             self.embedder  # noqa: B018 - loaded here, not in the worker thread
             for batch in pipelined(run.batches(docs), depth=PIPELINE_DEPTH, stop=run.stop):
-                self.store.write(batch.documents)
+                with held():
+                    self.store.write(batch.documents)
                 self._forget()
                 run.stored(batch)
         except BaseException:
             self.store.stop_build()
             raise
-        with batch_work():  # the approximate index is (re)built here
+        with held(), batch_work():  # the approximate index is (re)built here
             self.store.finish_build()
         return run.finished()
 

@@ -19,9 +19,10 @@ Agent runs and indexing requests get pools of their own (see
 :class:`~sleuth.service.service.Service`), so that neither waits behind the other nor behind
 tool calls, and a :class:`Quota` holds each key to a few of them at once. The indexing pool
 runs at most one request per key while another key waits, and index writes take turns
-between keys (:class:`FairLock`, :func:`add_in_turns`): one tenant's large upload is stored in
-parts, and another tenant's small one goes between two of them. A :class:`RateLimit` holds
-each key to ``serve.rate_per_key`` requests a second on every route.
+between keys (:class:`FairLock`): a request's documents are chunked and embedded outside
+the lock, and each batch's write takes it in its key's turn, so another tenant's small
+upload is stored between two batches of a large document, not after it. A
+:class:`RateLimit` holds each key to ``serve.rate_per_key`` requests a second on every route.
 """
 
 from __future__ import annotations
@@ -34,21 +35,18 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sleuth.errors import Busy, TooMany
-from sleuth.index.indexing import AddReport
 from sleuth.service.callers import LOCAL, Caller, Share
 from sleuth.text.threads import cores
-from sleuth.types import Document
 
 T = TypeVar("T")
 
 _SMOOTHING = 0.1  # weight of the newest call in the running mean of seconds per call
-PART_CHARS = 200_000  # characters of documents one turn of the index writer stores
 _POOLS: weakref.WeakSet[WorkPool] = weakref.WeakSet()
 
 
@@ -368,34 +366,3 @@ class FairLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-
-def parts(docs: Sequence[Document], chars: int = PART_CHARS) -> list[list[Document]]:
-    """``docs`` in order, in parts of at most ``chars`` characters of text (a longer
-    document is a part of its own)."""
-    out: list[list[Document]] = []
-    size = chars
-    for doc in docs:
-        if size + len(doc.text) > chars:
-            out.append([])
-            size = 0
-        out[-1].append(doc)
-        size += len(doc.text)
-    return out
-
-
-def add_in_turns(lock: FairLock, key: str, docs: Sequence[Document],
-                 add: Callable[[list[Document]], AddReport]) -> AddReport:
-    """``add`` each of ``docs``' :func:`parts` holding ``lock`` for ``key``, letting it go
-    between parts so other keys' writes take their turns; the reports summed (the last
-    holds what reading skipped, shared by all)."""
-    total = AddReport()
-    for part in parts(docs) or [[]]:
-        with lock.hold(key):
-            report = add(part)
-        report.added[:0], report.updated[:0] = total.added, total.updated
-        report.unchanged += total.unchanged
-        report.chunks += total.chunks
-        report.sentences += total.sentences
-        report.resumed = report.resumed or total.resumed
-        total = report
-    return total

@@ -68,7 +68,7 @@ from sleuth.service.library import (
     upload_answer,
     without_folder,
 )
-from sleuth.service.pool import FairLock, Quota, WorkPool, add_in_turns
+from sleuth.service.pool import FairLock, Quota, WorkPool
 from sleuth.service.roots import check_paths
 from sleuth.service.sessions import Session, bound_history, history_budget
 from sleuth.settings import DEFAULT_AGENT, Settings
@@ -314,7 +314,8 @@ class Service:
         """Read ``paths`` (bounded, in the parsing child, before the write lock is taken:
         a hostile file costs its own request, not every writer's; with ``each``, uploads,
         one file's failure is its own, :func:`read_each`), then store what was read as
-        ``caller``, who may write only what it could read."""
+        ``caller``, who may write only what it could read: chunked and embedded outside the
+        write lock, which each batch's write takes in ``caller``'s turn (keys in turn)."""
         target, wanted = self._write_target(caller, collection, groups)
         if each:
             docs, ingest = read_each([Path(p) for p in paths], self.parser)
@@ -322,9 +323,9 @@ class Service:
             ingest = IngestReport(skipped=[], duplicates=[])
             docs = list(iter_documents(paths, report=ingest, within=within,
                                        limits=self.parser.limits, sandbox=self.parser))
-        report = add_in_turns(self._write_lock, caller.name, docs, lambda part: (
-            self.index.add_documents(part, collection=target, groups=wanted,
-                                     writer=caller.access, ingest=ingest)))
+        report = self.index.add_documents(docs, collection=target, groups=wanted,
+                                          writer=caller.access, ingest=ingest,
+                                          turn=lambda: self._write_lock.hold(caller.name))
         return {**report.to_dict(), "added_ids": report.added, "updated_ids": report.updated,
                 "collection": target, "groups": list(wanted)}, report
 

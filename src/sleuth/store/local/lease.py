@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from pathlib import Path
 
@@ -50,17 +51,19 @@ class Lease:
         self.folder = root / LOCKS
         self.owner = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._fd: int | None = None
+        self._taking = threading.Lock()  # threads of one process building at once
 
     def take(self) -> str:
         """Hold the lease (once); returns the owner name recorded in the database."""
-        if self._fd is None:
-            self.folder.mkdir(exist_ok=True)
-            path = self.folder / f"{self.owner}.lock"
-            tmp = path.with_name(path.name + ".tmp")  # locked before probes can see it
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT, 0o644)
-            _flock(fd, wait=True)  # a fresh name: no one else holds it
-            tmp.replace(path)
-            self._fd = fd
+        with self._taking:
+            if self._fd is None:
+                self.folder.mkdir(exist_ok=True)
+                path = self.folder / f"{self.owner}.lock"
+                tmp = path.with_name(path.name + ".tmp")  # locked before probes can see it
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT, 0o644)
+                _flock(fd, wait=True)  # a fresh name: no one else holds it
+                tmp.replace(path)
+                self._fd = fd
         return self.owner
 
     def others(self) -> list[str]:

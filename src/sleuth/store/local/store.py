@@ -140,7 +140,7 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
         self._connections = []
         self._writer = None
         self._lease = Lease(self.root)
-        self._build: int | None = None  # this process's running build (builds.id)
+        self._builds = threading.local()  # per thread: the build it runs (builds.id)
         self._vectors = None
         self._visible = _PerGeneration(self._load_lock)
         self._postings = _PerGeneration(self._load_lock)  # common terms' (chunk rowids, counts)
@@ -205,8 +205,21 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
 
     # -- builds ------------------------------------------------------------------------
 
+    @property
+    def _build(self) -> int | None:
+        """The build the calling thread runs (builds.id), if any. A build is one thread's
+        calls from :meth:`begin_build` to :meth:`finish_build` or :meth:`stop_build`, so
+        that builds of several threads at once (a server's uploads, embedded outside its
+        write lock) and a delete between their writes each end only their own record."""
+        return getattr(self._builds, "id", None)
+
+    @_build.setter
+    def _build(self, build: int | None) -> None:
+        self._builds.id = build
+
     def begin_build(self, command: str = "") -> None:
-        """Record a running build under this process's lease (``command`` resumes it)."""
+        """Record a running build of this thread under this process's lease (``command``
+        resumes it)."""
         owner = self._lease.take()
         with self._transaction() as w:
             cursor = w.execute(
@@ -216,7 +229,7 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
             self._build = cursor.lastrowid
 
     def stop_build(self) -> None:
-        """This process's build failed: it shows as interrupted (its command resumes it)."""
+        """This thread's build failed: it shows as interrupted (its command resumes it)."""
         if self._build is not None:
             with self._transaction() as w:
                 w.execute("UPDATE builds SET owner='' WHERE id=?", (self._build,))
@@ -224,8 +237,8 @@ class LocalStore(_Writes, _Integrity, _Search, _Manifest):
 
     def finish_build(self) -> None:
         """Maintain the vectors (compaction, clean-up, the approximate index) unless another
-        process is doing it, and mark this build and the interrupted ones it resumed (same
-        command) finished."""
+        process is doing it, and mark this thread's build and the interrupted ones it resumed
+        (same command) finished."""
         with Maintenance(self.root) as held:
             # a writer that finds the lock held skips maintenance: segments it committed
             # while this one merged are merged by this one, before it lets go (a few rounds
