@@ -12,12 +12,13 @@ is installed by ``python -m sleuth.testing.setup``, never by a test."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,26 +308,54 @@ def wiki_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def wiki_index(wiki_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
-    folder = tmp_path_factory.mktemp("wiki-index") / "idx"
-    index = Index.open(folder, settings=Settings.load(), create=True)
-    index.add([wiki_corpus])
+    """The 300 passages indexed once a run, open; tests read it (or copy its folder)."""
+    def build(folder: Path) -> None:
+        with Index.open(folder, settings=Settings.load(), create=True) as index:
+            index.add([wiki_corpus])
+
+    index = Index.open(built_once(tmp_path_factory, "wiki-index", build),
+                       settings=Settings.load())
     yield index
     index.close()
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], None]) -> Path:
+    """``build(folder)`` run once for the whole run: under xdist the first worker to ask
+    builds it in the run's own folder (beside the workers' ``popen-gwN``) while the others
+    wait on a lock, then all read it, as several processes read one index; alone, a folder
+    of this session's. For the read-only indexes a test copies before writing."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = tmp_path_factory.mktemp(name) / "idx"
+        build(folder)
+        return folder
+    root = tmp_path_factory.getbasetemp().parent / "built-once"
+    root.mkdir(exist_ok=True)
+    folder = root / name / "idx"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / name / "built").exists():
+            shutil.rmtree(root / name, ignore_errors=True)  # a worker that died building it
+            build(folder)
+            (root / name / "built").touch()
+    return folder
+
+
 def build_graph_index(tmp_path_factory: pytest.TempPathFactory, passages: int) -> Path:
-    """The first ``passages`` 2Wiki passages, indexed and graphed offline."""
+    """The first ``passages`` 2Wiki passages, indexed and graphed offline, once a run."""
     pytest.importorskip("spacy")
     from sleuth.graph import Graph
 
-    corpus = tmp_path_factory.mktemp("graph-corpus") / "corpus.json"
-    corpus.write_text(json.dumps(twowiki_records(passages)))
-    folder = tmp_path_factory.mktemp("graph-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([corpus])
-        with Graph.open(index) as graph:
-            graph.build()
-    return folder
+    def build(folder: Path) -> None:
+        corpus = folder.parent / "corpus.json"
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        corpus.write_text(json.dumps(twowiki_records(passages)))
+        with Index.open(folder, settings=Settings.load(), create=True) as index:
+            index.add([corpus])
+            with Graph.open(index) as graph:
+                graph.build()
+
+    return built_once(tmp_path_factory, f"graph-index-{passages}", build)
 
 
 @pytest.fixture(scope="session")
@@ -336,13 +365,15 @@ def graph_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_graph_index(tmp_path_factory, 40)
 
 
-@pytest.fixture(scope="session")
-def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The bundled sample corpus, indexed once; tests open it read-only."""
-    folder = tmp_path_factory.mktemp("sample-index") / "idx"
+def _index_sample(folder: Path) -> None:
     with Index.open(folder, settings=Settings.load(), create=True) as index:
         index.add([sample_path()])
-    yield folder
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample corpus, indexed once a run; tests open it read-only."""
+    return built_once(tmp_path_factory, "sample-index", _index_sample)
 
 
 @pytest.fixture(scope="session")
@@ -492,13 +523,14 @@ def filing_pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def filings_index(filing_pdfs: dict[str, Path],
-                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Two filings (10 PDF pages: an earnings release and an 8-K) indexed once; tests copy
-    it when they write."""
-    folder = tmp_path_factory.mktemp("filings-index") / "idx"
-    with Index.open(folder, settings=Settings.load(), create=True) as index:
-        index.add([filing_pdfs[ACME], filing_pdfs[GLOBEX]])
-    yield folder
+                  tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two filings (10 PDF pages: an earnings release and an 8-K) indexed once a run; tests
+    copy it when they write."""
+    def build(folder: Path) -> None:
+        with Index.open(folder, settings=Settings.load(), create=True) as index:
+            index.add([filing_pdfs[ACME], filing_pdfs[GLOBEX]])
+
+    return built_once(tmp_path_factory, "filings-index", build)
 
 
 @pytest.fixture(scope="session")

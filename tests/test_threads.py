@@ -94,6 +94,7 @@ def test_the_onnx_minilm_runs_queries_on_one_thread_batches_on_the_cores(
     assert threaded == {n: n for n in threaded}
 
 
+@pytest.mark.minilm  # the real MiniLM, through both runtimes
 def test_the_onnx_minilm_gives_torch_s_vectors() -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("torch")
