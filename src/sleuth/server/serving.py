@@ -36,6 +36,7 @@ from sleuth.errors import ConfigError, MissingDependency
 from sleuth.server.guard import is_loopback
 from sleuth.service.pool import running_calls
 from sleuth.settings import ServeSettings
+from sleuth.text.threads import SERVER_SWITCH_INTERVAL
 
 try:
     import uvicorn
@@ -47,9 +48,10 @@ log = logging.getLogger("sleuth")
 
 GRACE = 2  # seconds open connections get to finish after a stop is asked for
 # Seconds a thread holds the GIL while another waits for it (Python's default: 0.005). The
-# server's event loop waits for it behind busy tool calls once per read or write; shorter,
-# another tenant's answer waits less behind one tenant's flood (bench/hostile.py, part 3).
-SWITCH_INTERVAL = 0.0005
+# server's event loop waits for it behind busy tool calls once per read or write, and a tool
+# call once per SQLite step; shorter, another tenant's answer waits less behind one tenant's
+# flood (bench/hostile.py, part 3): the same as while a server runs in any process.
+SWITCH_INTERVAL = SERVER_SWITCH_INTERVAL
 # the open files a server keeps beyond its connections: a quarter of its limit, this at least
 FILE_HEADROOM = 64
 
