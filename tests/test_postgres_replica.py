@@ -179,6 +179,7 @@ def test_writes_to_the_standby_are_refused_saying_where_they_go(
         "primary" in refused.stderr, refused.stderr
     assert "bug" not in refused.stderr
     deleted = replicated.client.delete("/v1/documents/pepys-diary-1660.md")
+    assert deleted.status_code == 409, deleted.text  # the deployment's, not a server fault
     assert "read-only hot standby" in deleted.json()["detail"], deleted.text
     assert hits(replicated.client.post("/v1/tools/keyword_search", json=OLD))  # still there
 

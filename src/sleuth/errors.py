@@ -75,6 +75,12 @@ class IndexNotFound(StoreError):
     """No index exists at the given location."""
 
 
+class ReadOnlyIndex(StoreError):
+    """The index is read here from a copy that takes no writes (a PostgreSQL hot standby, a
+    read-only role): searches work, documents are added and deleted on its primary (HTTP
+    409)."""
+
+
 class IndexDamaged(StoreError):
     """A part of an index is missing or does not match what was written; the message names
     the part and the command that repairs it."""

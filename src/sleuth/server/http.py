@@ -308,7 +308,7 @@ def _index_routes(router: APIRouter, service: Service) -> None:
         return out
 
     @router.post("/documents", tags=["index"], openapi_extra=_DOCUMENTS_BODY,
-                 responses=responses(400, 403, 413, 415, 429, 503))
+                 responses=responses(400, 403, 409, 413, 415, 429, 503))
     async def add_documents(request: Request, who: Who) -> dict[str, Any]:
         """Index documents: a JSON ``{"paths": [...]}`` of server-side files or folders, or a
         multipart upload of ``files``. New and changed documents are (re)indexed."""
@@ -336,7 +336,7 @@ def _index_routes(router: APIRouter, service: Service) -> None:
                                           groups=body.groups), who)
 
     @router.delete("/documents/{doc_id:path}", tags=["index"],
-                   responses=responses(403, 404, 422, 429, 503))
+                   responses=responses(403, 404, 409, 422, 429, 503))
     async def delete_document(doc_id: DocumentId, who: Who) -> dict[str, Any]:
         """Remove a document and its chunks from the index (a tenant's key: one whose
         every group it holds)."""

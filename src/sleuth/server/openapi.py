@@ -19,6 +19,7 @@ from sleuth.errors import (
     LLMError,
     MissingDependency,
     NotFoundError,
+    ReadOnlyIndex,
     RequestError,
     SleuthError,
     ToolError,
@@ -50,7 +51,7 @@ class ToolAnswer(BaseModel):
 _ERROR_SCHEMA = ErrorBody.model_json_schema()
 #: The HTTP status of each kind of library error (any other: 500).
 STATUS = {NotFoundError: 404, ForbiddenError: 403, RequestError: 400, ToolError: 400,
-          IngestError: 400, LLMError: 502, TooMany: 429, Busy: 503}
+          IngestError: 400, ReadOnlyIndex: 409, LLMError: 502, TooMany: 429, Busy: 503}
 
 
 def status_for(exc: SleuthError) -> int:
@@ -65,6 +66,8 @@ _STATUS_TEXT = {
     401: "Missing or invalid API key",
     403: "The key may not do this",
     404: "Not found: no such tool, document, session, run, question or chunk",
+    409: "The index is read here from a copy that takes no writes (a PostgreSQL hot standby): "
+         "add and delete documents through a server of its primary",
     413: "Request body over this server's limit (serve.max_body_bytes)",
     415: "A body of a type this route does not read: send application/json (or a multipart "
          "upload where files are taken)",
