@@ -91,6 +91,7 @@ class DevCorpus:
     build_time: str = ""  # how long a build takes on 2 cores (BENCHMARKS), for the log line
     # whether the project's runs on it build the knowledge graph (answers.py, ranking.py)
     graph: bool = False
+    include: tuple[str, ...] = ()  # globs of the files to take (``sleuth index --include``)
 
 
 DEV_CORPORA = {
@@ -108,6 +109,11 @@ DEV_CORPORA = {
     # BENCHMARKS §38: Apache Commons Lang 3.12's Javadoc as Debian ships it
     "javadoc": DevCorpus("/usr/share/doc/libcommons-lang3-java/api",
                          package="libcommons-lang3-java-doc", build_time="a few minutes"),
+    # bench/sets/README.md: Git 2.39's manual as Debian bookworm ships it (its HTML pages; the
+    # folder holds their AsciiDoc sources too), a manual added after the answer path was
+    # declared, to see what the checks and rankings do on one they were not shaped on
+    "gitdocs": DevCorpus("/usr/share/doc/git-doc", package="git-doc", include=("*.html",),
+                         build_time="a few minutes"),
 }
 
 
@@ -227,6 +233,8 @@ def dev_index(name: str, *, data: Path | None = None, embedder: str | None = Non
         f"{'-graph' if graph else ''}"
     key = {"name": name, "source": str(source), "fingerprint": corpus_fingerprint(source),
            "embedder": chosen, "graph": graph}
+    if spec.include:
+        key["include"] = list(spec.include)
     meta_path = folder.with_name(folder.name + ".json")
     with _locked(folder.with_name(folder.name + ".lock")):
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
@@ -242,7 +250,8 @@ def dev_index(name: str, *, data: Path | None = None, embedder: str | None = Non
             f"({spec.build_time or 'minutes'} on 2 cores; resumable, cached for next time)")
         meta_path.write_text(json.dumps({"key": key, "state": "building"}, indent=2))
         started = time.perf_counter()
-        _sleuth("index", str(source), "--index", str(folder), "--embedder", chosen)
+        _sleuth("index", str(source), "--index", str(folder), "--embedder", chosen,
+                *(arg for glob in spec.include for arg in ("--include", glob)))
         if graph:
             _sleuth("graph", "build", "--index", str(folder))
         seconds = round(time.perf_counter() - started, 1)
@@ -270,6 +279,7 @@ DEV_SETS = {
     "financebench": DevSet("financebench", "financebench/questions.json"),
     "pgdocs": DevSet("pgdocs", "bench/sets/pgdocs/questions.json"),
     "javadoc": DevSet("javadoc", "bench/sets/javadoc/questions.json"),
+    "gitdocs": DevSet("gitdocs", "bench/sets/gitdocs/questions.json"),
 }
 
 

@@ -94,6 +94,8 @@ SETS: dict[str, DevSet] = {
                      "PostgreSQL 15 manual"),
     "javadoc": DevSet("bench/sets/javadoc/questions.json", "javadoc", False,
                       "Commons Lang's Javadoc"),
+    "gitdocs": DevSet("bench/sets/gitdocs/questions.json", "gitdocs", False,
+                      "Git's manual (not shaped on)"),
     "medical": DevSet("graphrag_bench_medical/questions.json", "medical",
                       title="GraphRAG-Bench medical"),
     "novel": DevSet("graphrag_bench_novel/questions.json", "novel",
