@@ -405,11 +405,12 @@ def test_cli_indexes_into_postgres_and_copies_a_folder_there(
 
 
 def ann_settings() -> Settings:
-    """The approximate index at any size, every one of its 4 lists probed: its candidates
-    are then all sentences, so results must equal an exact search."""
+    """The faiss approximate index at any size, every one of its 4 lists probed: its
+    candidates are then all sentences, so results must equal an exact search."""
     base = settings()
-    return base.model_copy(update={"vectors": base.vectors.model_copy(
-        update={"ann": "on", "nlist": 4, "nprobe": 4})})
+    return base.model_copy(update={
+        "vectors": base.vectors.model_copy(update={"ann": "on", "nlist": 4, "nprobe": 4}),
+        "postgres": base.postgres.model_copy(update={"vector_search": "faiss"})})
 
 
 def ann_record(store: Store) -> dict[str, Any]:

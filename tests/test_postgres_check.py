@@ -30,10 +30,12 @@ from sleuth.store.postgres.store import parse_location  # noqa: E402
 
 
 def settings() -> Settings:
-    """Small chunks (~150 for the sample corpus) and the approximate index at any size."""
+    """Small chunks (~150 for the sample corpus) and the faiss approximate index at any size
+    (the engine's index: tests/test_postgres_engine.py)."""
     base = Settings.load().model_copy(update={"chunk": ChunkSettings(tokens=64)})
-    return base.model_copy(update={"vectors": base.vectors.model_copy(
-        update={"ann": "on", "nlist": 4, "nprobe": 4})})
+    return base.model_copy(update={
+        "vectors": base.vectors.model_copy(update={"ann": "on", "nlist": 4, "nprobe": 4}),
+        "postgres": base.postgres.model_copy(update={"vector_search": "faiss"})})
 
 
 @pytest.fixture(scope="module")

@@ -161,6 +161,16 @@ class PostgresSettings(Section):
                                 "connection is replaced (a failover's new address taken up)")
     statement_timeout: float = Field(0.0, ge=0, description="Seconds one SQL statement may "
                                      "run (0: no limit, as index builds need)")
+    vector_search: Literal["faiss", "engine"] = Field(
+        "faiss", description="Where semantic search finds its candidates once the index is "
+        "large enough (vectors.ann; vectors.nlist and vectors.nprobe apply to both): 'faiss': "
+        "the faiss inverted file kept in the database, copied once per host into the cache "
+        "folder and memory-mapped by every serving process (shared, not a copy each); "
+        "'engine': pgvector's IVFFlat index inside PostgreSQL, built by `sleuth index` (no "
+        "index in the serving process, but several times slower: bench/pg_engine.py)")
+    engine_build_memory_mb: int = Field(
+        1024, ge=64, description="maintenance_work_mem (MB) of the build of the engine's "
+        "vector index (its k-means sample must fit: 50 vectors per list)")
 
 
 class ThreadSettings(Section):

@@ -1,9 +1,16 @@
-"""The PostgreSQL store's approximate index: the embedded store's inverted file (faiss
-IVF-SQ8, :mod:`sleuth.store.local.ann`) kept in the database and loaded by every process.
+"""The PostgreSQL store's approximate index (``postgres.vector_search = "faiss"``, the
+default): the embedded store's inverted file (faiss IVF-SQ8, :mod:`sleuth.store.local.ann`)
+kept in the database, copied once per host into the cache folder and memory-mapped by every
+process there. Re-measured against pgvector 0.8's own indexes by bench/pg_engine.py: HNSW
+(on ``halfvec`` or binary-quantised) found too few of the exact top 10, and IVFFlat inside
+the engine (:mod:`sleuth.store.postgres.engine_ann`, the other choice) reached the recall
+at several times the cost, because on these vectors the lists nearest to a query are the
+largest and it scans float vectors where faiss scans 8-bit codes.
 
-Why not pgvector's own indexes (BENCHMARKS §12): on the scale bench's 1M chunks (3.9M
-sentences) its HNSW index found 0.498 of the exact top 10 and took 45 minutes to build;
-IVFFlat needed 40 of 630 lists for 0.98 at 100k chunks, a scan that grows with the rows.
+Why not pgvector's own indexes when this was written (pgvector 0.6, BENCHMARKS §12): on
+the scale bench's 1M chunks (3.9M sentences) its HNSW index found 0.498 of the exact top 10
+and took 45 minutes to build; IVFFlat needed 40 of 630 lists for 0.98 at 100k chunks, a
+scan that grows with the rows.
 Here, the inverted file with 8-bit codes and exact re-scoring in SQL reaches 0.971 at
 77.5 ms p50 on the same 1M chunks and builds in minutes, so a team that moves to
 PostgreSQL keeps the embedded store's quality (0.968 there).
@@ -26,26 +33,34 @@ sentence of their chunks exactly from ``sentences.embedding`` and applies the ac
 in the same SQL, so a stale or damaged index can cost recall, never a wrong score or a
 hidden chunk.
 
-Each process loads the index once (about a quarter of the float32 vector bytes: 1.5 GB for
-1M chunks of 384-d sentences) and again when the record changes; until then, and without
-faiss (the ``ann`` extra), searches are exact.
+The index is about a quarter of the float32 vector bytes (1.5 GB for 1M chunks of 384-d
+sentences). A process that needs it (at its first search, and when the record changes)
+reads it into ``<cache folder>/pg-ann/<sha256>.faiss`` unless a process of the host already
+did (the file is checked against the hash, written to a temporary name and renamed), and
+maps its inverted lists read-only (``faiss.IO_FLAG_MMAP``): the pages are the page cache's,
+shared by every process on the host, instead of a private copy each; only the ids (8 bytes
+a vector) are read into the process. The file of the record it replaced is removed (a
+process still mapping it keeps its pages). Until it is mapped, and without faiss (the
+``ann`` extra), searches are exact.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from sleuth.settings import VectorSettings
+from sleuth.settings import VectorSettings, cache_dir
 from sleuth.store.base import now
 from sleuth.store.local import ann
 from sleuth.text.threads import kernel_threads
@@ -59,6 +74,7 @@ ALTER TABLE ann_parts ALTER COLUMN data SET STORAGE EXTERNAL;
 """
 LABELS = "chunk"  # what a vector's label is (a record without it is rebuilt)
 PART_BYTES = 64 << 20  # one bytea value per 64 MiB of the serialised index
+HOST_FOLDER = "pg-ann"  # under the cache folder: one file per index, named by its sha256
 COPY_ROWS = ann.ADD_BATCH  # vectors per faiss add while streaming the table
 EXACT_SHARE = 0.01  # restrictions leaving fewer sentences than this share are scanned exactly
 REBUILD_DEAD = 0.2  # share of deleted sentences in the index that triggers a rebuild
@@ -102,6 +118,7 @@ class DatabaseAnn:
         self._loaded: Loaded | None = None
         self._missing: str | None = None  # the record stamp found unusable (not reloaded)
         self._filters: dict[tuple[str, int], Any | None] = {}
+        self._file: Path | None = None  # the host file this process maps
 
     # -- reading -----------------------------------------------------------------------
 
@@ -139,21 +156,40 @@ class DatabaseAnn:
         if not isinstance(record, dict) or record.get("sha256") != stamp \
                 or record.get("kind") != ann.KIND or record.get("labels") != LABELS:
             return None
-        digest = hashlib.sha256()
-        parts = []
-        for (data,) in conn.execute("SELECT data FROM ann_parts ORDER BY part"):
-            digest.update(data)
-            parts.append(bytes(data))
         conn.commit()
-        if digest.hexdigest() != stamp:  # a build replaced it while we read: next search
-            return None
-        index = ann.from_bytes(b"".join(parts), int(record.get("trained_on") or 0), self._dim)
+        path = host_file(stamp)
+        if not _intact(path, stamp, int(record.get("bytes") or 0)) \
+                and not self._write_host_file(conn, path, stamp):
+            return None  # a build replaced it while we read: the next search loads
+        index = mapped(path, int(record.get("trained_on") or 0), self._dim)
         if index is None or index.size != record.get("sentences"):
             return None
+        if self._file is not None and self._file != path:
+            self._file.unlink(missing_ok=True)  # processes mapping it keep their mapping
+        self._file = path
         log.info("loaded the approximate index: %s sentences, %s lists", index.size,
                  index.nlist)
         return Loaded(index, int(record["covered"]), stamp,
                       int(record.get("chunks") or index.size))
+
+    def _write_host_file(self, conn: Connection, path: Path, stamp: str) -> bool:
+        """Write the stored parts to ``path`` (a temporary name renamed: a reader never
+        maps half a file); False when they do not hash to ``stamp``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with tmp.open("wb") as out:
+                for (data,) in conn.execute("SELECT data FROM ann_parts ORDER BY part"):
+                    digest.update(data)
+                    out.write(data)
+            conn.commit()
+            if digest.hexdigest() != stamp:
+                return False
+            tmp.replace(path)
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def filter(self, loaded: Loaded, key: str, generation: int,
                visible_ids: Callable[[], np.ndarray]) -> Any | None:
@@ -276,6 +312,47 @@ class DatabaseAnn:
         conn.commit()
         if header and (n := (len(buf) - 2) // row.itemsize):  # the trailer: int16 -1
             yield _parse(buf, row, n)
+
+
+def host_file(stamp: str) -> Path:
+    """The per-host copy of the index with sha256 ``stamp``, which every process on the host
+    maps (the name is its content's hash: any index of any database may share the folder)."""
+    return cache_dir() / HOST_FOLDER / f"{stamp}.faiss"
+
+
+def _intact(path: Path, stamp: str, size: int) -> bool:
+    """Whether ``path`` holds the index ``stamp`` (its size, then its hash: a damaged copy
+    is written again)."""
+    try:
+        if path.stat().st_size != size:
+            return False
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 24):
+                digest.update(block)
+    except OSError:
+        return False
+    return digest.hexdigest() == stamp
+
+
+def mapped(path: Path, trained_on: int, dim: int) -> ann.AnnIndex | None:
+    """The index in ``path`` with its inverted lists memory-mapped (read-only, shared by
+    every process mapping the file); None when faiss is missing or the file is not an index
+    of ``dim``-dimensional vectors with ids."""
+    faiss = ann.load_faiss()
+    if faiss is None:
+        return None
+    try:
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+    except RuntimeError as exc:  # faiss's error for a file that is not an index
+        log.warning("ignoring a damaged approximate index (%s); searches are exact until "
+                    "the next build", exc)
+        return None
+    if index.d != dim or not hasattr(index, "id_map"):
+        return None
+    faiss.extract_index_ivf(index).parallel_mode = ann.PARALLEL_MODE  # not kept in the file
+    return ann.AnnIndex(index, faiss.vector_to_array(index.id_map).astype(np.int64),
+                        trained_on)
 
 
 def _parse(buf: bytearray, row: np.dtype[Any], n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,11 +14,13 @@ its neighbours. The check compares:
   summaries of a missing document;
 - the approximate index's record (:mod:`sleuth.store.postgres.ann`) against the rows it
   covers: its parts' size, its ``covered`` id against the ids ever drawn, the stored
-  sentences it claims to cover against those it holds, and (``full``) its checksum.
+  sentences it claims to cover against those it holds, and (``full``) its checksum;
+- with ``postgres.vector_search = "engine"``, the engine's IVFFlat index
+  (:mod:`sleuth.store.postgres.engine_ann`) present and valid where the store wants one.
 
 Each finding is a :class:`~sleuth.store.base.Problem` naming the table and what to do.
-``repair`` rebuilds a damaged or stale approximate index; rows are restored by indexing
-their documents again.
+``repair`` rebuilds a damaged or stale approximate index (either kind); rows are restored
+by indexing their documents again.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from typing import Any
 import numpy as np
 from psycopg_pool import ConnectionPool
 
-from sleuth.settings import VectorSettings
+from sleuth.settings import PostgresSettings, VectorSettings
 from sleuth.store.base import Problem, RepairReport
 from sleuth.store.postgres import ann as pg_ann
+from sleuth.store.postgres import engine_ann
 from sleuth.store.postgres.schema import Connection, _redacted
 
 SHOWN = 3  # document or chunk ids named in one problem
@@ -61,6 +64,7 @@ class _Integrity:
     _pool: ConnectionPool[Connection]
     _ann: pg_ann.DatabaseAnn
     _vector_settings: VectorSettings
+    _connections: PostgresSettings
     schema: str
     location: str
 
@@ -80,6 +84,7 @@ class _Integrity:
                 problems += self._check_sentences(conn)
                 problems += self._check_orphans(conn)
             problems += self._check_ann(conn, full)
+            problems += self._check_engine(conn)
         return problems
 
     # -- the parts ---------------------------------------------------------------------
@@ -226,6 +231,23 @@ class _Integrity:
                         f"sleuth index --repair --store '{_redacted(self.location)}'")
                 for what in found]
 
+    def _check_engine(self, conn: Connection) -> list[Problem]:
+        """With ``postgres.vector_search = "engine"``: the engine's IVFFlat index present and
+        valid where the store should have one (else every search scans exactly)."""
+        if self._connections.vector_search != "engine":
+            return []
+        found = engine_ann.find(conn, self.schema)
+        if found.state == "valid":
+            return []
+        sentences = conn.execute("SELECT count(*) FROM sentences").fetchone()
+        if not engine_ann.wanted(self._vector_settings, int(sentences[0]) if sentences else 0):
+            return []
+        what = {"missing": "is missing", "invalid": "is invalid (an interrupted build)",
+                "other": f"is not the expected index: {found.detail}"}[found.state]
+        return [Problem(engine_ann.INDEX, f"(the engine's vector index) {what}, so semantic "
+                        "searches scan every sentence",
+                        f"sleuth index --repair --store '{_redacted(self.location)}'")]
+
     def _ann_digest(self, conn: Connection) -> str:
         """The sha256 of the stored parts, read one part at a time."""
         digest = hashlib.sha256()
@@ -243,6 +265,11 @@ class _Integrity:
         of documents are restored by indexing the documents again, as their problems say)."""
         report = RepairReport()
         with self._pool.connection() as conn:
+            with conn.transaction():
+                broken = self._check_engine(conn)
+            if broken:
+                engine_ann.update(conn, self.schema, self._vector_settings, self._connections)
+                report.ann_rebuilt = True
             with conn.transaction():
                 damaged = self._check_ann(conn, full=True)
             if damaged:

@@ -1,6 +1,7 @@
 """Searching: keyword (single tokens counted from the token arrays, the rest from GIN
-candidates' text), semantic (approximate candidates re-scored exactly in SQL, or an exact
-scan) and BM25 computed over the visible chunks' token arrays.
+candidates' text), semantic (approximate candidates, from the engine's IVFFlat index or the
+process's faiss inverted file, re-scored exactly in SQL, or an exact scan) and BM25
+computed over the visible chunks' token arrays.
 
 The access condition is part of every statement, so a hidden chunk is never counted, read
 or matched in Python; and a statement's shape depends on the query alone (a substring that
@@ -14,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from sleuth.settings import VectorSettings
+from sleuth.settings import PostgresSettings, VectorSettings
 from sleuth.store import keyword as kw
 from sleuth.store import ranking
 from sleuth.store.postgres import ann as pg_ann
+from sleuth.store.postgres import engine_ann
 from sleuth.store.postgres.reads import VISIBLE_CHUNKS, _access_sql, _first, _Reads
 from sleuth.store.postgres.schema import MAX_TOKEN_CHARS, Connection
 from sleuth.store.ranking import K1, B, top_chunks_by_best_sentence
@@ -32,7 +34,9 @@ class _Search(_Reads):
     """``keyword_search``, ``semantic_search`` and ``bm25_search``."""
 
     _vector_settings: VectorSettings
+    _connections: PostgresSettings
     _ann: pg_ann.DatabaseAnn
+    _engine: engine_ann.EngineSearch
 
     def keyword_search(self, keywords: Sequence[str], top_k: int,
                        mode: kw.KeywordMode = "word",
@@ -106,25 +110,51 @@ class _Search(_Reads):
         pool = max(64, top_k * 16)
         with self._pool.connection() as conn:
             exact = doc_ids is not None or self._vector_settings.ann == "off"
-            loaded = None if exact else self._ann.current(conn)
-            selector = None
-            if loaded is not None and where != "TRUE":
-                key = restricted(access).key  # type: ignore[union-attr]
-                generation = _first(conn.execute("SELECT value FROM generation").fetchone())
-                selector = self._ann.filter(
-                    loaded, key, generation, lambda: self._visible_chunks(conn, where, params))
-                if selector is None:  # few visible sentences: scanning them is cheaper
-                    loaded = None
-            if loaded is None:  # exact: every visible sentence
-                rows = self._exact(conn, vector, where, params, pool)
-                ranked = _ranked(rows, top_k)
+            if self._connections.vector_search == "engine":
+                rows, ranked = self._in_engine(conn, vector, where, params, pool, top_k, exact)
+                loaded = selector = None
             else:
-                rows, ranked = self._approximate(conn, loaded, vector, where, params, pool,
-                                                 top_k, selector)
+                loaded = None if exact else self._ann.current(conn)
+                selector = None
+                if loaded is not None and where != "TRUE":
+                    key = restricted(access).key  # type: ignore[union-attr]
+                    generation = _first(conn.execute("SELECT value FROM generation").fetchone())
+                    selector = self._ann.filter(
+                        loaded, key, generation,
+                        lambda: self._visible_chunks(conn, where, params))
+                    if selector is None:  # few visible sentences: scanning them is cheaper
+                        loaded = None
+                if loaded is None:  # exact: every visible sentence
+                    rows = self._exact(conn, vector, where, params, pool)
+                    ranked = _ranked(rows, top_k)
+                else:
+                    rows, ranked = self._approximate(conn, loaded, vector, where, params, pool,
+                                                     top_k, selector)
             meta = {r[0]: r[1:] for r in conn.execute(
                 'SELECT c.id, c.chunk_id, c.doc_id, d.title, c.text, c.start '
                 f"FROM {VISIBLE_CHUNKS} WHERE c.id = ANY(%s)", ([key for key, _, _ in ranked],))}
         return ranking.semantic_hits(ranked, meta, lambda i: (rows[i][2], rows[i][3]))
+
+    def _in_engine(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
+                   pool: int, top_k: int, exact: bool
+                   ) -> tuple[list[tuple[int, float, int, int]],
+                              list[tuple[int, float, list[int]]]]:
+        """The search of ``postgres.vector_search = "engine"``: the best ``pool`` visible
+        sentences in the lists of the engine's IVFFlat index nearest to the query, scored
+        exactly (:mod:`sleuth.store.postgres.engine_ann`); an exact scan without the index,
+        or when the candidates span fewer than ``top_k`` chunks."""
+        found = None if exact else self._engine.usable(conn, self._vector_settings)
+        if found is not None:
+            source = "sentences s" if where == "TRUE" else \
+                f"sentences s JOIN {VISIBLE_CHUNKS} ON c.id = s.chunk"
+            rows = self._engine.candidates(
+                conn, vector, source, where, params, pool,
+                engine_ann.probes(self._vector_settings, found.lists))
+            ranked = _ranked(rows, top_k)
+            if len(ranked) >= top_k:
+                return rows, ranked
+        rows = self._exact(conn, vector, where, params, pool)
+        return rows, _ranked(rows, top_k)
 
     def _approximate(self, conn: Connection, loaded: pg_ann.Loaded, vector: np.ndarray,
                      where: str, params: list[Any], pool: int, top_k: int, selector: Any

@@ -37,13 +37,17 @@ exactly in the chunk text, so the result equals :func:`keyword.brute_force`. Tok
 stored cut to ``MAX_TOKEN_CHARS`` (a GIN key must fit in a page); chunks holding a longer
 token are flagged ``has_long`` and always rescored for substrings.
 
-Semantic search takes candidates from the approximate index (the embedded store's faiss
-inverted file, kept in the database and loaded by each process: :mod:`sleuth.store.postgres.ann`),
-scores every sentence of the candidates' chunks, and those written since the index was
-built, exactly in SQL, and asks for more candidates until they span ``top_k`` chunks.
-Searches within documents, restrictions leaving few sentences visible and indexes below
+Semantic search takes candidates from an approximate index chosen by
+``postgres.vector_search``: by default the embedded store's faiss inverted file, kept in
+the database and memory-mapped from one copy per host (:mod:`sleuth.store.postgres.ann`),
+whose candidates' chunks, and the sentences written since it was built, are scored exactly
+in SQL, asking for more candidates until they span ``top_k`` chunks; or pgvector's IVFFlat
+index inside the engine, the visible sentences of the lists nearest to the query scored
+exactly in one statement (:mod:`sleuth.store.postgres.engine_ann`). Searches within
+documents, restrictions leaving few sentences visible (faiss) and indexes below
 ``vectors.ann_min_sentences`` are exact scans of the visible sentences. pgvector's HNSW
-index is not used (measured in BENCHMARKS §12: recall 0.5 at 1M chunks).
+index is not used (bench/pg_engine.py: its recall on these vectors falls below 0.8 at 100k
+chunks).
 
 Access control: every read joins its rows to ``documents`` and filters on the collection
 and the groups overlap (``&&``) inside the query, before anything is ranked or counted.
@@ -183,7 +187,7 @@ class PostgresStore(_Integrity, _Writes, _Search):
                              f"{str(exc).strip()}") from None
         self._vector_settings = VectorSettings()
         self._ann = pg_ann.DatabaseAnn(self.connection, self._dim())
-        self._engine = engine_ann.EngineSearch(self.schema, self._dim())
+        self._engine = engine_ann.EngineSearch(self.schema)
         self._pool = self._open_pool()
 
     def _open_pool(self) -> Pool:
@@ -335,12 +339,11 @@ class PostgresStore(_Integrity, _Writes, _Search):
         self._save_manifest()
 
     def _update_vector_index(self, conn: Connection) -> None:
-        """The approximate index of ``postgres.vector_search``: the engine's HNSW index
+        """The approximate index of ``postgres.vector_search``: the engine's IVFFlat index
         (the faiss record then removed: no process loads it) or the faiss inverted file
         (the engine's index then dropped: it would slow every insert)."""
         if self._connections.vector_search == "engine":
-            engine_ann.update(conn, self.schema, self._dim(), self._vector_settings,
-                              self._connections)
+            engine_ann.update(conn, self.schema, self._vector_settings, self._connections)
             with conn.transaction():
                 conn.execute("DELETE FROM ann")
                 conn.execute("DELETE FROM ann_parts")
