@@ -318,8 +318,9 @@ def rss_child(args: argparse.Namespace) -> None:
             for v in vectors:
                 index.store.semantic_search(v, TOP_K)
         else:  # raw SQL of an engine variant (before the store had it)
-            url, schema = location.split("?schema=")
-            conn = connect(url, schema)
+            from sleuth.store.postgres.schema import parse_location
+
+            conn = connect(*parse_location(location))
             sql = engine_sql(args.rss_child_order)
             point = Point("", json.loads(args.rss_child_gucs), args.rss_child_cand)
             set_point(conn, point)
@@ -575,7 +576,7 @@ def measure_size(args: argparse.Namespace, side: StoreSide, settings: Settings,
     sentences = int(conn.execute("SELECT count(*) FROM sentences").fetchone()[0])
     conn.close()
     out: dict[str, Any] = {"size": size, "sentences": sentences, "norms": norms(ctx),
-                           "load_start": load()}
+                           "load_start": load(), "engine": []}
     log(f"postgres {size:,}: faiss baseline")
     base = measure_faiss(ctx, settings)
     base["serving_rss"] = serving_rss(ctx.location, ctx.vectors_file, "store-faiss")
@@ -585,6 +586,7 @@ def measure_size(args: argparse.Namespace, side: StoreSide, settings: Settings,
     if not args.variants or "store" in args.variants:
         log(f"postgres {size:,}: the store's engine search")
         out["store_engine"] = measure_store_engine(ctx, settings)
+        save(out)
         if out["store_engine"]:
             log(f"  store engine: recall {out['store_engine']['recall_at_10']}, p50 "
                 f"{out['store_engine']['quiet']['p50_ms']} ms, build "
@@ -592,7 +594,6 @@ def measure_size(args: argparse.Namespace, side: StoreSide, settings: Settings,
     log(f"  faiss: recall {base['recall_at_10']}, p50 {base['quiet']['p50_ms']} ms, "
         f"RSS {base['serving_rss'].get('rss_mib')} MiB")
     wanted = {w.strip() for w in args.variants.split(",") if w.strip()}
-    out["engine"] = []
     for v in variants(embedder.dim, sentences, args.dense):
         if wanted and not any(v.name.startswith(w) for w in wanted):
             continue
@@ -629,7 +630,7 @@ def report(result: dict[str, Any]) -> str:
         rows.append(_store_row(run["size"], run["faiss"]))
         if run.get("store_engine"):
             rows.append(_store_row(run["size"], run["store_engine"]))
-        for v in run["engine"]:
+        for v in run.get("engine", []):
             for p in v["points"]:
                 key = p["point"] == v.get("key_point")
                 rows.append([run["size"], v["variant"], ("**" + p["point"] + "**") if key

@@ -273,3 +273,20 @@ def test_the_faiss_index_is_mapped_from_one_file_per_host(
                 assert serving.store.semantic_search(zebra, 1)[0].doc_id == "acme:ledger"
                 assert serving.store._ann._loaded.stamp == new  # type: ignore[union-attr]
             assert sorted(file.parent.iterdir()) == [host_file(new)]
+
+
+def test_an_unwritable_cache_folder_loads_a_copy_of_its_own(
+        location: str, embedder: MemoEmbedder, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # the cache folder's parent is a file: nothing can be written
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    vector = embedder.embed(QUESTIONS[:1])[0]
+    with Index.open(location, settings=settings("faiss"), create=True,
+                    embedder=embedder) as index:
+        index.add([sample_path()])
+    with Index.open(location, settings=settings(ann="off"), embedder=embedder) as exact, \
+            Index.open(location, settings=settings("faiss"), embedder=embedder) as serving:
+        assert key(serving.store.semantic_search(vector, 5)) == \
+            key(exact.store.semantic_search(vector, 5))
+        assert serving.store._ann._loaded is not None  # loaded, as a copy

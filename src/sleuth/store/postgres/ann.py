@@ -158,9 +158,14 @@ class DatabaseAnn:
             return None
         conn.commit()
         path = host_file(stamp)
-        if not _intact(path, stamp, int(record.get("bytes") or 0)) \
-                and not self._write_host_file(conn, path, stamp):
-            return None  # a build replaced it while we read: the next search loads
+        try:
+            if not _intact(path, stamp, int(record.get("bytes") or 0)) \
+                    and not self._write_host_file(conn, path, stamp):
+                return None  # a build replaced it while we read: the next search loads
+        except OSError as exc:  # a cache folder this process cannot write
+            log.warning("cannot write the approximate index's host copy %s (%s): this "
+                        "process loads a copy of its own", path, exc)
+            return self._load_copy(conn, record, stamp)
         index = mapped(path, int(record.get("trained_on") or 0), self._dim)
         if index is None or index.size != record.get("sentences"):
             return None
@@ -169,6 +174,23 @@ class DatabaseAnn:
         self._file = path
         log.info("loaded the approximate index: %s sentences, %s lists", index.size,
                  index.nlist)
+        return Loaded(index, int(record["covered"]), stamp,
+                      int(record.get("chunks") or index.size))
+
+    def _load_copy(self, conn: Connection, record: dict[str, Any], stamp: str
+                   ) -> Loaded | None:
+        """The index read from the database into this process (no host file)."""
+        digest = hashlib.sha256()
+        parts = []
+        for (data,) in conn.execute("SELECT data FROM ann_parts ORDER BY part"):
+            digest.update(data)
+            parts.append(bytes(data))
+        conn.commit()
+        if digest.hexdigest() != stamp:  # a build replaced it while we read: next search
+            return None
+        index = ann.from_bytes(b"".join(parts), int(record.get("trained_on") or 0), self._dim)
+        if index is None or index.size != record.get("sentences"):
+            return None
         return Loaded(index, int(record["covered"]), stamp,
                       int(record.get("chunks") or index.size))
 
