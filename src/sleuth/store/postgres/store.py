@@ -80,7 +80,7 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
 from sleuth._version import __version__
-from sleuth.errors import IndexNotFound, StoreError
+from sleuth.errors import IndexNotFound, ReadOnlyIndex, StoreError
 from sleuth.settings import PostgresSettings, VectorSettings
 from sleuth.store.base import (
     GraphTables,
@@ -285,10 +285,10 @@ class PostgresStore(_Integrity, _Writes, _Search):
         row = conn.execute("SELECT pg_is_in_recovery(), "
                            "current_setting('transaction_read_only') = 'on'").fetchone()
         if row is not None and row[0]:
-            raise StoreError(f"{self.where} is a read-only hot standby (in recovery): index "
+            raise ReadOnlyIndex(f"{self.where} is a read-only hot standby (in recovery): index "
                              "and delete documents on its primary; searches work here")
         if row is not None and row[1]:
-            raise StoreError(f"{self.where} is read-only (default_transaction_read_only): "
+            raise ReadOnlyIndex(f"{self.where} is read-only (default_transaction_read_only): "
                              "index and delete documents on a writable server")
 
     def delete(self, doc_ids: Sequence[str]) -> None:
