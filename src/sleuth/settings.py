@@ -4,6 +4,9 @@ Precedence (highest first): explicit keyword arguments / CLI flags, environment 
 the config file (``--config`` or ``$SLEUTH_CONFIG``; YAML or TOML, A-RAG layout accepted),
 then defaults. The A-RAG names ``ARAG_BASE_URL``, ``ARAG_API_KEY`` and ``ARAG_MODEL`` are
 accepted as fallbacks for the three ``SLEUTH_`` endpoint variables.
+
+Long because it is the one declaration of every section, a described field each: the
+configuration reference (``docs/configuration.md``) is generated from it.
 """
 
 from __future__ import annotations
