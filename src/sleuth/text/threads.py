@@ -117,7 +117,7 @@ def configure_threads(settings: Any | None = None) -> Policy:
 # 5 ms: a request waits that long behind an upload's chunking or embedding loop). A request
 # takes the GIL back after every SQLite step and socket read, each time waiting up to this
 # long behind another key's running call: at 0.1 ms a keyword search beside a neighbour's
-# search takes half as long (p50) as at 0.5 ms (BENCHMARKS §43)
+# search took 2.4-2.9 ms (p50; 2.0 alone), at 0.5 ms 3.6-6.0 ms (in one process, paired)
 SERVER_SWITCH_INTERVAL = 0.0001
 
 
