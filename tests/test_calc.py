@@ -113,6 +113,7 @@ def test_its_bounds_are_in_the_schema() -> None:
         calc("1+" * 250 + "1")
 
 
+@pytest.mark.slow  # 400 generated examples
 def test_every_figure_the_schema_admits_is_read() -> None:
     """The published pattern of a figure is one the tool reads: schemathesis (through
     hypothesis) generates figures from it, as a client nobody here wrote would."""

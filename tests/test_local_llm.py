@@ -163,6 +163,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.slow  # starts the local model's server process
 def test_the_local_models_key_is_on_no_command_line_and_its_files_are_private() -> None:
     _fake_llama_server()
     local.model_path("0.5b").parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +190,7 @@ def test_the_local_models_key_is_on_no_command_line_and_its_files_are_private() 
         local.stop_servers()
 
 
+@pytest.mark.slow  # starts the local model's server process
 def test_a_server_that_answers_without_its_key_is_stopped(tmp_path: Path) -> None:
     _fake_llama_server(reads_env=False)  # a build that reads no key from its environment
     (tmp_path / "model.gguf").write_bytes(b"GGUF")

@@ -134,6 +134,7 @@ def test_ask(endpoint: Any, sample_copy: Path) -> None:
         "hybrid_search", "answer_first", "keyword_search"]
 
 
+@pytest.mark.slow  # a server in a subprocess (test_mcp_sdk.py drives stdio too)
 def test_stdio_subprocess(sample_copy: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(

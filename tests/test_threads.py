@@ -129,6 +129,7 @@ HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Health).serve_for
     return home / "argv.json"
 
 
+@pytest.mark.slow  # starts the local model's server process
 def test_the_local_model_server_gets_the_policy_threads_no_polling_and_prompt_cache(
         tmp_path: Path) -> None:
     argv_file = _fake_llama_server(Path(os.environ["HOME"]))
