@@ -52,7 +52,14 @@ def _eval_process(tmp_path: Path, server: FakeLLMServer) -> subprocess.Popen[str
         [sys.executable, "-m", "sleuth", "eval", "run", "--dataset", str(data), "--workers",
          "2", "--output", str(tmp_path / "out"), "--index", str(tmp_path / "idx"),
          "--no-llm-cache"], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True, cwd=tmp_path)
+        text=True, cwd=tmp_path, preexec_fn=_ctrl_c_delivered)
+
+
+def _ctrl_c_delivered() -> None:
+    """Ctrl-C as a terminal delivers it, even where the test run was started with SIGINT
+    ignored (a background job of a shell without job control, nohup): Python keeps an
+    inherited SIG_IGN instead of raising KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait(check: Any, seconds: float = 120) -> None:
