@@ -35,6 +35,7 @@ from sleuth.store.postgres.engine_ann import INDEX, EngineSearch  # noqa: E402
 from sleuth.store.postgres.store import PostgresStore, parse_location  # noqa: E402
 from sleuth.text.access import Access  # noqa: E402
 from sleuth.types import Document, Hit  # noqa: E402
+from test_postgres_check import sql  # noqa: E402  (one helper for both files)
 
 QUESTIONS = ["How are bones held together?", "the sea in Cornwall", "tobacco",
              "my lord's wardrobe at Whitehall", "what did the children eat"]
@@ -55,18 +56,6 @@ def embedder() -> MemoEmbedder:
 
 def url(server: str, schema: str) -> str:
     return f"{server}{'&' if '?' in server else '?'}schema={schema}"
-
-
-def sql(location: str, *statements: str) -> list[Any]:
-    """Run ``statements`` in the index's schema (one transaction); the last one's rows."""
-    conninfo, schema = parse_location(location)
-    rows: list[Any] = []
-    with psycopg.connect(conninfo) as conn:
-        conn.execute(f'SET search_path TO "{schema}", public')
-        for statement in statements:
-            cur = conn.execute(statement)
-            rows = cur.fetchall() if cur.description else []
-    return rows
 
 
 def index_state(location: str) -> tuple[bool, bool] | None:
