@@ -75,33 +75,17 @@ MAX_BUGS = 3  # questions of one run that raise before it stops (the code is bro
 TARGET_CAUGHT = 0.70  # of the from-memory reader's wrong answers, withheld or flagged
 
 
-@dataclass(frozen=True)
-class DevSet:
-    """A dev set: its question file (relative to the data root, else to the repository)
-    and the dev corpus its index is (``_common.dev_index``)."""
-
-    questions: str
-    corpus: str
-    in_data: bool = True
-    title: str = ""
-
-
-SETS: dict[str, DevSet] = {
-    "2wiki": DevSet("2wikimultihopqa/questions.json", "2wiki", title="2Wiki, as written"),
-    "2wiki-natural": DevSet("bench/sets/2wiki-natural/questions.json", "2wiki", False,
-                            "2Wiki, as people type it"),
-    "pgdocs": DevSet("bench/sets/pgdocs/questions.json", "pgdocs", False,
-                     "PostgreSQL 15 manual"),
-    "javadoc": DevSet("bench/sets/javadoc/questions.json", "javadoc", False,
-                      "Commons Lang's Javadoc"),
-    "gitdocs": DevSet("bench/sets/gitdocs/questions.json", "gitdocs", False,
-                      "Git's manual (not shaped on)"),
-    "medical": DevSet("graphrag_bench_medical/questions.json", "medical",
-                      title="GraphRAG-Bench medical"),
-    "novel": DevSet("graphrag_bench_novel/questions.json", "novel",
-                    title="GraphRAG-Bench novel"),
-    "financebench": DevSet("financebench/questions.json", "financebench",
-                           title="FinanceBench"),
+# The sets in the tables' order, with how they name them; each one's questions and corpus
+# are ``_common.DEV_SETS``'s (one place says what a dev set is)
+SETS: dict[str, str] = {
+    "2wiki": "2Wiki, as written",
+    "2wiki-natural": "2Wiki, as people type it",
+    "pgdocs": "PostgreSQL 15 manual",
+    "javadoc": "Commons Lang's Javadoc",
+    "gitdocs": "Git's manual (not shaped on)",
+    "medical": "GraphRAG-Bench medical",
+    "novel": "GraphRAG-Bench novel",
+    "financebench": "FinanceBench",
 }
 
 
@@ -401,7 +385,7 @@ def summary_table(rows: Sequence[Summary]) -> str:
         lost = f"{s.lost} of {s.right_none}" if s.reader == "oracle" else "—"
         caught = (f"{s.caught} of {s.wrong_none} ({_pct(s.caught, s.wrong_none)})"
                   if s.reader == "from-memory" else "—")
-        lines.append(f"| {SETS[s.set].title or s.set} | {s.profile} | {s.reader} | {n} | "
+        lines.append(f"| {SETS.get(s.set, s.set)} | {s.profile} | {s.reader} | {n} | "
                      f"{s.right} | {s.wrong} | {s.abstained} | {s.no_model} | "
                      f"{s.calls:.2f} ({s.calls_none:.2f}) | {lost} | {caught} |")
     return "\n".join(lines)
@@ -422,9 +406,9 @@ def checks_table(rows: Sequence[Summary], profile: str) -> str:
     for e, s in items:
         if e.fires == 0:
             if (e.check, s.set) not in fired and s.reader == READERS[0]:
-                quiet.setdefault(e.check, []).append(SETS[s.set].title or s.set)
+                quiet.setdefault(e.check, []).append(SETS.get(s.set, s.set))
             continue
-        lines.append(f"| {e.check} | {SETS[s.set].title or s.set} | {s.reader} | {e.fires} | "
+        lines.append(f"| {e.check} | {SETS.get(s.set, s.set)} | {s.reader} | {e.fires} | "
                      f"{e.changes} | {e.right_to_wrong} | {e.wrong_to_right} | "
                      f"{e.withheld_right} / {e.withheld_wrong} | {e.abstained_to_wrong} | "
                      f"{e.flagged_right} / {e.flagged_wrong} | {e.calls_added:+d} |")
@@ -473,22 +457,17 @@ def record(out: Path, command: str, limit: int, embedders: str) -> Path:
 # --- the command line -----------------------------------------------------------------------
 
 def load_set(name: str, data: Path | None) -> list[Question]:
-    spec = SETS[name]
-    if spec.in_data:
-        from _common import data_file, data_root
+    from _common import dev_questions
 
-        path = data_file(data_root(data), spec.questions)
-    else:
-        path = REPO / spec.questions
-    return load_dataset(path).questions
+    return load_dataset(dev_questions(name, data)).questions
 
 
 def index_of(name: str, given: Mapping[str, Path], embedder: str | None) -> Path:
-    corpus = SETS[name].corpus
+    from _common import DEV_SETS, dev_index
+
+    corpus = DEV_SETS[name].corpus
     if corpus in given:
         return given[corpus]
-    from _common import dev_index
-
     return dev_index(corpus, embedder=embedder)
 
 
