@@ -110,33 +110,37 @@ class _Search(_Reads):
         pool = max(64, top_k * 16)
         with self._pool.connection() as conn:
             exact = doc_ids is not None or self._vector_settings.ann == "off"
-            if self._connections.vector_search == "engine":
-                rows, ranked = self._in_engine(conn, vector, where, params, pool, top_k, exact)
-                loaded = selector = None
-            else:
-                loaded = None if exact else self._ann.current(conn)
-                selector = None
-                if loaded is not None and where != "TRUE":
-                    key = restricted(access).key  # type: ignore[union-attr]
-                    generation = _first(conn.execute("SELECT value FROM generation").fetchone())
-                    selector = self._ann.filter(
-                        loaded, key, generation,
-                        lambda: self._visible_chunks(conn, where, params))
-                    if selector is None:  # few visible sentences: scanning them is cheaper
-                        loaded = None
-                if loaded is None:  # exact: every visible sentence
-                    rows = self._exact(conn, vector, where, params, pool)
-                    ranked = _ranked(rows, top_k)
-                else:
-                    rows, ranked = self._approximate(conn, loaded, vector, where, params, pool,
-                                                     top_k, selector)
+            search = self._in_engine if self._connections.vector_search == "engine" \
+                else self._with_faiss
+            rows, ranked = search(conn, vector, where, params, pool, top_k, exact, access)
             meta = {r[0]: r[1:] for r in conn.execute(
                 'SELECT c.id, c.chunk_id, c.doc_id, d.title, c.text, c.start '
                 f"FROM {VISIBLE_CHUNKS} WHERE c.id = ANY(%s)", ([key for key, _, _ in ranked],))}
         return ranking.semantic_hits(ranked, meta, lambda i: (rows[i][2], rows[i][3]))
 
+    def _with_faiss(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
+                    pool: int, top_k: int, exact: bool, access: Access | None
+                    ) -> tuple[list[tuple[int, float, int, int]],
+                               list[tuple[int, float, list[int]]]]:
+        """The search of ``postgres.vector_search = "faiss"``: candidates from the mapped
+        inverted file (within the visible chunks under a restriction) re-scored exactly in
+        SQL; an exact scan without it, or when a restriction leaves few sentences."""
+        loaded = None if exact else self._ann.current(conn)
+        selector = None
+        if loaded is not None and where != "TRUE":
+            key = restricted(access).key  # type: ignore[union-attr]
+            generation = _first(conn.execute("SELECT value FROM generation").fetchone())
+            selector = self._ann.filter(loaded, key, generation,
+                                        lambda: self._visible_chunks(conn, where, params))
+            if selector is None:  # few visible sentences: scanning them is cheaper
+                loaded = None
+        if loaded is None:  # exact: every visible sentence
+            rows = self._exact(conn, vector, where, params, pool)
+            return rows, _ranked(rows, top_k)
+        return self._approximate(conn, loaded, vector, where, params, pool, top_k, selector)
+
     def _in_engine(self, conn: Connection, vector: np.ndarray, where: str, params: list[Any],
-                   pool: int, top_k: int, exact: bool
+                   pool: int, top_k: int, exact: bool, access: Access | None = None
                    ) -> tuple[list[tuple[int, float, int, int]],
                               list[tuple[int, float, list[int]]]]:
         """The search of ``postgres.vector_search = "engine"``: the best ``pool`` visible
