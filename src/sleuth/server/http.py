@@ -74,8 +74,9 @@ try:
     from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
     from fastapi import Path as PathParameter
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, StreamingResponse
+    from fastapi.responses import JSONResponse, Response, StreamingResponse
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
+    from pydantic_core import to_json
     from starlette.datastructures import UploadFile
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from starlette.routing import BaseRoute, Match
@@ -178,7 +179,9 @@ def _authenticate(keys: KeyRing) -> Callable[..., Awaitable[Caller]]:
 
     async def caller(request: Request, bearer: Bearer, header: HeaderKey,
                      query: QueryKey) -> Caller:
-        found = authenticate(keys, request.headers, request.query_params.get("api_key"))
+        found: Caller | None = getattr(request.state, "caller", None)  # KeyCheck's
+        if found is None:
+            found = authenticate(keys, request.headers, request.query_params.get("api_key"))
         request.state.caller = found
         return found
 
@@ -371,7 +374,7 @@ def _tool_routes(router: APIRouter, service: Service) -> None:
     # Any other name: a tool registered after the app was made, or 404 (a concrete path
     # matches before a template).
     async def call_tool(name: str, request: Request, who: Who, session: SessionQuery = None
-                        ) -> dict[str, Any]:
+                        ) -> Response:
         """Call a tool by name, the body being its arguments; for a client that picks the
         tool at run time. Each tool served from the start has its own route above, with its
         argument schema; this one serves the rest: tools registered later, and 404 for a
@@ -392,7 +395,7 @@ def _tool_route(router: APIRouter, service: Service, tool: Tool,
 
     check = ArgumentCheck(tool.name, schema)
 
-    async def call(request: Request, who: Who, session: SessionQuery = None) -> dict[str, Any]:
+    async def call(request: Request, who: Who, session: SessionQuery = None) -> Response:
         check_session_id(session)
         arguments = await _json_object(request)
         tool.check_limits(arguments, service.limits)  # first: its messages name the limit
@@ -415,11 +418,17 @@ def _body(schema: dict[str, Any], *, required: bool) -> dict[str, Any]:
 
 
 async def _call(service: Service, name: str, arguments: dict[str, Any], session: str | None,
-                who: Caller) -> dict[str, Any]:
-    result = await service.pool.run(
-        lambda: service.call_tool(name, arguments, session=session, caller=who), who)
-    return {"text": result.text, "data": result.data,
-            "retrieved_tokens": result.retrieved_tokens}
+                who: Caller) -> Response:
+    """The call and its answer's encoding (tokens counted, JSON written) on the pool, in
+    ``who``'s turn: a key's many large answers cost its own share, not the event loop that
+    every key's requests go through."""
+
+    def call() -> bytes:
+        result = service.call_tool(name, arguments, session=session, caller=who)
+        return to_json({"text": result.text, "data": result.data,
+                        "retrieved_tokens": result.retrieved_tokens})
+
+    return Response(await service.pool.run(call, who), media_type="application/json")
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
