@@ -2,9 +2,11 @@
 from it.
 
 A row is one measured run of one agent over one dev set with one model: Contain-Acc, EM,
-F1, evidence Recall@5, the share of unanswerable questions it abstains on, the share of
-answerable questions it answers wrong (an answer that is no abstention and holds no gold),
-seconds per question, how many questions, and where it comes from (date, commit, the
+F1 and new-word F1 (F1 with the question's words left out of answer and gold,
+``bench/answer_form.py``: a sentence gold, GraphRAG-Bench's, gives F1 to an answer that only
+restates its question), evidence Recall@5, the share of unanswerable questions it abstains
+on, the share of answerable questions it answers wrong (an answer that is no abstention and
+holds no gold), seconds per question, how many questions, and where it comes from (date, commit, the
 command, the BENCHMARKS section). A column that was never measured is ``null`` and shows
 as "—".
 
@@ -42,6 +44,7 @@ DATASETS: dict[str, str] = {
     "2wiki-natural": "2Wiki, as people type it",
     "pgdocs": "PostgreSQL 15 manual",
     "javadoc": "Commons Lang's Javadoc",
+    "gitdocs": "Git 2.39's manual (written after the checks)",
     "medical": "GraphRAG-Bench medical",
     "novel": "GraphRAG-Bench novel",
     "financebench": "FinanceBench",
@@ -72,6 +75,7 @@ class Row:
     unanswerable: int = 0  # questions the corpus does not answer, scored apart
     abstain_unanswerable: float | None = None  # % of those the agent abstains on
     answered_wrong: float | None = None  # % of answerable ones answered, and wrong
+    new_word_f1: float | None = None  # F1 without the question's words (answer_form.py)
     note: str | None = None  # what a reader must know to read the row
 
     def __post_init__(self) -> None:
@@ -80,8 +84,8 @@ class Row:
         if self.n < 1 or self.unanswerable < 0:
             raise ValueError(f"question counts must be positive: n={self.n}, "
                              f"unanswerable={self.unanswerable}")
-        for name in ("contain", "em", "f1", "evidence_r5", "abstain_unanswerable",
-                     "answered_wrong"):
+        for name in ("contain", "em", "f1", "new_word_f1", "evidence_r5",
+                     "abstain_unanswerable", "answered_wrong"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 100:
                 raise ValueError(f"{name} is a percentage, not {value}")
@@ -158,6 +162,8 @@ def row_from_predictions(run: Path, *, dataset: str, agent: str, model: str, com
                          note: str | None = None) -> Row:
     """A row scored from a ``sleuth eval run`` folder (its ``predictions.jsonl``) with the
     scorer of ``sleuth eval score``: dated today, at the repository's commit unless given."""
+    from answer_form import score as form_score
+
     from sleuth.eval.report import aggregate, read_predictions, score_record
 
     records = read_predictions(run)
@@ -177,7 +183,8 @@ def row_from_predictions(run: Path, *, dataset: str, agent: str, model: str, com
     latency = overall.get("latency")
     return Row(dataset=dataset, agent=agent, model=model, n=len(answerable),
                unanswerable=unanswerable, contain=pct("contain"), em=pct("em"),
-               f1=pct("f1"), evidence_r5=pct("recall@5"),
+               f1=pct("f1"), new_word_f1=form_score(records, 5).get("new_word_f1"),
+               evidence_r5=pct("recall@5"),
                abstain_unanswerable=pct("abstain_unanswerable") if unanswerable else None,
                answered_wrong=round(100 * len(wrong) / len(answerable), 1)
                if answerable else None,
@@ -220,7 +227,7 @@ def latest(rows: Iterable[Row], model: str = LOCAL_MODEL) -> dict[tuple[str, str
     return out
 
 
-_HEADER = ["set", "agent", "questions", "Contain", "EM", "F1", "evidence R@5",
+_HEADER = ["set", "agent", "questions", "Contain", "EM", "F1", "new-word F1", "evidence R@5",
            "abstains (unanswerable)", "answered wrong", "s/question"]
 
 
@@ -230,8 +237,8 @@ def _line(cells: Sequence[str]) -> str:
 
 def _metrics(row: Row) -> list[str]:
     return [_questions(row), _cell(row.contain), _cell(row.em), _cell(row.f1),
-            _cell(row.evidence_r5), _abstains(row), _cell(row.answered_wrong),
-            _cell(row.s_per_question)]
+            _cell(row.new_word_f1), _cell(row.evidence_r5), _abstains(row),
+            _cell(row.answered_wrong), _cell(row.s_per_question)]
 
 
 def table(path: Path = RESULTS, model: str = LOCAL_MODEL) -> str:

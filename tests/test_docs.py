@@ -439,9 +439,9 @@ def test_the_results_file_renders_every_set_and_agent(tmp_path: Path) -> None:
     assert len(table) == 2 + len(results.DATASETS) * len(results.AGENTS)
     manual = [line for line in table if line.startswith("| PostgreSQL 15 manual")]
     assert manual[0] == "| PostgreSQL 15 manual | `hybrid` (default) | 3 + 1 | 33.3 | — | " \
-        "50.0 | — | 1 of 1 | — | 2.0 |"
+        "50.0 | — | — | 1 of 1 | — | 2.0 |"
     assert manual[1].endswith("| 0 of 1 | — | 2.0 |")
-    assert manual[2] == "| PostgreSQL 15 manual | `full` | " + " | ".join(["—"] * 8) + " |"
+    assert manual[2] == "| PostgreSQL 15 manual | `full` | " + " | ".join(["—"] * 9) + " |"
     assert "§42" in results.source_line(path) and "§42" in results.full_table(path)
     with pytest.raises(ValueError, match="percentage"):
         results.record(_row(f1=150.0), path)
@@ -451,7 +451,8 @@ def test_the_results_file_renders_every_set_and_agent(tmp_path: Path) -> None:
 
 def test_a_row_is_scored_from_a_run_as_eval_score_scores_it(tmp_path: Path) -> None:
     records = [
-        {"question_id": "a", "question": "q", "pred_answer": "Paris [x#0]",
+        {"question_id": "a", "question": "What is the capital of France?",
+         "pred_answer": "Paris is the capital of France [x#0]",
          "gold_answer": "Paris", "answerable": True, "abstained": False, "latency": 2.0,
          "gold_ids": ["x"], "retrieved_doc_ids": ["x"]},
         {"question_id": "b", "question": "q", "pred_answer": "Rome", "gold_answer": "Oslo",
@@ -465,6 +466,8 @@ def test_a_row_is_scored_from_a_run_as_eval_score_scores_it(tmp_path: Path) -> N
     row = results.row_from_predictions(tmp_path, dataset="pgdocs", agent="hybrid",
                                        model="m", command="c", section=None, commit="abc")
     assert (row.n, row.unanswerable, row.contain, row.em, row.evidence_r5) == \
-        (2, 1, 50.0, 50.0, 50.0)
+        (2, 1, 50.0, 0.0, 50.0)
     assert (row.abstain_unanswerable, row.answered_wrong, row.s_per_question) == \
         (100.0, 50.0, 3.0)
+    # the restated question counts in F1, not in new-word F1 ("paris x0" against "paris")
+    assert (row.f1, row.new_word_f1) == (16.7, 33.3)

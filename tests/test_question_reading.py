@@ -1,10 +1,11 @@
 """The facts pack as people use it (issue 40): questions typed as people type them reach
 the same call as the template wording; a verdict is given without a model only when the
 page states it (a place that is a place, a parent whose sex is said, labelled fields); and
-the pack is tried only on a corpus of entity pages."""
+the pack applies where a question's names lead to entity pages, decided per document."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,7 @@ from sleuth.facts.asks import comparison, fact_question
 from sleuth.facts.dates import Comparison, Date, event_date, lifespan
 from sleuth.facts.kin import family, nationality
 from sleuth.facts.lives import FactQuestion, life
-from sleuth.facts.pagefacts import encyclopedia_share
 from sleuth.facts.places import is_place
-from sleuth.index.write import Index
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -126,15 +125,21 @@ def test_no_verdict_on_a_parent_whose_sex_is_not_stated(marin_index: Path,
         assert f"without saying which is the {asked}" in said
 
 
-def test_the_pack_is_tried_only_on_entity_pages(marin_index: Path, tmp_path: Path) -> None:
-    with Index.open(marin_index) as index:
-        assert encyclopedia_share(index) == 1.0
-    manual = tmp_path / "manual"
-    manual.mkdir()
-    for n in range(4):
-        (manual / f"config-{n}.md").write_text(
-            f"# Setting {n}\n\nSet `option_{n}` in the configuration file to change how "
-            f"the server listens. The default is {n * 10}.\n")
-    with Index.open(tmp_path / "idx", create=True) as index:
-        index.add([manual])
-        assert encyclopedia_share(index) == 0.0
+def test_the_pack_applies_per_document_not_per_index(tmp_path: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    """A manual's pages beside entity pages: a question about the settings gets a result that
+    does not apply and settles nothing; the family pages in the same index still do."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(6):
+        (docs / f"setting-{n}.md").write_text(
+            f"# Option {n}\n\nSet `option_{n}` in the configuration file to change how the "
+            f"server listens (added in 201{n}). The default is {n * 10}.\n")
+    (docs / "corpus.json").write_text(json.dumps(FAMILY))
+    index = str(tmp_path / "idx")
+    sleuth("index", str(docs), "--index", index)
+    manual = sleuth("compare", "Option 1", "Option 2", "--event", "date", "--index", index,
+                    "--json").json()
+    assert manual["applies"] is False and manual["answer"] is None, manual
+    family = sleuth("compare", "Ana Marin", "Kit Dorne", "--event", "born", "--index", index,
+                    "--json").json()
+    assert family["applies"] is True and family["answer"] == "Kit Dorne", family

@@ -158,14 +158,17 @@ class FirstStages(ModelRunner):
         """Call ``name`` for the whole question when it applies, written into the dialogue as
         the model's call and recorded as a step; its result (None: it does not apply)."""
         chosen = TOOLS[name]
-        if chosen.suits is not None and not chosen.suits(self.index):
-            return None  # not a corpus it reads (the facts pack off entity pages)
         arguments = chosen.question_arguments(draft.question, self.retrieve_first)
         if arguments is None:
             return None
         started = time.perf_counter()
         step = run.next_step
-        result = TOOLS[name].run(ctx, arguments)
+        result = chosen.run(ctx, arguments)
+        if result.data.get("applies") is False:  # not pages of its kind (decided per page)
+            run.observe(name, arguments, result.text[:600], "not applied: the pages the "
+                        "question's names lead to are not of the kind this tool reads",
+                        started)
+            return None
         call = ToolCall(f"call_first_{step}", name, json.dumps(arguments))
         messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()]},
                      {"role": "tool", "tool_call_id": call.id, "content": result.text}]

@@ -18,12 +18,13 @@ not an obituary, a CV or a family blog indexed beside encyclopedia pages), a rel
 is titled with the name given (:mod:`sleuth.facts.pages`), and the values said of the page's
 subject (:mod:`sleuth.facts.subject`: not a father's birth, not an aside about a teacher)
 agree. Elsewhere the candidates are quoted with their chunk ids and the model judges them.
+Whether the pack applies at all is decided per document too: a question whose names have no
+entity page of their own (a manual's settings, a filing) gets a result that says
+``applies: false`` and touches nothing, whatever else the index holds.
 """
 
 from __future__ import annotations
 
-import re
-import weakref
 from dataclasses import dataclass, field
 from datetime import date as calendar
 from typing import Annotated, Any, Literal
@@ -50,7 +51,7 @@ from sleuth.facts.places import is_burial_site, is_place
 from sleuth.facts.readings import Settled, same_date, same_place, settle
 from sleuth.facts.subject import Reading, judge_for
 from sleuth.retrieval import HybridRetriever
-from sleuth.text.querytext import bridge_names, content_words
+from sleuth.text.querytext import bridge_names
 from sleuth.tools.base import QUERY, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
 from sleuth.types import Chunk
@@ -107,46 +108,7 @@ def question_arguments(question: str, top_k: int) -> dict[str, Any] | None:
     return found.arguments() if found else None
 
 
-SAMPLE_PAGES = 200  # documents whose first chunk is read to tell an entity-page corpus
-ENTITY_SHARE = 0.5  # of them that must open like an encyclopedia entry
-_LEAD = re.compile(r"\((?:born|b\.|died|d\.|c\.|[^()]{0,80}\d{3,4})|\b(?:is|was|are|were)\s+"
-                   r"(?:an?|the|one)\b", re.IGNORECASE)
-_SUITS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-
-
-def encyclopedia_share(index: Any, sample: int = SAMPLE_PAGES) -> float:
-    """The share of an index's documents (an even sample of ``sample``) that read as an
-    entity's page: the first chunk names the title's words in its first 100 characters and
-    says what it is within 300 ("X (born 1950) is an Irish writer", "X was a 1952 film")."""
-    docs = index.document_list()
-    chosen = docs[::max(1, len(docs) // sample)][:sample]
-    firsts = [spans[0][0] for d in chosen if (spans := index.chunk_spans(d.doc_id)[:1])]
-    chunks = {c.doc_id: c for c in index.read(firsts).chunks} if firsts else {}
-    hits = 0
-    for doc in chosen:
-        chunk = chunks.get(doc.doc_id)
-        if chunk is None:
-            continue
-        text = " ".join(chunk.text.split())
-        named = set(content_words(doc.title)) & set(content_words(text[:100 + len(doc.title)]))
-        hits += bool(named) and bool(_LEAD.search(text[:300 + len(doc.title)]))
-    return hits / len(chosen) if chosen else 0.0
-
-
-def encyclopedia_pages(index: Any) -> bool:
-    """Whether an index is made of entity pages (:func:`encyclopedia_share` at least
-    ``ENTITY_SHARE``), decided once per version of the index, as
-    :func:`sleuth.retrieval.corpus_shape` is: the facts pack's tools are tried before the
-    model's first call only there (2Wiki, an encyclopedia dump; not a manual, filings or
-    novels: BENCHMARKS §25). A quick test of whether trying is worth it, never what makes a
-    verdict: each page read must be an entity's own page itself (:func:`qualifies`)."""
-    titles = index.titles()  # a new one after each change: the decision is made again
-    if titles not in _SUITS:
-        _SUITS[titles] = encyclopedia_share(index) >= ENTITY_SHARE
-    return _SUITS[titles]
-
-
-@tool(command="compare", from_question=question_arguments, suits=encyclopedia_pages)
+@tool(command="compare", from_question=question_arguments)
 def compare_dates(
     ctx: ToolContext,
     entities: Annotated[list[str], StrList, Field(min_length=2, max_length=5), QUERY],
@@ -173,12 +135,23 @@ def compare_dates(
     found = [_read(ctx, retriever, name, event, relation) for name in entities]
     lines = [_line(f, event, relation) for f in found]
     verdict, winner = _verdict(found, event, order, relation)
-    cited = _read_chunks(ctx, [c for f in found for c in (f.page, f.source)])
+    applies = _entity_pages(ctx, [f.page for f in found])
+    cited = _read_chunks(ctx, [c for f in found for c in (f.page, f.source)] if applies else [])
     text = f"Dates read from the entities' pages ({_asked(event, order, relation)}):\n" + \
         "\n".join(lines) + "\n" + verdict
     return ToolResult(text, {"entities": [f.to_dict() for f in found], "answer": winner,
                              "event": event, "order": order, "relation": relation,
-                             "cited": cited})
+                             "cited": cited, "applies": applies})
+
+
+def _entity_pages(ctx: ToolContext, pages: list[Chunk | None]) -> bool:
+    """Whether the pack applies to what the question names: at least one name has a page
+    that is an entity's own (:func:`qualifies`, decided per document). A question about a
+    manual's settings, a filing or a user's notes finds no such page, and a result that
+    does not apply marks nothing read and is left out of an agent's run
+    (:attr:`~sleuth.tools.base.Tool.from_question`); every verdict still needs each page
+    it reads to qualify."""
+    return any(page is not None and qualifies(ctx, page) is None for page in pages)
 
 
 def _read_chunks(ctx: ToolContext, chunks: list[Chunk | None]) -> list[str]:
@@ -366,7 +339,7 @@ def fact_arguments(question: str, top_k: int) -> dict[str, Any] | None:
     return found.arguments() if found else None
 
 
-@tool(command="fact", from_question=fact_arguments, suits=encyclopedia_pages)
+@tool(command="fact", from_question=fact_arguments)
 def person_fact(
     ctx: ToolContext,
     entity: Annotated[str, Field(min_length=1, max_length=300), QUERY],
@@ -390,6 +363,7 @@ def person_fact(
     """
     retriever = HybridRetriever(ctx.index)
     found = _hop(ctx, retriever, entity, relation)
+    applies = _entity_pages(ctx, [found.page])
     got = _fact(ctx, retriever, found.source, fact) if found.source else Settled(None)
     value, why = got.value, got.why
     unsure = None  # a place read where the gazetteer knows none: the model judges it
@@ -400,7 +374,7 @@ def person_fact(
     if value is not None and doubt:  # what the page says, but not a verdict
         got = Settled(None, got.readings or (Reading(value, -1, "subject"),), doubt)
         value, why = None, doubt
-    cited = _read_chunks(ctx, [found.page, found.source])
+    cited = _read_chunks(ctx, [found.page, found.source] if applies else [])
     what = fact.replace("_", " ")
     asked = f"{what} of {f'the {relation} of ' if relation else ''}{entity}"
     lines = _fact_lines(found, entity, relation, fact, value, unsure, got)
@@ -418,7 +392,7 @@ def person_fact(
                              "answer": str(value) if value is not None else None,
                              "candidates": [{"value": str(r.value), "whose": r.whose}
                                             for r in got.readings] if value is None else [],
-                             "cited": cited})
+                             "cited": cited, "applies": applies})
 
 
 def _fact_lines(found: _Found, entity: str, relation: str | None, fact: str,

@@ -131,12 +131,10 @@ class Tool:
     cli: Cli = Cli()
     # the arguments that answer a whole question with this tool, or None where it does not
     # apply (``compare_dates`` on "who was born first, A or B?"); default: the question as
-    # its query (:meth:`question_arguments`)
+    # its query (:meth:`question_arguments`). A pack's tool decides per document whether
+    # the pages it found are of its kind: a result whose ``data["applies"]`` is False (the
+    # names' pages are no entity's own) touched nothing and is left out of the run
     from_question: FromQuestion | None = None
-    # whether :attr:`from_question` is worth trying on an index at all (None: everywhere);
-    # the facts pack's tools read encyclopedia-style entity pages, and only such a corpus
-    # gets them before the model's first call
-    suits: Callable[[Any], bool] | None = None
 
     def arg(self, name: str) -> Arg:
         """The Sleuth metadata of argument ``name`` (an empty :class:`Arg` when none)."""
@@ -302,24 +300,22 @@ def tool(function: ToolFunction, /) -> Tool: ...
 
 @overload
 def tool(*, command: str | None = None, session: str | None = None,
-         from_question: FromQuestion | None = None,
-         suits: Callable[[Any], bool] | None = None) -> Callable[[ToolFunction], Tool]: ...
+         from_question: FromQuestion | None = None) -> Callable[[ToolFunction], Tool]: ...
 
 
 def tool(function: ToolFunction | None = None, /, *, command: str | None = None,
-         session: str | None = None, from_question: FromQuestion | None = None,
-         suits: Callable[[Any], bool] | None = None) -> Tool | Callable[[ToolFunction], Tool]:
+         session: str | None = None, from_question: FromQuestion | None = None
+         ) -> Tool | Callable[[ToolFunction], Tool]:
     """Build a :class:`Tool` from a typed function (first parameter: the ToolContext);
-    ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`),
-    ``from_question`` how it applies to a whole question (:attr:`Tool.from_question`) and
-    ``suits`` on which indexes that is tried (:attr:`Tool.suits`)."""
+    ``@tool(command=..., session=...)`` sets how it reads on the command line (:class:`Cli`)
+    and ``from_question`` how it applies to a whole question (:attr:`Tool.from_question`)."""
     if function is None:
-        return lambda f: _build(f, Cli(command, session), from_question, suits)
+        return lambda f: _build(f, Cli(command, session), from_question)
     return _build(function, Cli())
 
 
-def _build(function: ToolFunction, cli: Cli, from_question: FromQuestion | None = None,
-           suits: Callable[[Any], bool] | None = None) -> Tool:
+def _build(function: ToolFunction, cli: Cli, from_question: FromQuestion | None = None
+           ) -> Tool:
     description, docs = _split_docstring(function.__doc__ or "")
     hints = get_type_hints(function, include_extras=True)
     fields: dict[str, Any] = {}
@@ -331,7 +327,7 @@ def _build(function: ToolFunction, cli: Cli, from_question: FromQuestion | None 
     model = create_model(
         f"{function.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(function.__name__, description, model, function, cli, from_question, suits)
+    return Tool(function.__name__, description, model, function, cli, from_question)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
