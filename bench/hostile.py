@@ -26,6 +26,7 @@ Three measurements:
     python bench/hostile.py                      # all three, quiet
     python bench/hostile.py --busy 1             # with one other busy process (a spinning core)
     python bench/hostile.py --skip-parse --skip-server --attack-seconds 5   # only the attacks
+    python bench/hostile.py --skip-parse --skip-server --tool-threads     # tool calls on threads
 
 The files (generated here, never checked in):
 ``html-deep`` 199,000 nested <div> (≈1 MB); ``html-flat`` 1 MB of ordinary paragraphs;
@@ -555,14 +556,15 @@ def tiny_uploads(url: str, stop: threading.Event, took: list[float]) -> None:
         stop.wait(0.5)
 
 
-def attacks(folder: Path, names: list[str], seconds: float, quiet_seconds: float
-            ) -> dict[str, Any]:
+def attacks(folder: Path, names: list[str], seconds: float, quiet_seconds: float,
+            tool_processes: bool = True) -> dict[str, Any]:
     """Each attack of ``names`` for ``seconds`` from a process of its own, globex's
-    keyword_search measured meanwhile (and, during the upload flood, its small uploads)."""
+    keyword_search measured meanwhile (and, during the upload flood, its small uploads);
+    the server's tool calls in processes (``serve.tool_processes``) or on its threads."""
     index = build_index(folder)
     keys = folder / "keys.json"
     keys.write_text(json.dumps(KEYS))
-    server = Server(index, keys)
+    server = Server(index, keys, SLEUTH_SERVE__TOOL_PROCESSES=str(tool_processes).lower())
     try:
         deadline = time.monotonic() + 120
         while not httpx.get(server.url + "/v1/status", timeout=10,
@@ -633,6 +635,9 @@ def main() -> None:
                         help="Comma-separated attacks of part 3 (none: skip it)")
     parser.add_argument("--attack-seconds", type=float, default=10.0,
                         help="Seconds each attack of part 3 runs")
+    parser.add_argument("--tool-threads", action="store_true",
+                        help="part 3's server runs tool calls on its threads "
+                        "(serve.tool_processes false), the way before issue 61's processes")
     parser.add_argument("--upload-worker", nargs=2, metavar=("URL", "FILE"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--attack", nargs=3, metavar=("NAME", "URL", "SECONDS"),
@@ -663,11 +668,13 @@ def main() -> None:
             if names:
                 print("attacks by a neighbour:", flush=True)
                 result["attacks"] = attacks(folder / "attacks", names, args.attack_seconds,
-                                            args.quiet_seconds)
+                                            args.quiet_seconds, not args.tool_threads)
+                result["tool_processes"] = not args.tool_threads
     finally:
         for process in busy:
             process.kill()
-    out = write_json(OUT_DIR / f"hostile-busy{args.busy}.json", result)
+    out = write_json(OUT_DIR / f"hostile-busy{args.busy}"
+                     f"{'-threads' if args.tool_threads else ''}.json", result)
     if "parse" in result:
         print(md_table(["case", "bytes", "seconds", "outcome"],
                        [[r["case"], f"{r['bytes']:,}", r["seconds"], r["outcome"]]

@@ -162,6 +162,10 @@ def pytest_configure(config: pytest.Config) -> None:
             patch.delenv(key)
     patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # (at the top of this file)
     patch.setenv("HF_HUB_OFFLINE", "1")
+    # tool calls on the server's threads (the path a call takes until its server's tool
+    # processes are up): each server's processes cost seconds of CPU to start, and
+    # tests/test_tool_processes.py turns them on
+    patch.setenv("SLEUTH_SERVE__TOOL_PROCESSES", "false")
     use_hashed(patch, server.base_url)
     config.stash[EMBEDDINGS] = server, patch
 

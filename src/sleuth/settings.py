@@ -364,6 +364,11 @@ class ServeSettings(Section):
     workers: int | None = Field(
         None, ge=1, description="Tool calls and indexing requests served at once (a bounded "
         "pool; default: the usable cores). Agent runs (`ask`) wait on the LLM outside it")
+    tool_processes: bool = Field(
+        True, description="Run tool calls (HTTP, MCP, outside a session) in one process per "
+        "worker, each with the index open read-only, so that one key's running call does not "
+        "slow another's on the interpreter lock; each process holds its own embedder (and "
+        "approximate index, if any). false: on the server's threads")
     queue: int = Field(
         256, ge=0, description="Requests that may wait for a worker; beyond that a request is "
         "refused at once: HTTP 503 with Retry-After (MCP: a tool error saying when to retry)")

@@ -424,9 +424,7 @@ async def _call(service: Service, name: str, arguments: dict[str, Any], session:
     every key's requests go through."""
 
     def call() -> bytes:
-        result = service.call_tool(name, arguments, session=session, caller=who)
-        return to_json({"text": result.text, "data": result.data,
-                        "retrieved_tokens": result.retrieved_tokens})
+        return to_json(service.tool_answer(name, arguments, who, session=session))
 
     return Response(await service.pool.run(call, who), media_type="application/json")
 

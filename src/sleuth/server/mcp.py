@@ -152,10 +152,10 @@ def build_mcp(service: Service, keys: KeyRing | None = None) -> Server[Any]:
                 text, data = str(record.get("answer", "")), record
             else:
                 session = live.get(ctx, found)
-                result = await service.pool.run(  # bounded: a full queue is an error result
-                    lambda: service.call_tool(params.name, arguments, session=session,
-                                              caller=found), found)
-                text, data = result.text, result.data
+                answer = await service.pool.run(  # bounded: a full queue is an error result
+                    lambda: service.tool_answer(params.name, arguments, found,
+                                                session=session), found)
+                text, data = answer["text"], answer["data"]
         except Exception as exc:  # a bug too: said without its detail to a tenant
             said = told(exc, caller)
             return types.CallToolResult(content=[types.TextContent(text=str(said))],

@@ -71,6 +71,7 @@ from sleuth.service.library import (
 from sleuth.service.pool import FairLock, Quota, WorkPool
 from sleuth.service.roots import check_paths
 from sleuth.service.sessions import Session, bound_history, history_budget
+from sleuth.service.toolprocs import ToolProcesses
 from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.text.access import DEFAULT_COLLECTION, check_name, parse_groups, scope_name
 from sleuth.text.threads import server_running, thread_policy
@@ -171,6 +172,8 @@ class Service:
         # one parsing child for the server's uploads, started ahead (see _warm)
         self.parser = Sandbox(ReadLimits.of(self.settings.ingest))
         self.pages = PageImages(ReadLimits.of(self.settings.ingest))  # drawn in a child too
+        self.tool_processes = ToolProcesses(index_path, self.settings, self.pool.workers) \
+            if self.limits.tool_processes else None
         self._session_locks = SessionLocks()
         self._views: dict[str, ReadIndex] = {}
         self._closed = False
@@ -185,6 +188,8 @@ class Service:
             self.index.store.warm()
             self.parser.start()
             self.index.embedder  # noqa: B018 - the first semantic search or upload needs it
+            if self.tool_processes is not None:
+                self.tool_processes.start()
         except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
             if not self._closed:
                 log.warning("could not load the index ahead of the first search",
@@ -232,6 +237,8 @@ class Service:
         server_running(False)
         for pool in (self.pool, self.writes, self.asks):
             pool.close()
+        if self.tool_processes is not None:
+            self.tool_processes.close()
         self.pages.close()
         stop_parsers()
         self.index.close()
@@ -288,6 +295,8 @@ class Service:
             out["limits"] = self.limits.model_dump(exclude={"api_keys", "document_roots"})
             out.update(workers=self.pool.status(), threads=thread_policy().to_dict(),
                        index=self.index.location)
+            if self.tool_processes is not None:
+                out["tool_processes"] = self.tool_processes.status()
         return out
 
     def add_documents(self, paths: Sequence[str | Path], caller: Caller = LOCAL, *,
@@ -459,6 +468,20 @@ class Service:
         with self._session_locks.hold(session, _owner(caller)):
             return run_tool(index, name, arguments, limits=self.limits, session=session,
                             owner=_owner(caller))
+
+    def tool_answer(self, name: str, arguments: Mapping[str, Any] | str | None = None,
+                    caller: Caller = LOCAL, *, session: str | Session | None = None
+                    ) -> dict[str, Any]:
+        """:meth:`call_tool`'s result as the servers send it (text, data, retrieved tokens),
+        run in a tool process (:mod:`sleuth.service.toolprocs`) when there is one and the
+        call is in no session; else on this thread."""
+        if session is None and self.tool_processes is not None:
+            answer = self.tool_processes.call(caller.access, name, _arguments(arguments))
+            if answer is not None:
+                return answer
+        result = self.call_tool(name, arguments, caller, session=session)
+        return {"text": result.text, "data": result.data,
+                "retrieved_tokens": result.retrieved_tokens}
 
     # -- the agent ---------------------------------------------------------------------
 
