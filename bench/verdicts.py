@@ -6,7 +6,10 @@ those are wrong, on three sets.
 - ``natural``: the 160 of ``bench/sets/2wiki-natural`` typed the way people type, same index;
 - ``stress``: ``bench/sets/facts-stress`` (pages in other styles than an encyclopedia's:
   obituaries, plaques, CVs, family blogs, record tables, and entries whose first "born" is a
-  relative's), its pages indexed beside the whole 2Wiki corpus.
+  relative's), its pages indexed beside the whole 2Wiki corpus;
+- ``stress-manual``: the same questions, their pages indexed beside Git's manual
+  (``dev_index("gitdocs", embedder="model2vec")``), where entity pages are a few among
+  hundreds of others: the pack applies per document, so their share changes nothing.
 
 Each question goes through the real default agent (``sleuth.ask``, agent ``hybrid``) with
 a model that raises if called: a question the agent answers is one a tool settled; one that
@@ -15,12 +18,13 @@ alias) equals or is contained in it (the answer benchmark's exact match and Cont
 a stress question whose gold is null (the pages do not state it) is wrong whatever the
 verdict says.
 
-    python bench/verdicts.py --index /tmp/wiki-idx                    # all three sets
+    python bench/verdicts.py --index /tmp/wiki-idx                    # all four sets
     python bench/verdicts.py --index /tmp/wiki-idx --sets stress --show wrong
 
 Without ``--index`` the 2Wiki index is ``dev_index("2wiki")`` (built on first use, cached).
-The mixed index (2Wiki + the stress pages) is a copy of it with the pages added, kept in
-``--work`` (default ``bench_cache()/verdicts``) and rebuilt when either changes. Writes
+The mixed indexes (2Wiki, or Git's manual, and the stress pages) are copies of those indexes
+with the pages added, kept in ``--work`` (default ``bench_cache()/verdicts``) and rebuilt
+when either changes. Writes
 ``bench/out/verdicts.json``.
 """
 
@@ -45,6 +49,7 @@ from _common import (
     bench_cache,
     command_line,
     data_root,
+    dev_index,
     machine_facts,
     wiki_questions,
     write_json,
@@ -58,7 +63,7 @@ from sleuth.text.ids import strip_citations
 
 STRESS = REPO / "bench" / "sets" / "facts-stress"
 NATURAL = REPO / "bench" / "sets" / "2wiki-natural" / "questions.json"
-SETS = ("2wiki", "natural", "stress")
+SETS = ("2wiki", "natural", "stress", "stress-manual")
 
 
 class ModelCalled(Exception):
@@ -115,11 +120,13 @@ def _fingerprint(*paths: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def mixed_index(wiki: Path, work: Path) -> Path:
-    """A copy of the 2Wiki index with the stress pages added, rebuilt when either changed."""
+def mixed_index(base: Path, work: Path, name: str = "mixed") -> Path:
+    """A copy of the ``base`` index with the stress pages added, rebuilt when either
+    changed."""
+    wiki = base
     pages = STRESS / "pages.json"
-    folder = work / "mixed"
-    stamp = work / "mixed.key"
+    folder = work / name
+    stamp = work / f"{name}.key"
     key = _fingerprint(pages, wiki)
     if folder.is_dir() and stamp.is_file() and stamp.read_text() == key:
         return folder
@@ -149,12 +156,14 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown sets {', '.join(sorted(unknown))}; choose from {', '.join(SETS)}")
     if args.index is None:
-        from _common import dev_index
         args.index = dev_index("2wiki", data=args.data)
     results: dict[str, Any] = {}
     for name in chosen:
-        if name == "stress":
-            path = mixed_index(args.index, args.work or bench_cache() / "verdicts")
+        if name.startswith("stress"):
+            base = args.index if name == "stress" else \
+                dev_index("gitdocs", data=args.data, embedder="model2vec")
+            path = mixed_index(base, args.work or bench_cache() / "verdicts",
+                               "mixed" if name == "stress" else "manual")
             questions = json.loads((STRESS / "questions.json").read_text())
         else:
             path = args.index

@@ -110,8 +110,11 @@ def serve_mcp_cmd(transport: str, no_auth: bool, allow_remote_no_auth: bool,
     from sleuth.server.serving import check_exposure
     from sleuth.service.service import Service
 
-    settings = load_settings(config, index_dir, serve={"host": host, "port": port,
-                                                   "workers": workers, "queue": queue})
+    # over stdio every call is in the one client's session, which runs on the server's
+    # threads: tool processes would only hold memory
+    settings = load_settings(config, index_dir, serve={
+        "host": host, "port": port, "workers": workers, "queue": queue,
+        "tool_processes": None if transport == "http" else False})
     if transport == "http":
         check_exposure(settings.serve, auth=not no_auth, allow_remote=allow_remote_no_auth)
     service = Service(settings=settings)
