@@ -6,23 +6,28 @@ cannot be paused: with tool calls on threads of the server's process, another ke
 shares the interpreter lock with it and runs at half speed, whatever the queue does (a
 flooding key took a neighbour's keyword-search p95 to 2.0–2.9× quiet, BENCHMARKS §43). Here
 each of the pool's worker threads hands its call to a process of its own (``serve.
-tool_processes``, one per worker): the thread waits on a pipe without the lock, the child
+tool_processes``, one per worker): the thread waits on a socket without the lock, the child
 opens the index read-only (:meth:`~sleuth.index.read.ReadIndex.open`; it sees every write
-of the server or any other process, as a second server would) and answers with the result
-already encoded, so a key's calls cost its own worker and a core, not the server's loop.
+of the server or any other process, as a second server would) and answers with the
+result's text and data, so a key's running call costs its own worker and a core, not the
+interpreter every other request needs.
 
-Children start in the background (spawned, not forked: the server has threads); until one is
-up, or after one dies, the call runs on the thread as before, and the child is started
-again. A tool call in a session (an MCP connection's, a saved session's reference ids) runs
-on the thread: the session lives in the server. A child exits when its pipe closes (the
-server ended, however it ended).
+Children start in the background, each a fresh ``python -m sleuth.service.toolprocs`` on a
+socket pair (not forked: the server has threads; not ``multiprocessing``'s spawn, which runs
+the parent's main script again in the child); until one is up, or after one dies, the call
+runs on the thread as before, and the child is started again. A tool call in a session (an
+MCP connection's, a saved session's reference ids) runs on the thread: the session lives in
+the server. A child exits when its socket closes (the server ended, however it ended).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import multiprocessing
 import pickle
+import socket
+import subprocess
+import sys
 import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,7 +48,6 @@ class ToolProcesses:
 
     def __init__(self, location: str | Path | None, settings: Any, count: int) -> None:
         self.location, self.settings, self.count = location, settings, count
-        self._context = multiprocessing.get_context("spawn")
         self._idle: list[_Child] = []
         self._children: list[_Child] = []  # every child up, idle or busy
         self._lock = threading.Lock()
@@ -67,7 +71,7 @@ class ToolProcesses:
         if self._closed:
             return
         try:
-            child = _Child.start(self._context, self.location, self.settings)
+            child = _Child.start(self.location, self.settings)
         except Exception:  # noqa: BLE001 - the thread runs the calls instead
             log.warning("could not start a tool-call process; calls run in the server",
                         exc_info=True)
@@ -128,14 +132,20 @@ class _Child:
         self.tools: frozenset[str] = frozenset()  # the tools the child has registered
 
     @classmethod
-    def start(cls, context: Any, location: str | Path | None, settings: Any) -> _Child:
-        ours, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs, location, settings),
-                                  name="sleuth-tools", daemon=True)
-        process.start()
-        theirs.close()
-        child = cls(process, ours)
-        status, payload = ours.recv()  # "ready" and its tools, once the index is open
+    def start(cls, location: str | Path | None, settings: Any) -> _Child:
+        ours, theirs = socket.socketpair()
+        with theirs:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "sleuth.service.toolprocs", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        child = cls(process, Connection(ours.detach()))
+        try:
+            child.conn.send((location, settings))
+            status, payload = child.conn.recv()  # "ready" and its tools, once it is open
+        except (EOFError, OSError):
+            child.stop()
+            raise SleuthError(f"the tool process ended at start (exit code "
+                              f"{process.poll()})") from None
         if status != "ready":
             child.stop()
             raise payload
@@ -147,23 +157,25 @@ class _Child:
         return self.conn.recv()  # type: ignore[no-any-return]
 
     def exitcode(self) -> int | None:
-        return self.process.exitcode  # type: ignore[no-any-return]
+        return self.process.poll()  # type: ignore[no-any-return]
 
     def stop(self) -> None:
         self.conn.close()
-        if self.process.is_alive():
+        if self.process.poll() is None:
             self.process.kill()
-        self.process.join(5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
 
 
-def _serve(conn: Connection, location: str | Path | None, settings: Any) -> None:
-    """A child's loop: open the index, then answer (access, tool, arguments) messages until
-    the pipe closes."""
+def _serve(conn: Connection) -> None:
+    """A child's loop: read where the index is and the settings, open it, then answer
+    (access, tool, arguments) messages until the socket closes."""
     from sleuth.index.read import ReadIndex
     from sleuth.service.service import run_tool
     from sleuth.tools import TOOLS
 
     try:
+        location, settings = conn.recv()
         index = ReadIndex.open(location, settings=settings)
         index.embedder  # noqa: B018 - the first semantic search needs it
     except BaseException as exc:  # noqa: BLE001 - told to the server, which runs calls itself
@@ -199,3 +211,7 @@ def _portable(exc: BaseException) -> BaseException:
     except Exception:  # noqa: BLE001
         return SleuthError(f"{type(exc).__name__}: {exc}")
     return exc
+
+
+if __name__ == "__main__":  # a server's tool process: python -m sleuth.service.toolprocs FD
+    _serve(Connection(int(sys.argv[1])))
