@@ -104,7 +104,7 @@ def test_flag_mode_keeps_the_answer_and_says_why(sample_index: Path) -> None:
     assert capable.flags == ["unfounded: the corpus never mentions 'io_combine_limit'",
                              "grounded: the passages retrieved do not hold '128kb'"]
     assert [s.tool_name for s in capable.trajectory[-2:]] == ["grounded", "flag"]
-    assert [n.name for n in capable.check_notes] == ["unfounded", "cite_holder", "grounded"]
+    assert [n.name for n in capable.check_notes] == ["unfounded", "grounded", "cite_holder"]
     assert [n.name for n in capable.check_notes if n.flagged] == ["unfounded", "grounded"]
 
 

@@ -428,9 +428,10 @@ def test_every_face_answers_with_the_same_default_agent(model: Any, sleuth: Any,
 
 def test_checks_are_shown_as_checks_and_the_summary_counts_what_was_printed(
         model: Any, sleuth: Any, tmp_path: Path) -> None:
-    """The model cites a passage that does not hold its answer: cite_holder re-cites the
-    one that does, and the CLI shows that as a check, not a tool call; the closing line
-    counts the steps and checks it printed."""
+    """The model cites a passage that does not hold its answer: the capable profile flags
+    what the model cited (grounded), cite_holder re-cites the one that does, and the CLI
+    shows each as a check, not a tool call; the closing line counts the steps and checks it
+    printed."""
     model([], reader=lambda body: reply("A table holds at most 2000 columns [types.md#0]."))
     index = _manual(tmp_path, sleuth)
     shown = sleuth("ask", QUESTION, "--index", index)
@@ -438,11 +439,12 @@ def test_checks_are_shown_as_checks_and_the_summary_counts_what_was_printed(
     assert shown.out.startswith("A table holds at most 2000 columns [limits.md#0].")
     assert "  check: cite_holder — the chunks the answer cites do not hold its words" in \
         shown.err
-    assert not re.search(r"step \d+: cite_holder\(", shown.err)
+    assert "  check: grounded — " in shown.err
+    assert not re.search(r"step \d+: (cite_holder|grounded)\(", shown.err)
     steps = len(re.findall(r"^  step \d+: ", shown.err, re.M))
     checks = len(re.findall(r"^  check: ", shown.err, re.M))
-    assert steps == 1 and checks == 1
-    assert "(1 step and 1 check, 1 LLM call, " in shown.err.splitlines()[-1]
+    assert steps == 1 and checks == 3, shown.err  # grounded, its flag, cite_holder
+    assert "(1 step and 3 checks, 1 LLM call, " in shown.err.splitlines()[-1]
 
 
 def test_status_reads_as_text(model: Any, sleuth: Any, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ become options named after them (``top_k`` → ``--top-k``) with the argument mo
 default, range and choices (a ``Literal``), repeatable for a list, and the argument's
 description as help; ``Arg(flag=...)`` makes a flag instead. Every tool is
 ``sleuth tool NAME``; ``@tool(command="search keyword")`` adds a shorter path in a group of
-:mod:`sleuth.cli.main`. A command runs the call through :func:`sleuth.service.service.run_tool`, the
+:mod:`sleuth.cli.main`. A command runs the call through :func:`sleuth.service.calls.run_tool`, the
 servers' own path (serving limits and sessions included), and prints the tool's text, or
 with ``--json`` the call and its data.
 """
@@ -84,7 +84,7 @@ def run(name: str, arguments: dict[str, Any], session: str | None, index_dir: st
         config: str | None, as_json: bool) -> None:
     """Run tool ``name`` on the index the flags name and print the result."""
     from sleuth.index.write import Index
-    from sleuth.service.service import run_tool
+    from sleuth.service.calls import run_tool
 
     settings = load_settings(config, index_dir)
     with Index.open(settings=settings) as index:

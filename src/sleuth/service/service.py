@@ -5,9 +5,10 @@ status, adding and deleting documents, listing and calling tools, asking the age
 managing sessions. Servers only parse, authenticate and render; request limits
 (``settings.serve``) are checked here so both servers enforce the same ones.
 
-:func:`run_tool` is the one way a tool call from outside the agent runs (the CLI, the HTTP
-API, the MCP server): the tool looked up in the registry, the serving limits its definition
-declares, then the call, in a session when one is named (its reference ids are kept).
+:func:`~sleuth.service.calls.run_tool` is the one way a tool call from outside the agent
+runs (the CLI, the HTTP API, the MCP server, the tool processes): the tool looked up in the
+registry, the serving limits its definition declares, then the call, in a session when one is
+named (its reference ids are kept).
 
 Every method takes the :class:`Caller` making the request. An admin caller (the local CLI, a
 plain API key) sees the whole index; a tenant's key reads through ``index.scoped(access)``
@@ -21,7 +22,6 @@ updates are serialized with locks.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import re
@@ -53,6 +53,9 @@ from sleuth.ingest.sandbox import Sandbox
 from sleuth.ingest.sandbox import stop_all as stop_parsers
 from sleuth.llm import LLM
 from sleuth.service.callers import LOCAL, TENANT_LIMITS, Caller
+from sleuth.service.calls import arguments_of as _arguments
+from sleuth.service.calls import check_session_id as _check_session_id
+from sleuth.service.calls import run_tool
 from sleuth.service.library import (
     LIST_LIMIT,
     PageImages,
@@ -75,16 +78,14 @@ from sleuth.service.toolprocs import ToolProcesses
 from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.text.access import DEFAULT_COLLECTION, check_name, parse_groups, scope_name
 from sleuth.text.threads import server_running, thread_policy
-from sleuth.tools import TOOLS, ToolContext, ToolResult
-from sleuth.tools.base import Limits, check_text
-from sleuth.tools.tracker import Tracker
+from sleuth.tools import TOOLS, ToolResult
+from sleuth.tools.base import check_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 # Seconds a server leaves an LLM endpoint it found unreachable before trying it again
 LLM_PAUSE = 15
 
-_SESSION_ID = re.compile(r"[\w.-]{1,64}")
 _UPLOAD_NAME = re.compile(r"[^\w.-]+")
 # Saved upload names stay well under the 255-byte limit file systems put on a name.
 UPLOAD_NAME_BYTES = 120
@@ -104,45 +105,6 @@ def _upload_name(filename: str) -> str:
     budget = UPLOAD_NAME_BYTES - len(tag) - len(suffix.encode())
     stem = name[: len(name) - len(suffix)].encode()[:budget].decode("utf-8", "ignore")
     return stem + tag + suffix
-
-
-def run_tool(index: ReadIndex, name: str, arguments: Mapping[str, Any] | str | None = None, *,
-             limits: Limits, session: str | Session | None = None,
-             owner: str | None = None) -> ToolResult:
-    """Run tool ``name`` on ``index``: its serving ``limits`` checked first, then the call,
-    in ``session`` when given: a live :class:`Session` (an MCP connection's), or the id of
-    ``owner``'s saved session (created when new). Its reference ids are remembered. Bad
-    arguments raise ToolError, an unknown tool NotFoundError."""
-    tool = TOOLS.get(name)
-    if tool is None:
-        raise NotFoundError(f"unknown tool {name!r}; choose one of: {', '.join(TOOLS)}")
-    args = _arguments(arguments)
-    tool.check_limits(args, limits)
-    if session is None:
-        return tool.run(ToolContext(index, Tracker()), args)
-    if isinstance(session, str):
-        _check_session_id(session)
-        session = Session.open(index, session, create=True, owner=owner)
-    return session.run_tool(name, args)
-
-
-def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    if arguments is None or arguments == "":
-        return {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise RequestError(f"tool arguments are not valid JSON: {exc.msg}") from None
-    if not isinstance(arguments, Mapping):
-        raise RequestError("tool arguments must be a JSON object")
-    return dict(arguments)
-
-
-def _check_session_id(session_id: str) -> None:
-    if not _SESSION_ID.fullmatch(session_id):
-        raise RequestError(f"invalid session id {session_id!r}: use letters, digits, '.', "
-                           "'-' and '_' (at most 64)")
 
 
 class Service:

@@ -171,7 +171,7 @@ def _serve(conn: Connection) -> None:
     """A child's loop: read where the index is and the settings, open it, then answer
     (access, tool, arguments) messages until the socket closes."""
     from sleuth.index.read import ReadIndex
-    from sleuth.service.service import run_tool
+    from sleuth.service.calls import run_tool
     from sleuth.tools import TOOLS
 
     try:

@@ -11,7 +11,7 @@ Every face derives from that one definition: the schema the agent, the HTTP API 
 server show (:meth:`Tool.schema`, serving limits included), the limits a call from outside
 the agent is held to (:meth:`Tool.check_limits`) and the CLI command
 (:mod:`sleuth.cli.tools`). The agent calls :meth:`Tool.run`; the CLI and the servers
-call it through :func:`sleuth.service.service.run_tool`.
+call it through :func:`sleuth.service.calls.run_tool`.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ class Tool:
     def run(self, ctx: ToolContext, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         """Validate ``arguments`` and call the tool. The agent calls this directly, within
         the tool's own bounds; calls from outside go through
-        :func:`sleuth.service.service.run_tool`, which checks the serving limits first."""
+        :func:`sleuth.service.calls.run_tool`, which checks the serving limits first."""
         parsed = self.parse(arguments)
         return self.function(ctx, **parsed.model_dump())
 
