@@ -82,10 +82,14 @@ def test_ask_auto_runs_the_tool_agent_on_a_complex_question(endpoint, sleuth,
     assert result.code == 0, result.err
     record = result.json()
     assert record["agent"] == "hybrid" and record["loops"] == 1
-    # the question compares dates, but the sample is no corpus of entity pages (book
-    # excerpts): the facts pack's compare_dates is not tried
-    assert record["tool_usage_summary"] == {"hybrid_search": 1, "answer_first": 1,
-                                            "keyword_search": 1}
+    # the question compares dates, but the sample's pages are no entity's own (book
+    # excerpts): the facts pack's compare_dates is tried, does not apply (decided per page)
+    # and stays out of the model's dialogue
+    assert record["tool_usage_summary"] == {"hybrid_search": 1, "compare_dates": 1,
+                                            "answer_first": 1, "keyword_search": 1}
+    tried = [s for s in record["trajectory"] if s["tool_name"] == "compare_dates"]
+    assert tried[0]["kind"] == "observation" and "not applied" in tried[0]["reasoning"]
+    assert "compare_dates" not in json.dumps(requests[0]["messages"])
     assert "keyword_search" in [t["function"]["name"] for t in requests[1]["tools"]]
     assert record["route"]["decision"] == "complex" and record["route"]["agent"] == "hybrid"
     assert "comparison cue 'earlier'" in record["route"]["reason"]
