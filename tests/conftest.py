@@ -162,10 +162,6 @@ def pytest_configure(config: pytest.Config) -> None:
             patch.delenv(key)
     patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # (at the top of this file)
     patch.setenv("HF_HUB_OFFLINE", "1")
-    # tool calls on the server's threads (the path a call takes until its server's tool
-    # processes are up): each server's processes cost seconds of CPU to start, and
-    # tests/test_tool_processes.py turns them on
-    patch.setenv("SLEUTH_SERVE__TOOL_PROCESSES", "false")
     use_hashed(patch, server.base_url)
     config.stash[EMBEDDINGS] = server, patch
 
@@ -244,6 +240,10 @@ def _isolated_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     for key in list(os.environ):
         if key.startswith(OWN_ENV):
             monkeypatch.delenv(key)
+    # tool calls on the server's threads (the path a call takes until its server's tool
+    # processes are up): each server's processes cost seconds of CPU to start, and
+    # tests/test_tool_processes.py turns them on
+    monkeypatch.setenv("SLEUTH_SERVE__TOOL_PROCESSES", "false")
     server, _ = request.config.stash[EMBEDDINGS]
     server.embedding_requests.clear()
     if not _own_embedder(request.node):

@@ -236,11 +236,15 @@ def test_running_out_of_file_descriptors_is_never_index_damage(built: Path,
             conn.close()
         server.kill()
         server.wait()
+    # an upload must open files: 503 saying so; a search whose thread has its connections
+    # open may still answer (200), and never as damage
+    assert upload.status_code == 503, upload.text
+    assert got.status_code in (200, 503), got.text
     for answer in (got, upload):
-        assert answer.status_code == 503, answer.text
         assert "damaged" not in answer.text
-        assert "file descriptors" in answer.json()["detail"]
-        assert int(answer.headers["retry-after"]) >= 1
+        if answer.status_code == 503:
+            assert "file descriptors" in answer.json()["detail"]
+            assert int(answer.headers["retry-after"]) >= 1
 
 
 # -- 3. every key its share --------------------------------------------------------------

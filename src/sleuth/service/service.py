@@ -78,6 +78,7 @@ from sleuth.service.toolprocs import ToolProcesses
 from sleuth.settings import DEFAULT_AGENT, Settings
 from sleuth.text.access import DEFAULT_COLLECTION, check_name, parse_groups, scope_name
 from sleuth.text.threads import server_running, thread_policy
+from sleuth.text.tokens import count_tokens
 from sleuth.tools import TOOLS, ToolResult
 from sleuth.tools.base import check_text
 
@@ -150,6 +151,7 @@ class Service:
             self.index.store.warm()
             self.parser.start()
             self.index.embedder  # noqa: B018 - the first semantic search or upload needs it
+            count_tokens("warm")  # the tokenizer every tool answer is counted with (≈1 s)
             if self.tool_processes is not None:
                 self.tool_processes.start()
         except Exception:  # noqa: BLE001 - only a head start: searches load it themselves
