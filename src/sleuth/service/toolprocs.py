@@ -23,6 +23,7 @@ the server. A child exits when its socket closes (the server ended, however it e
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import pickle
 import socket
@@ -115,7 +116,7 @@ class ToolProcesses:
             else:
                 self._idle.append(child)
         if status == "error":
-            raise payload
+            raise _rebuilt(payload)
         return payload  # type: ignore[no-any-return]
 
     def close(self) -> None:
@@ -148,7 +149,7 @@ class _Child:
                               f"{process.poll()})") from None
         if status != "ready":
             child.stop()
-            raise payload
+            raise _rebuilt(payload)
         child.tools = frozenset(payload)
         return child
 
@@ -204,12 +205,39 @@ def _serve(conn: Connection) -> None:
             return
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a SleuthError saying the same."""
+def _portable(exc: BaseException) -> tuple[str, str, tuple[Any, ...], dict[str, Any]]:
+    """``exc`` as plain data (its class's module and name, args and attributes): Sleuth's
+    errors take their own arguments (a retry time, a status), so they are rebuilt without
+    calling ``__init__`` (:func:`_rebuilt`) rather than pickled."""
+    state = {k: v for k, v in vars(exc).items() if _picklable(v)}
+    args = exc.args if _picklable(exc.args) else (str(exc),)
+    return type(exc).__module__, type(exc).__qualname__, args, state
+
+
+def _picklable(value: Any) -> bool:
     try:
-        pickle.loads(pickle.dumps(exc))
+        pickle.dumps(value)
     except Exception:  # noqa: BLE001
-        return SleuthError(f"{type(exc).__name__}: {exc}")
+        return False
+    return True
+
+
+def _rebuilt(payload: tuple[str, str, tuple[Any, ...], dict[str, Any]]) -> BaseException:
+    """The error a tool process raised, as the server raises it: the same class (one of
+    Sleuth's or a built-in exception), arguments and attributes; any other class is told as
+    a SleuthError naming it."""
+    module, name, args, state = payload
+    found: Any = None
+    if module == "builtins" or module.startswith("sleuth."):
+        with contextlib.suppress(ImportError, AttributeError):
+            found = importlib.import_module(module)
+            for part in name.split("."):
+                found = getattr(found, part)
+    if not (isinstance(found, type) and issubclass(found, Exception)):
+        return SleuthError(f"{name}: {args[0] if args else ''}")
+    exc: BaseException = found.__new__(found)
+    exc.args = args
+    vars(exc).update(state)
     return exc
 
 
