@@ -45,6 +45,7 @@ from sleuth.eval.metrics import contain_match, normalize_answer
 from sleuth.prompts import prompt
 from sleuth.testing.fake import Turn
 from sleuth.text.ids import CHUNK_ID, REF_ID, cite, relevance_line
+from sleuth.text.lexicon import YES_NO
 from sleuth.text.querytext import content_words
 
 __all__ = ["FromMemory", "Gold", "Oracle", "Reader", "golds", "passages"]
@@ -59,7 +60,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 _INITIAL = re.compile(r"(?:^|[\s(.])[A-Z]\.$")  # "C." of "C. Maurice Patterson"
 _ECHO = prompt("echo").split("{answer}")[0].strip()  # past_echo's request, as it starts
 _AFTER = re.compile(rf"\n\n(?:Draft answer:|{re.escape(_ECHO)})")
-_YES_NO = ("yes", "no")
 LONG_GOLD = 4  # words of a gold answer from which it is read as a sentence, by its words
 GOLD_SHARE = 0.6  # of the words a sentence gold adds to the question, a passage holds
 EVIDENCE_SHARE = 0.8  # of the words of the question's evidence text, a passage holds
@@ -81,7 +81,7 @@ class Gold:
 
     @property
     def yes_no(self) -> bool:
-        return bool(self.answers) and normalize_answer(self.answers[0]) in _YES_NO
+        return bool(self.answers) and normalize_answer(self.answers[0]) in YES_NO
 
 
 def golds(questions: Iterable[Question]) -> dict[str, Gold]:

@@ -123,6 +123,10 @@ STOPWORDS = QUESTION_WORDS | REQUEST_WORDS | FUNCTION_WORDS
 THIRD_PERSON = wordset("he she it they his her its their")
 # An answer that is no value of its own ("yes", "none").
 NOT_VALUES = wordset("yes no not true false none")
+# The answers to a yes-no question, and with "true" and "false" an answer that is a verdict
+# rather than a word a passage would hold.
+YES_NO = wordset("yes no")
+VERDICT_WORDS = YES_NO | wordset("true false")
 # Words that state no relation of their own on a sentence's parse path from a name to its
 # verb (light verbs, "also", relative pronouns), unlike "directed", "by", "wife".
 NO_RELATION = wordset("be have do also which who that")

@@ -24,11 +24,11 @@ from sleuth.agent.draft import Draft
 from sleuth.agent.run import NOT_SAID
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import is_ref, split_answer, strip_citations
+from sleuth.text.lexicon import VERDICT_WORDS
 from sleuth.text.querytext import content_words
 
 HELD = 0.5  # of the words an answer adds to the question, its cited chunks must hold
 SHOWN = 6  # words the note names
-_VERDICTS = frozenset({"yes", "no", "true", "false"})  # an answer, but no word of a passage
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _DECIMAL_ZEROS = re.compile(r"(?<=\d)\.0+\b")
 
@@ -44,7 +44,7 @@ def unheld(question: str, answer: str, chunks: Sequence[str]) -> list[str] | Non
     chunks hold fewer than :data:`HELD` of them; None: the answer is grounded (or adds no
     word to the question)."""
     body = strip_citations(split_answer(answer)[0])
-    added = sorted(words(body) - words(question) - _VERDICTS)
+    added = sorted(words(body) - words(question) - VERDICT_WORDS)
     if not added:
         return None
     held: set[str] = set()

@@ -27,9 +27,8 @@ from sleuth.agent.checks.past_echo import CHOICES, grounded, stems
 from sleuth.agent.draft import Draft
 from sleuth.text.abstain import abstains
 from sleuth.text.ids import cite, cited_ids, is_relevance_line, strip_citations
+from sleuth.text.lexicon import YES_NO
 from sleuth.text.querytext import proper_names
-
-_YES_NO = frozenset({"yes", "no"})
 
 
 def supported(question: str, answer: str, facts: object, shown: str) -> str | None:
@@ -40,7 +39,7 @@ def supported(question: str, answer: str, facts: object, shown: str) -> str | No
         return None
     body = _heard(answer)
     relevance = [line for line in answer.split("\n") if is_relevance_line(line)]
-    said = [w for w in stems(strip_citations(body)) if w not in _YES_NO]
+    said = [w for w in stems(strip_citations(body)) if w not in YES_NO]
     stated = set(stems(strip_citations(facts)))
     if not stated - set(said) or not all(w in stated for w in said):
         return None  # the facts add nothing to the answer, or say something else
