@@ -27,6 +27,9 @@ PAGES = [
      "was a Slovene poet."},
     {"id": "hale", "title": "Dora Hale", "text": "Dora Hale (May 2, 1850 July 9, 1911) was an "
      "American botanist."},
+    # a side of the dash that bounds the date rather than states it
+    {"id": "orm", "title": "Sigrid of Orm", "text": "Sigrid of Orm (c. 1150 – after 1201) "
+     "was a Norwegian landowner. Her date of death is unknown."},
     # a hyphenated country is a word, not a life's dash
     {"id": "horak", "title": "Milan Horak", "text": "Milan Horak (Austria- Hungary, 3 May "
      "1898 – Prague, 9 June 1970) was a Czech painter."},
@@ -104,6 +107,12 @@ def test_a_life_span_without_its_dash_settles_only_two_dates_in_order(
     # two whole dates in order: the first is the birth, the second the death
     assert _fact(sleuth, pages_index, "Dora Hale", "birth_date")["answer"] == "May 2, 1850"
     assert _fact(sleuth, pages_index, "Dora Hale", "death_date")["answer"] == "July 9, 1911"
+
+
+def test_a_bound_is_no_date(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    # "after 1201" says when she was still alive, not when she died
+    assert _fact(sleuth, pages_index, "Sigrid of Orm", "death_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "Sigrid of Orm", "birth_date")["answer"] == "1150"
 
 
 def test_a_hyphenated_country_is_no_life_span(pages_index: Path,

@@ -197,6 +197,9 @@ _NOT_A_LIFE = re.compile(r"\b(?:fl\.|floruit|flourished|active|reigned|r\.|ruled
                          r"|worked|lived\s+here|tenure)", re.IGNORECASE)
 # what one side of a life's dash may hold besides its date: places, "born", "c.", "or"
 _SIDE_WORDS = re.compile(r"[^\W\d_]+")
+# a side of a life's dash that bounds the date rather than states it ("c. 1180 – after
+# 1230": the death is not known)
+_BOUND = re.compile(r"\s*(?:after|before|by|not\s+(?:before|after)|until)\b", re.IGNORECASE)
 
 
 def opening_parenthesis(text: str) -> re.Match[str] | None:
@@ -257,10 +260,13 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
         return [], [], False
     sides = _DASH.split(inside, maxsplit=1)
     if len(sides) == 2:
-        found = [[d for _, d in parse_dates(side)] for side in sides]
-        real = all(f or not _SIDE_WORDS.search(re.sub(r"\b(?:c|ca|circa|or|born|died|b|d)\b"
-                                                      r"\.?", "", side, flags=re.IGNORECASE))
-                   for side, f in zip(sides, found, strict=True))
+        # a side that is a bound ("after 1230", "before 1131") dates no birth or death
+        bounds = [bool(_BOUND.match(side)) for side in sides]
+        found = [[] if bound else [d for _, d in parse_dates(side)]
+                 for side, bound in zip(sides, bounds, strict=True)]
+        real = all(f or bound or not _SIDE_WORDS.search(
+            re.sub(r"\b(?:c|ca|circa|or|born|died|b|d)\b\.?", "", side, flags=re.IGNORECASE))
+                   for side, f, bound in zip(sides, found, bounds, strict=True))
         # a side with words but no date is no life's half ("Austria– Hungary, 1898")
         return found[0], found[1], real and bool(found[0] or found[1])
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
