@@ -30,6 +30,9 @@ PAGES = [
     # a side of the dash that bounds the date rather than states it
     {"id": "orm", "title": "Sigrid of Orm", "text": "Sigrid of Orm (c. 1150 – after 1201) "
      "was a Norwegian landowner. Her date of death is unknown."},
+    # a date of the other calendar, in brackets inside the date
+    {"id": "ilyin", "title": "Pyotr Ilyin", "text": "Pyotr Ilyin (3 March [O.S. 19 February] "
+     "1850 – 1 June 1910) was a Russian engraver."},
     # a hyphenated country is a word, not a life's dash
     {"id": "horak", "title": "Milan Horak", "text": "Milan Horak (Austria- Hungary, 3 May "
      "1898 – Prague, 9 June 1970) was a Czech painter."},
@@ -113,6 +116,12 @@ def test_a_bound_is_no_date(pages_index: Path, sleuth) -> None:  # type: ignore[
     # "after 1201" says when she was still alive, not when she died
     assert _fact(sleuth, pages_index, "Sigrid of Orm", "death_date")["answer"] is None
     assert _fact(sleuth, pages_index, "Sigrid of Orm", "birth_date")["answer"] == "1150"
+
+
+def test_a_date_is_read_past_its_other_calendar(pages_index: Path,
+                                                sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Pyotr Ilyin", "birth_date")["answer"] == "3 March 1850"
+    assert _fact(sleuth, pages_index, "Pyotr Ilyin", "death_date")["answer"] == "1 June 1910"
 
 
 def test_a_hyphenated_country_is_no_life_span(pages_index: Path,
