@@ -30,6 +30,7 @@ from sleuth.facts.kin import (
 )
 from sleuth.facts.subject import Subject, judge_for, subject_of
 from sleuth.retrieval import HybridRetriever
+from sleuth.text.lexicon import words
 from sleuth.text.querytext import content_words, passage_names
 from sleuth.tools.base import ToolContext
 from sleuth.types import Chunk
@@ -66,18 +67,19 @@ def find_page(ctx: ToolContext, retriever: HybridRetriever, name: str, *,
         return None
     chunks = ctx.index.read(retriever.pages(name)).chunks
     titles = {d.doc_id: d.title for d in ctx.index.document_list([c.doc_id for c in chunks])}
-    words = set(content_words(name))
-    carrying = [c for c in chunks if words <= set(content_words(titles.get(c.doc_id, "")))]
+    wanted = set(content_words(name))
+    carrying = [c for c in chunks if wanted <= set(content_words(titles.get(c.doc_id, "")))]
     if not carrying:
         return None
     others = [d for d in named if d.doc_id != carrying[0].doc_id and
-              words <= set(content_words(d.title))]
+              wanted <= set(content_words(d.title))]
     return None if others else carrying[0]
 
 
 def plain(title: str) -> str:
-    """A title compared without case and punctuation ("Who's Your Brother?")."""
-    return " ".join(re.findall(r"\w+", title.lower()))
+    """A title compared without case and punctuation ("Who's Your Brother?"): its
+    :func:`~sleuth.text.lexicon.words`, single-spaced (accents kept)."""
+    return " ".join(words(title))
 
 
 def title_of(ctx: ToolContext, chunk: Chunk) -> str:
@@ -116,8 +118,8 @@ def person_page(ctx: ToolContext, retriever: HybridRetriever,
     Leszczyńska"), then shortened: without the title after a comma ("Archduke Otto von
     Habsburg, Crown Prince of Austria") or the first words ("Sufi Master Inayat Khan"). A
     shortened name's page is the person's only where its text says every word left out."""
-    words = plain_name(name.split(",")[0]).split()
-    tries = [name, plain_name(name)] + [" ".join(words[i:]) for i in range(len(words))]
+    parts = plain_name(name.split(",")[0]).split()
+    tries = [name, plain_name(name)] + [" ".join(parts[i:]) for i in range(len(parts))]
     for attempt in dict.fromkeys(tries):
         # one word ("Great Royal Wife Nefertiti") only where a page is titled exactly so
         page = find_page(ctx, retriever, attempt, exact=" " not in attempt)
@@ -126,8 +128,8 @@ def person_page(ctx: ToolContext, retriever: HybridRetriever,
         title = title_of(ctx, page)
         if titled(title, name):
             return page, True
-        left = set(re.findall(r"\w+", name.lower())) - set(re.findall(r"\w+", title.lower()))
-        said = set(re.findall(r"\w+", page.text.lower()))
+        left = set(words(name)) - set(words(title))
+        said = set(words(page.text))
         return page, bool(left) and all(w in said or w in HONORIFICS or w in LINKS
                                          for w in left) and attempt != name
     return None, True
