@@ -228,6 +228,12 @@ def test_the_default_agent_asks_the_model_where_a_page_is_not_an_entry(
      False),
     ("The Kessler family", "My grandfather Otto Kessler was born in 1902.", False),
     ("Stephen Brown", "Stephen or Steven Brown may refer to:", False),
+    # no copula, but the name and its life's dates open the lead
+    ("Albert III, Duke of Bavaria", "Albert III the Pious of Bavaria- Munich( 27 March 1401 "
+     "– 29 February 1460), since 1438 Duke of Bavaria- Munich.", True),
+    # a record whose first parenthesis comes after a field's label, sentences on
+    ("Sipho Ndlovu", "Sipho Ndlovu. Position: midfielder. Born: 9 October 1988. Clubs: "
+     "Orlando Pirates (2007–2013).", False),
 ])
 def test_an_entity_page_is_told_by_its_own_lead(title: str, text: str, expected: bool) -> None:
     assert entity_page(title, text) is expected

@@ -40,6 +40,8 @@ NOT_A_LEAD = wordset("who whom whose which that where when while i me we us you 
                        "your here there this these those died passed survived lived loved "
                        "says said")
 _CACHE: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+# a lead that opens with a name and a parenthesis holding a year: "Name (1401 – 1460) ..."
+_LIFE_AFTER_NAME = re.compile(r"([^()]{1,160}?)\s*\([^()]*\b\d{3,4}\b[^()]*\)")
 
 
 def _without_parentheses(text: str) -> str:
@@ -74,8 +76,22 @@ def entity_page(title: str, text: str) -> bool:
     first = bare[:spans[0][1]] if spans else bare
     copula = _COPULA.search(first)
     if copula is None:
-        return False
-    said = first[:copula.start()]
+        life = _LIFE_AFTER_NAME.match(lead)
+        # "Albert III the Pious of Bavaria-Munich (27 March 1401 – 29 February 1460), since
+        # 1438 Duke of ...": no copula, but a name and its life's dates open the lead (the
+        # name in one sentence, no field's label: "Clubs: Orlando Pirates (2007–2013)")
+        name_part = life.group(1) if life else ""
+        return bool(name_part) and ":" not in name_part and \
+            len(sentence_spans(name_part)) == 1 and _subject_part(name_part, title)
+    return _subject_part(first[:copula.start()], title, lead)
+
+
+def _subject_part(said: str, title: str, lead: str | None = None) -> bool:
+    """Whether ``said``, the part of a lead's first sentence before its copula (``lead``
+    given) or before the life's dates that open a lead without one, is its subject's name:
+    it opens with a capital, holds no possessive, relative, first- or second-person word or
+    verb of a life, and its words are found before the copula (parentheses included) or,
+    without one, in the title."""
     opening = said.lstrip(" \"“'‘")
     if not opening or not (opening[0].isupper() or opening[0].isdigit()):
         return False
@@ -92,6 +108,8 @@ def entity_page(title: str, text: str) -> bool:
     # the title's words in the subject part, its parentheses included ("Un giorno da leoni(
     # internationally released as A Day for Lionhearts) is a 1961 film")
     named = {w.lower() for w in words} - {"the", "of", "a", "an", "and", "for"}
+    if lead is None:  # no copula: the name itself must share a word with the title
+        return bool(named & title_words)
     return bool(named & {w.lower() for w in re.findall(r"\w+", _before_copula(lead))})
 
 
