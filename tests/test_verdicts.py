@@ -33,6 +33,10 @@ PAGES = [
     # a date of the other calendar, in brackets inside the date
     {"id": "ilyin", "title": "Pyotr Ilyin", "text": "Pyotr Ilyin (3 March [O.S. 19 February] "
      "1850 – 1 June 1910) was a Russian engraver."},
+    # a title whose parenthesis names a parent: the lead, not the heading, says both
+    {"id": "arlon", "title": "Henri, Prince of Arlon (son of Henri II)", "text": "Henri, "
+     "Prince of Arlon (4 May 1720 – 2 June 1765) was the only son of King Henri II of Arlon "
+     "and his wife, Queen Marie Valdor."},
     # a hyphenated country is a word, not a life's dash
     {"id": "horak", "title": "Milan Horak", "text": "Milan Horak (Austria- Hungary, 3 May "
      "1898 – Prague, 9 June 1970) was a Czech painter."},
@@ -151,6 +155,13 @@ def test_parents_are_read_of_the_subject_not_of_an_aside(pages_index: Path,
     partner = _fact(sleuth, pages_index, "Hugo Tamm", "father")
     assert partner["answer"] is None
     assert partner["candidates"] == [{"value": "Peeter Ilves", "whose": "other"}]
+
+
+def test_a_heading_that_names_a_parent_is_not_the_lead(pages_index: Path,
+                                                       sleuth) -> None:  # type: ignore[no-untyped-def]
+    entity = "Henri, Prince of Arlon (son of Henri II)"
+    assert _fact(sleuth, pages_index, entity, "mother")["answer"] == "Queen Marie Valdor"
+    assert _fact(sleuth, pages_index, entity, "father")["answer"] == "King Henri II of Arlon"
 
 
 def test_x_married_her_names_her_husband_only_on_her_page(pages_index: Path,

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sleuth.facts.fields import all_fields, fields
+from sleuth.facts.fields import all_fields, fields, heading_end
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
 from sleuth.text.lexicon import wordset
 
@@ -216,9 +216,7 @@ def opening_parenthesis(text: str) -> re.Match[str] | None:
     parenthesis after "was the daughter of George Marlow" gives George's dates. A first
     line that is a heading (the title an index puts before a page's text: "Amaury de Montfort
     (d. 1241)") is passed over."""
-    first, newline, _ = text.partition("\n")
-    skip = len(first) + 1 if newline and len(first) < 200 and \
-        not re.search(r"\b(?:is|was|are|were)\b", first) else 0
+    skip = heading_end(text)
     for paren in re.compile(r"\(([^()]{0,200})\)").finditer(text, skip, skip + 600):
         before = re.sub(r"\([^()]*\)", " ", text[skip:paren.start()])
         if not _name_like(before):

@@ -50,3 +50,13 @@ def all_fields(text: str, key: str) -> list[tuple[int, str]]:
     return [(m.start("value"), m["value"].strip(" ,."))
             for m in FIELD.finditer(text[:20_000])
             if LABELS[m["label"].lower()] == key and m["value"].strip(" ,.")]
+
+
+def heading_end(text: str) -> int:
+    """Where a page's own text starts: after a first line that is a heading (the title an
+    index puts before a page's text, "Louis, Dauphin of France (son of Louis XV)": short,
+    no "is" or "was"), else 0. The readers of a lead skip it: its parenthesis is the
+    title's, not the subject's dates or parents."""
+    first, newline, _ = text.partition("\n")
+    heading = newline and len(first) < 200 and not re.search(r"\b(?:is|was|are|were)\b", first)
+    return len(first) + 1 if heading else 0

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from sleuth.facts.fields import fields
+from sleuth.facts.fields import fields, heading_end
 from sleuth.text.lexicon import wordset
 
 Sex = Literal["male", "female"]
@@ -243,7 +243,20 @@ def family(text: str, judge: Judge | None = None) -> Family:
 
 
 def _lead_family(text: str, judge: Judge | None = None) -> Family:
-    """The family a lead's sentences name (:func:`family`)."""
+    """The family a lead's sentences name (:func:`family`): the page's own text first, its
+    heading line only for what the text does not name ("Louis, Dauphin of France (son of
+    Louis XV)" names one parent where the lead names both; "Papianilla (wife of Sidonius
+    Apollinaris)" names the husband the lead does not)."""
+    start = heading_end(text)
+    own = _sentences_family(text[start:], judge)
+    if not start or (own.parents and own.spouses):
+        return own
+    whole = _sentences_family(text, judge)
+    return Family(own.parents or whole.parents, own.spouses or whole.spouses)
+
+
+def _sentences_family(text: str, judge: Judge | None = None) -> Family:
+    """The parents and spouses ``text``'s sentences name (:func:`_lead_family`)."""
     text = _tidy(text)
     taken: list[tuple[int, int]] = []
     apposed: list[re.Match[str]] = []
