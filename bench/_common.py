@@ -137,14 +137,19 @@ def ensure_debian_docs(folder: Path, package: str) -> None:
 
 
 def corpus_fingerprint(source: Path) -> str:
-    """sha256 (16 hex) of a corpus file's or folder's files: relative path, size, mtime.
-    A changed, added or removed file changes it."""
+    """sha256 (16 hex) of a corpus file's or folder's files: relative path and content. A
+    changed, added or removed file changes it; a copy of the same files (the shared data
+    provided again with new times) does not: the dev corpora are tens of MB, read in a
+    second."""
     digest = hashlib.sha256()
     files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
     for f in files:
-        st = f.stat()
         name = f.relative_to(source) if source.is_dir() else f.name
-        digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        digest.update(f"{name}\0".encode())
+        with f.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\n")
     return digest.hexdigest()[:16]
 
 
@@ -214,7 +219,7 @@ def dev_index(name: str, *, data: Path | None = None, embedder: str | None = Non
 
     The index lives in ``bench_cache()/<name>-<embedder>[-graph]/`` (``$SLEUTH_BENCH_CACHE``
     or ``~/.cache/sleuth/bench``), with ``<folder>.json`` beside it recording the corpus's
-    fingerprint (its files' sizes and mtimes) and the embedder: a changed corpus rebuilds it
+    fingerprint (its files' contents) and the embedder: a changed corpus rebuilds it
     from scratch. It is built with ``sleuth index`` (and ``sleuth graph build``), both
     resumable: a build interrupted (Ctrl-C, a crash) resumes on the next call. Building logs
     one line on stderr, then ``sleuth index``'s own progress bar; a cached index costs a
