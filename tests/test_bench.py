@@ -6,6 +6,7 @@ reuses it, resumes an interrupted build and rebuilds when the corpus changes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -131,6 +132,13 @@ def test_dev_index_builds_once_resumes_and_rebuilds(common: Any, tmp_path: Path,
     assert common.dev_index("tiny", data=data) == index
     assert "resuming the build" in capfd.readouterr().err
     assert common.dev_index_meta(index)["state"] == "complete"
+
+    # the same corpus provided again with new times (the shared data each session) is not
+    corpus = data / "tiny" / "corpus.json"
+    later = corpus.stat().st_mtime + 3600
+    os.utime(corpus, (later, later))
+    assert common.dev_index("tiny", data=data) == index
+    assert capfd.readouterr().err == ""
 
     # a changed corpus file is indexed again from scratch
     write_corpus(data / "tiny" / "corpus.json", ["One.", "Two.", "Three passages now."])
