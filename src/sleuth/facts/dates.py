@@ -78,7 +78,8 @@ _CALENDAR_NOTE = re.compile(r"\[\s*[ON]\.\s?S\.[^\[\]]{0,40}\]")
 def parse_dates(text: str) -> list[tuple[int, Date]]:
     """The dates in ``text`` with their character offsets, in order (a bracketed date of
     another calendar inside one is read past)."""
-    text = _CALENDAR_NOTE.sub(lambda m: " " * len(m.group(0)), text)
+    if "[" in text:
+        text = _CALENDAR_NOTE.sub(lambda m: " " * len(m.group(0)), text)
     out = []
     for m in DATE.finditer(text):
         year = int(m["y1"] or m["y2"] or m["y3"] or m["y4"])

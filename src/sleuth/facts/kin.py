@@ -249,8 +249,8 @@ def _lead_family(text: str, judge: Judge | None = None) -> Family:
     Apollinaris)" names the husband the lead does not)."""
     start = heading_end(text)
     own = _sentences_family(text[start:], judge)
-    if not start or (own.parents and own.spouses):
-        return own
+    if "(" not in text[:start] or (own.parents and own.spouses):
+        return own  # a heading says a relation only in its parenthesis
     whole = _sentences_family(text, judge)
     return Family(own.parents or whole.parents, own.spouses or whole.spouses)
 
