@@ -25,7 +25,7 @@ from sleuth.testing.fake import FakeLLMServer, reply
 PEPYS = "pepys-diary-1660.md#0"
 ECHO = "What did Greatorex show Pepys about levers?"  # "Greatorex" only repeats it
 SMALL = ["bridge", "read_facts", "past_echo", "unfounded", "cite_holder", "support",
-         "quote_named", "silence"]
+         "quote_named", "no_figure", "silence"]
 
 
 def _ask(index: Path, script: list, question: str = ECHO,  # type: ignore[type-arg]
@@ -87,8 +87,8 @@ def test_the_command_line_says_an_unknown_check_in_one_line(sleuth, monkeypatch)
     assert result.code != 0
     assert result.err.strip().splitlines() == [
         "error: agent.checks: unknown check 'silense' (did you mean 'silence'?); the checks: "
-        "answer_span, bridge, cite_holder, grounded, past_echo, quote_named, read_facts, "
-        "silence, support, unfounded"]
+        "answer_span, bridge, cite_holder, grounded, no_figure, past_echo, quote_named, "
+        "read_facts, silence, support, unfounded"]
 
 
 def test_flag_mode_keeps_the_answer_and_says_why(sample_index: Path) -> None:

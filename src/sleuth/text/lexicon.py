@@ -20,7 +20,8 @@ keeps the core's other modules from defining lists of their own.
   benchmarks' scorer, kept exactly as the papers' SQuAD-style normalisation, articles
   dropped; it is not used to read text.)
 - **Stop words**, :data:`STOPWORDS`: function words (articles, prepositions, pronouns,
-  auxiliaries, conjunctions), the words a question asks with (:data:`QUESTION_WORDS`) and
+  auxiliaries, conjunctions), the words a question asks with (:data:`QUESTION_WORDS`, of which
+  :data:`WH_WORDS` open a wh-question) and
   the words a request is phrased with rather than what it asks about
   (:data:`REQUEST_WORDS`: "please give details based on ...").
 - **Relations**, :data:`RELATIONS`: what one thing is to another (kin, making a work,
@@ -32,6 +33,8 @@ keeps the core's other modules from defining lists of their own.
   :data:`THIRD_PERSON`.
 - **Kinds**, :data:`GENERIC`: nouns that name a kind of thing ("film", "year") and words
   that compare, never an entity or a relation on their own.
+- **Figures**, :data:`FIGURE_NOUNS` (what a question asks a number of: "size", "limit") and
+  :data:`NUMBER_WORDS` (a figure written without digits: "three", "unlimited").
 
 This module imports nothing of Sleuth.
 """
@@ -106,9 +109,10 @@ def stem(word: str) -> str:
 # "... in the"): taken off the ends of a run of capitalised words ("Who Directed Jaws" →
 # "Directed Jaws" is not cut further; "When did The Beatles" → "The Beatles" keeps "The"
 # only inside a name).
-QUESTION_WORDS = wordset(
-    "who whom whose what which when where why how is are was were do does did can could will "
-    "would should has have had in on of the a an and or both between according")
+WH_WORDS = wordset("who whom whose what which when where why how")
+QUESTION_WORDS = WH_WORDS | wordset(
+    "is are was were do does did can could will would should has have had in on of the a an "
+    "and or both between according")
 # Words that phrase a request rather than what it asks about: "Please give details based on
 # ...", "Answer the question using ...", "Show the response".
 REQUEST_WORDS = wordset(
@@ -148,6 +152,21 @@ GENERIC = wordset(
     "film films movie song album book novel place date year time day week month today "
     "tomorrow yesterday tonight world company user person people name first last later "
     "earlier older younger same which many much one two out cause reason")
+
+
+# -- figures -------------------------------------------------------------------------------
+
+# Nouns that name a figure when a question asks for one ("the default size of ...", "max
+# number of ..."): its answer states a number. Not "count" nor "port": a count's and a
+# port's names ("count of flanders", "which port did she sail from") answer with a name.
+FIGURE_NOUNS = wordset("number amount size length limit percentage percent")
+# Words that state a figure without digits: number words, and those of none, no bound or no
+# change ("unlimited", "off", "flat").
+NUMBER_WORDS = wordset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+    "eighty ninety hundred thousand million billion trillion dozen half once twice single "
+    "none no nil unlimited infinite infinity unbounded disabled off flat unchanged")
 
 
 # -- relations -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from sleuth.text.lexicon import (
     ABBREVIATIONS,
     CLAUSE_OPENERS,
+    FIGURE_NOUNS,
     GENERIC,
     MONTHS,
     NAME_LINKS,
@@ -22,6 +23,7 @@ from sleuth.text.lexicon import (
     RELATION_WORDS,
     RELATIONS,
     STOPWORDS,
+    WH_WORDS,
     stem,
     word_matches,
     words,
@@ -351,3 +353,35 @@ def phrased_otherwise(term: str, question: str) -> bool:
     before = [m.group(0) for m in word_matches(question[:question.find(term)])]
     before = before[-len(term) - 2:]
     return term in "".join(w[0] for w in before).upper()
+
+
+# what a question asks for: what follows "what"/"which" (with "is", "'s" and an article)
+_THING_ASKED = re.compile(r"^\s*(?:what|which)(?:['’]s|\s+(?:is|are|was|were))?\s+"
+                          r"(?:(?:the|a|an)\s+)?", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,;:?!()]")
+
+
+def asks_figure(question: str) -> bool:
+    """Whether ``question`` asks for a figure: it asks "how many" or "how much"; or what
+    follows its "what"/"which" ends, before the first stop word, in a lower-case noun of
+    :data:`~sleuth.text.lexicon.FIGURE_NOUNS` ("what's the default rename detection limit
+    for ..."); or it is a compound noun, no stop word in it, whose last word is one
+    ("http.postBuffer default size"; not "function that gives a table's total size"). A
+    question
+    that opens with another question word asks something else ("Is there a limit on how
+    many ...?" asks yes or no; "How long ...?" may be answered "until the session ends")."""
+    said = words(question)
+    if not said:
+        return False
+    if _HOW_MANY.search(question):
+        return said[0] in WH_WORDS or said[0] not in QUESTION_WORDS
+    lead = _THING_ASKED.match(question)
+    if lead is None:  # a compound noun, no stop word in it: its last word
+        return not set(said) & STOPWORDS and said[-1] in FIGURE_NOUNS
+    head = None
+    for match in word_matches(_CLAUSE_END.split(question[lead.end():], maxsplit=1)[0]):
+        if match.group(0).lower() in STOPWORDS:
+            break
+        head = match.group(0)
+    return head in FIGURE_NOUNS
