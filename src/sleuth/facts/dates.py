@@ -75,11 +75,16 @@ class Date:
 _CALENDAR_NOTE = re.compile(r"\[\s*[ON]\.\s?S\.[^\[\]]{0,40}\]")
 
 
+# a footnote's superscript mark glued to a date ("April–May 1254²") is no part of it
+_FOOTNOTE_MARKS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", " " * 10)
+
+
 def parse_dates(text: str) -> list[tuple[int, Date]]:
     """The dates in ``text`` with their character offsets, in order (a bracketed date of
-    another calendar inside one is read past)."""
+    another calendar inside one is read past, and a footnote's superscript mark after one)."""
     if "[" in text:
         text = _CALENDAR_NOTE.sub(lambda m: " " * len(m.group(0)), text)
+    text = text.translate(_FOOTNOTE_MARKS)
     out = []
     for m in DATE.finditer(text):
         year = int(m["y1"] or m["y2"] or m["y3"] or m["y4"])
@@ -200,6 +205,9 @@ class Comparison:
 # a hyphen a dump broke with a space ("Austria- Hungary", "Mecklenburg- Güstrow"): a word,
 # not a range; before a month or a number it is a range's dash ("Oklahoma- April 7, 1988")
 BROKEN_HYPHEN = re.compile(rf"(?<=[^\W\d_])- (?=[^\W\d_])(?!{_MONTH}\s*\d)", re.IGNORECASE)
+# a range of months inside one date ("d. Ramadan 640 / February–March 1243"): not a life's
+# dash between a birth and a death
+MONTH_RANGE = re.compile(rf"\b({_MONTH})\s*[–—-]\s*(?={_MONTH}\s)", re.IGNORECASE)
 # a parenthesis of years that are no life: a time someone was active, reigned, held office
 _NOT_A_LIFE = re.compile(r"\b(?:fl\.|floruit|flourished|active|reigned|r\.|ruled|in\s+office"
                          r"|worked|lived\s+here|tenure)", re.IGNORECASE)
@@ -261,6 +269,7 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     inside = _GLUED.sub(r"\1 – ", paren.group(1))
     parts = [p for p in inside.split(";") if parse_dates(p)]
     inside = BROKEN_HYPHEN.sub("-", " – ".join(p.strip() for p in parts))
+    inside = MONTH_RANGE.sub(r"\1 or ", inside)
     dates = [d for _, d in parse_dates(inside)]
     if _NOT_A_LIFE.search(inside):
         return [], [], False
