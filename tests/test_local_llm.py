@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 
 import sleuth
 from sleuth.llm import local
+from sleuth.llm.factory import llm_from_settings
 
 
 def _part_wheel(folder: Path, package: str, number: int, data: bytes) -> None:
@@ -86,6 +89,29 @@ def test_without_endpoint_or_model_the_error_says_what_to_do() -> None:
         llm_from_settings(sleuth.Settings.load())
     with pytest.raises(local.LocalModelError, match="not installed"):
         local.LocalServer(Path("missing.gguf")).start()
+
+
+def test_stop_ends_a_server_that_does_not_heed_sigterm(sleuth) -> None:
+    """A server busy with a long prompt nobody waits for heeds SIGTERM only once it is done:
+    `sleuth llm stop` kills it after its grace rather than report it stopped while it runs
+    (and a later command reuses it)."""
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                 "print('ready', flush=True); time.sleep(120)"],
+                                stdout=subprocess.PIPE)
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline() == b"ready\n"
+        local.servers().mkdir(parents=True, exist_ok=True)
+        state = local.servers() / "stubborn.json"
+        state.write_text(json.dumps({"pid": stubborn.pid, "port": 9, "key": "k",
+                                     "runtime": "llama-server", "model": "m.gguf",
+                                     "context": 512, "threads": 1, "threads_batch": 1,
+                                     "started": 0.0}))
+        assert [r.pid for r in local.stop_servers(grace=0.5)] == [stubborn.pid]
+        assert stubborn.wait(10) == -signal.SIGKILL and not state.exists()
+        assert sleuth("llm", "status", "--json").json()["running"] == []
+    finally:
+        stubborn.kill()
 
 
 def test_llm_status_reports_what_is_installed(sleuth) -> None:
@@ -187,6 +213,26 @@ def test_the_local_models_key_is_on_no_command_line_and_its_files_are_private() 
         assert {p.name: _mode(p) for p in folder.iterdir()} == dict.fromkeys(made, 0o600)
     finally:
         os.umask(old)
+        local.stop_servers()
+
+
+@pytest.mark.slow  # starts the local model's server process
+def test_the_servers_threads_are_the_settings_even_before_an_index_opens() -> None:
+    """`threads.llm` (SLEUTH_THREADS__LLM) is the server's generation threads also where the
+    model starts before any index has opened (`sleuth eval run` did: it kept the machine's
+    default)."""
+    _fake_llama_server()
+    local.model_path("0.5b").parent.mkdir(parents=True, exist_ok=True)
+    local.model_path("0.5b").write_bytes(b"GGUF")
+    try:
+        for threads in (1, 2):
+            settings = sleuth.Settings.load(llm={"local_model": "0.5b",
+                                                 "local_runtime": "llama-server"},
+                                            threads={"llm": threads, "llm_batch": 1})
+            llm_from_settings(settings)
+            running = [r.threads for r in local.running_servers()]
+            assert threads in running, running
+    finally:
         local.stop_servers()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from sleuth.cli.console import source_note, watching
 from sleuth.index.write import Index
 from sleuth.settings import Settings, cache_dir
+from sleuth.text.threads import policy_from
 from sleuth.tools import TOOLS, ToolContext
 from sleuth.tools.tracker import Tracker
 
@@ -135,7 +136,8 @@ def _ask(index: Index, settings: Settings, question: str, echo: Echo, status: Ec
                 local.install(size, say=status, runtime=cfg.local_runtime)
         with steps.step("model start", "starting the local model (or finding it running)"):
             local.shared_server(size, cfg.local_context, runtime=cfg.local_runtime,
-                                idle_minutes=cfg.local_idle_minutes, say=status)
+                                idle_minutes=cfg.local_idle_minutes, say=status,
+                                policy=policy_from(settings.threads))
         status(f"asking the local {local.spec(size).label} (a small model: expect simple "
                f"answers): {question}")
     else:

@@ -10,6 +10,7 @@ from sleuth.llm.base import LLM
 from sleuth.llm.client import OpenAIClient
 from sleuth.llm.jsontools import JsonToolCalls
 from sleuth.settings import Settings
+from sleuth.text.threads import policy_from
 
 
 def llm_from_settings(settings: Settings) -> LLM:
@@ -26,7 +27,8 @@ def llm_from_settings(settings: Settings) -> LLM:
             server = local.shared_server(cfg.local_model, cfg.local_context,
                                          runtime=cfg.local_runtime,
                                          idle_minutes=cfg.local_idle_minutes,
-                                         say=logging.getLogger("sleuth").info)
+                                         say=logging.getLogger("sleuth").info,
+                                         policy=policy_from(settings.threads))
             return local.client(server, cfg.local_model, cfg,
                                 facts_first=settings.profile().facts_first)
         raise ConfigError(

@@ -50,7 +50,7 @@ from sleuth.llm.install import (
 from sleuth.llm.jsontools import JsonToolCalls
 from sleuth.llm.runtimes import LocalModelError
 from sleuth.settings import LLMSettings
-from sleuth.text.threads import thread_policy
+from sleuth.text.threads import Policy, thread_policy
 
 __all__ = ["MODELS", "LocalModelError", "LocalServer", "ModelSpec", "Running", "client",
            "home", "install", "install_model", "install_server", "installed", "model_path",
@@ -131,13 +131,15 @@ def _name(model: Path, context: int, threads: int, threads_batch: int) -> str:
 
 
 def shared_server(size: str, context: int = 16384, *, runtime: str = "auto",
-                  idle_minutes: float = 15.0, say: Say | None = None) -> Running:
+                  idle_minutes: float = 15.0, say: Say | None = None,
+                  policy: Policy | None = None) -> Running:
     """The machine's server for model ``size``, started when there is none (under a lock:
-    two commands starting at once start one server). ``say`` hears what happens."""
+    two commands starting at once start one server), with the threads of ``policy`` (the
+    settings' ``threads``; None: the process's policy). ``say`` hears what happens."""
     if not model_path(size).is_file():
         raise LocalModelError(f"the local {size} model is not installed; run: sleuth llm "
                               f"install-local --model {size}")
-    policy = thread_policy()
+    policy = policy or thread_policy()
     name = _name(model_path(size), context, policy.llm, policy.llm_batch)
     state = servers() / f"{name}.json"
     found = Running.read(state)
@@ -209,16 +211,22 @@ def running_servers() -> list[Running]:
     return [r for p in sorted(servers().glob("*.json")) if (r := Running.read(p)) is not None]
 
 
-def stop_servers() -> list[Running]:
-    """Stop every running local model server; returns those stopped."""
+def stop_servers(grace: float = 10.0) -> list[Running]:
+    """Stop every running local model server; returns those stopped. A server still alive
+    ``grace`` seconds after SIGTERM (llama.cpp finishing a long prompt that nobody waits
+    for any more: it exits only when that is done) is killed and its state file removed."""
     stopped = running_servers()
     for running in stopped:
         with contextlib.suppress(OSError):
             os.kill(running.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + grace
     for running in stopped:
         while Running.read(running.state) is not None and time.monotonic() < deadline:
             time.sleep(0.1)
+        if Running.read(running.state) is not None:
+            with contextlib.suppress(OSError):
+                os.kill(running.pid, signal.SIGKILL)
+            running.state.unlink(missing_ok=True)
     return stopped
 
 
