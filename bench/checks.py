@@ -82,7 +82,7 @@ SETS: dict[str, str] = {
     "2wiki-natural": "2Wiki, as people type it",
     "pgdocs": "PostgreSQL 15 manual",
     "javadoc": "Commons Lang's Javadoc",
-    "gitdocs": "Git's manual (not shaped on)",
+    "gitdocs": "Git's manual",
     "medical": "GraphRAG-Bench medical",
     "novel": "GraphRAG-Bench novel",
     "financebench": "FinanceBench",

@@ -44,7 +44,7 @@ DATASETS: dict[str, str] = {
     "2wiki-natural": "2Wiki, as people type it",
     "pgdocs": "PostgreSQL 15 manual",
     "javadoc": "Commons Lang's Javadoc",
-    "gitdocs": "Git 2.39's manual (written after the checks)",
+    "gitdocs": "Git 2.39's manual",
     "medical": "GraphRAG-Bench medical",
     "novel": "GraphRAG-Bench novel",
     "financebench": "FinanceBench",
