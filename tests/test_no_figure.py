@@ -44,6 +44,9 @@ def test_which_questions_ask_for_a_figure(question: str, asks: bool) -> None:
     ("three", True),
     ("There is no limit.", True),  # none, written in words
     ("Sales growth was flat.", True),  # no change
+    ("The tax rate has not changed.", True),  # a change of none
+    ("Both of his sons.", True),  # a count in words
+    ("It is free for open-source projects.", True),  # an amount
     ("true [c#0]", False),
     ("It uses HTTP/1.1 and chunked encoding for larger requests.", False),  # a version
     ("The buffer used by smart HTTP transports [c#12]", False),  # the id's number is none

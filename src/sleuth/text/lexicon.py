@@ -160,13 +160,15 @@ GENERIC = wordset(
 # number of ..."): its answer states a number. Not "count" nor "port": a count's and a
 # port's names ("count of flanders", "which port did she sail from") answer with a name.
 FIGURE_NOUNS = wordset("number amount size length limit percentage percent")
-# Words that state a figure without digits: number words, and those of none, no bound or no
-# change ("unlimited", "off", "flat").
+# Words that state a figure without digits: number words, a count or amount said in words
+# ("both", "several", "free"), and those of none, no bound or no change ("unlimited",
+# "off", "flat").
 NUMBER_WORDS = wordset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
-    "eighty ninety hundred thousand million billion trillion dozen half once twice single "
-    "none no nil unlimited infinite infinity unbounded disabled off flat unchanged")
+    "eighty ninety hundred hundreds thousand thousands million millions billion billions "
+    "trillion dozen dozens half quarter once twice thrice single both several few couple "
+    "free none no nil unlimited infinite infinity unbounded disabled off flat unchanged")
 
 
 # -- relations -----------------------------------------------------------------------------

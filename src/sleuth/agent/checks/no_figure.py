@@ -27,13 +27,16 @@ from sleuth.text.querytext import asks_figure
 
 # a digit that starts a number of its own: not inside a word or a version ("HTTP/1.1", "v2")
 _DIGITS = re.compile(r"(?<![\w/.])\d")
+# a change of none, said with a verb ("has not changed", "didn't change"): a figure, zero
+_NO_CHANGE = re.compile(r"\b(?:not|never|n['’]t)\s+(?:been\s+)?chang", re.IGNORECASE)
 
 
 def states_figure(answer: str) -> bool:
-    """Whether ``answer`` (its citations left out) states a number: digits of their own or a
-    word of :data:`~sleuth.text.lexicon.NUMBER_WORDS`."""
+    """Whether ``answer`` (its citations left out) states a number: digits of their own, a
+    word of :data:`~sleuth.text.lexicon.NUMBER_WORDS`, or no change ("has not changed")."""
     body = strip_citations(split_answer(answer)[0])
-    return bool(_DIGITS.search(body)) or any(w in NUMBER_WORDS for w in words(body))
+    return bool(_DIGITS.search(body) or _NO_CHANGE.search(body)) or \
+        any(w in NUMBER_WORDS for w in words(body))
 
 
 @dataclass(frozen=True)
