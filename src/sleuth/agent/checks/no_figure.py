@@ -5,7 +5,8 @@ Asked "what's the default rename detection limit for git diff?", the 1.5B model 
 default size", it explains what the buffer is for. Neither answer is one the question asked
 for: a question that asks for a figure (:func:`~sleuth.text.querytext.asks_figure`: "how
 many", "how much", "what size ...", "... default size") is answered by a number, in digits
-or words ("three", "1 MiB", "unlimited", "none", "flat"). An answer that states none is
+or words ("three", "1 MiB", "both", "unlimited", "none", "flat", "has not changed": a
+change of none is a figure, zero). An answer that states none is
 withheld, saying so; the model's answer is kept in the check's step. In flag mode
 (``no_figure:flag``) it stands, flagged. A number inside a name ("HTTP/1.1", "x86") is no
 figure. An answer that abstains is not read. No model call.
