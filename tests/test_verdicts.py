@@ -37,6 +37,9 @@ PAGES = [
     {"id": "arlon", "title": "Henri, Prince of Arlon (son of Henri II)", "text": "Henri, "
      "Prince of Arlon (4 May 1720 – 2 June 1765) was the only son of King Henri II of Arlon "
      "and his wife, Queen Marie Valdor."},
+    # a birth year the page gives two ways: a comparison settles only where both agree
+    {"id": "quill", "title": "Rosa Quill", "text": "Rosa Quill (March 3, 1881 or 1884 – May 2, "
+     "1960) was an American preacher."},
     # dates in two calendars, a footnote's mark glued to the second
     {"id": "qasim", "title": "Ibn Qasim al-Balansi", "text": "Ibn Qasim al-Balansi (d. "
      "Ramadan 640 / February–March 1243²) was an Andalusi grammarian. Note: ² The date is "
@@ -224,6 +227,23 @@ def test_compare_settles_only_when_every_date_is_settled(pages_index: Path,
     assert data["answer"] == "Ada Brenner"  # type: ignore[index]
     out = sleuth("compare", "Walter Koenig", "Lena Marsh", "--event", "born", *index).out
     assert "Answer:" not in out and "not an encyclopedia entry" in out
+
+
+def test_a_comparison_settles_when_every_date_a_page_offers_agrees(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    """Rosa Quill was born 1881 or 1884: no birth date of hers settles, but born after Ada
+    Brenner (1871) either way, and lived longer than Lena Marsh (1901-1980: 79 years) in
+    neither reading (76 or 79 years): that one is left to the model."""
+    index = ("--index", str(pages_index))
+    assert sleuth("fact", "Rosa Quill", "birth_date", *index, "--json").json()["answer"] is None
+    data = sleuth("compare", "Ada Brenner", "Rosa Quill", "--event", "born", *index,
+                  "--json").json()
+    assert data["answer"] == "Ada Brenner"  # type: ignore[index]
+    out = sleuth("compare", "Rosa Quill", "Ada Brenner", "--event", "born", "--order", "latest",
+                 *index).out
+    assert "whichever date the page of Rosa Quill gives" in out and "Answer: Rosa Quill" in out
+    out = sleuth("compare", "Rosa Quill", "Lena Marsh", "--event", "lived", *index).out
+    assert "Answer:" not in out and "the answer turns on which is right" in out
 
 
 def test_the_default_agent_asks_the_model_where_a_page_is_not_an_entry(

@@ -25,6 +25,8 @@ entity page of their own (a manual's settings, a filing) gets a result that says
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from datetime import date as calendar
 from typing import Annotated, Any, Literal
@@ -78,6 +80,9 @@ class _Found:
     value: Date | tuple[Date, Date] | None = None
     doubt: str | None = None
     candidates: list[tuple[str, str]] = field(default_factory=list)
+    # the values a page allows where it gives its own subject several ("January 25, 1881 or
+    # 1884"): a comparison that comes out the same for each of them is settled
+    options: list[Date | tuple[Date, Date]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"entity": self.entity, "chunk_id": self.page.chunk_id if self.page else None,
@@ -169,6 +174,7 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, name: str, event: Event,
     found = _hop(ctx, retriever, name, relation)
     if found.source is None:
         return found
+    options: list[Date | tuple[Date, Date]] = []
     if event == "date":
         value: Date | tuple[Date, Date] | None = event_date(found.source.text, "date")
         got = Settled(value)
@@ -180,17 +186,32 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, name: str, event: Event,
             not died.value < born.value
         value = (born.value, died.value) if both else None  # type: ignore[assignment]
         got = Settled(value, born.readings + died.readings, born.why or died.why)
+        options = [(b, d) for b in _own(born) for d in _own(died) if not d < b]
     else:
         got = settle(date_readings(found.source.text, event, page_subject(ctx, found.source)),
                      NO_DATE[event], same_date)
         value = got.value if isinstance(got.value, Date) else None
-    found.doubt = found.doubt or _doubt(ctx, found) or (got.why if value is None else None)
+        options = list(_own(got))
+    hard = found.doubt or _doubt(ctx, found)  # a page that is no entity's own, or the like
+    found.doubt = hard or (got.why if value is None else None)
     found.candidates = [(str(r.value), r.whose) for r in got.readings]
     if value is not None and found.doubt:
         found.candidates = found.candidates or [(_show(value), "subject")]
         value = None
     found.value = value
+    found.options = options if value is None and hard is None and len(options) > 1 else []
     return found
+
+
+def _own(got: Settled) -> list[Date]:
+    """The dates a settled reading allows: its value; where it settled none, every date the
+    page gives of its own subject when it gives only those ("(January 25, 1881 or 1884 — "),
+    else none."""
+    if isinstance(got.value, Date):
+        return [got.value]
+    if not got.readings or any(r.whose != "subject" for r in got.readings):
+        return []
+    return list(dict.fromkeys(r.value for r in got.readings if isinstance(r.value, Date)))
 
 
 def _doubt(ctx: ToolContext, found: _Found) -> str | None:
@@ -286,41 +307,65 @@ def _asked(event: str, order: str, relation: str | None) -> str:
 def _verdict(found: list[_Found], event: str, order: str,
              relation: str | None) -> tuple[str, str | None]:
     """The line that settles the comparison, and the winning entity (None: unsettled)."""
-    doubtful = [f.entity for f in found if f.value is None and f.candidates]
+    doubtful = [f.entity for f in found if f.value is None and f.candidates and not f.options]
     if doubtful:
         return (f"Not settled: the pages of {', '.join(doubtful)} do not settle the date "
                 "(the candidates are quoted above); judge them from the passages "
                 "(chunk_read)."), None
-    missing = [f.entity for f in found if f.value is None]
+    missing = [f.entity for f in found if f.value is None and not f.options]
     if missing:
         return (f"Not settled: no date for {', '.join(missing)}; search their pages "
                 "(keyword_search) or read them (chunk_read)."), None
-    best = found[0]
-    for other in found[1:]:
-        ahead = _ahead(other, best, event, order)
-        if ahead is None:
-            return (f"Not settled: the dates of {best.entity} and {other.entity} are too "
-                    "close for the precision the pages give."), None
-        if ahead:
-            best = other
+    choices = [[f.value] if f.value is not None else f.options for f in found]
+    if math.prod(len(c) for c in choices) > MAX_CHOICES:
+        return "Not settled: the pages give too many dates to compare each.", None
+    winners = {_first([f.entity for f in found], values, event, order)
+               for values in itertools.product(*choices)}
+    several = [f.entity for f in found if f.options]
+    if len(winners) > 1 or None in winners:
+        if several:
+            return (f"Not settled: the pages of {', '.join(several)} give more than one date "
+                    "(quoted above), and the answer turns on which is right; judge them "
+                    "from the passages (chunk_read)."), None
+        return ("Not settled: the dates compared are too close for the precision the pages "
+                "give."), None
+    best = winners.pop()
     which = {"born": "first", "died": "first", "date": "earliest", "lived": "longest"}[event]
     if order == "latest" and event != "lived":
         which = "last" if event in ("born", "died") else "latest"
     verb = {"born": "was born", "died": "died", "date": "is dated", "lived": "lived"}[event]
     whose = f"has the {relation} who {verb} {which}" if relation else f"{verb} {which}"
-    return f"So {best.entity} {whose}.\nAnswer: {best.entity}", best.entity
+    either = f" whichever date the page of {', '.join(several)} gives" if several else ""
+    return f"So {best} {whose}{either}.\nAnswer: {best}", best
 
 
-def _ahead(a: _Found, b: _Found, event: str, order: str) -> bool | None:
-    """Whether ``a`` comes before ``b`` in the wanted order; None when undecided."""
+MAX_CHOICES = 16  # combinations of several dates a comparison reads, at most
+
+
+def _first(entities: list[str], values: tuple[Date | tuple[Date, Date], ...], event: str,
+           order: str) -> str | None:
+    """The entity whose value comes first in the wanted order; None when undecided."""
+    best = 0
+    for other in range(1, len(values)):
+        ahead = _ahead(values[other], values[best], event, order)
+        if ahead is None:
+            return None
+        if ahead:
+            best = other
+    return entities[best]
+
+
+def _ahead(a: Date | tuple[Date, Date], b: Date | tuple[Date, Date], event: str,
+           order: str) -> bool | None:
+    """Whether value ``a`` comes before ``b`` in the wanted order; None when undecided."""
     if event == "lived":
-        assert isinstance(a.value, tuple) and isinstance(b.value, tuple)
-        (da, exact_a), (db, exact_b) = _days(a.value), _days(b.value)
+        assert isinstance(a, tuple) and isinstance(b, tuple)
+        (da, exact_a), (db, exact_b) = _days(a), _days(b)
         if da == db or (not (exact_a and exact_b) and abs(da - db) < 365):
             return None
         return da > db
-    assert isinstance(a.value, Date) and isinstance(b.value, Date)
-    earlier = a.value.before(b.value)
+    assert isinstance(a, Date) and isinstance(b, Date)
+    earlier = a.before(b)
     if earlier is None:
         return None
     return earlier if order == "earliest" else not earlier
