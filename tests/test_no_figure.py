@@ -55,6 +55,14 @@ def test_which_answers_state_a_figure(answer: str, states: bool) -> None:
     assert states_figure(answer) is states
 
 
+def test_a_number_word_of_the_question_is_no_figure_of_the_answer() -> None:
+    question = "How much memory can a single sort use before it spills to disk?"
+    restated = "work_mem: the memory a single sort may use before writing temporary files."
+    assert states_figure(restated) and not states_figure(restated, question)
+    assert states_figure("A single 4MB buffer.", question)  # its digits are the figure
+    assert states_figure("Both.", "How many of its two modes log?")
+
+
 def _ask(index: Path, question: str, said: str, checks: list[str]) -> sleuth.Answer:
     with FakeLLMServer([reply(said)]) as server:
         return sleuth.ask(question, index=index, agent="hybrid",

@@ -9,7 +9,9 @@ or words ("three", "1 MiB", "both", "unlimited", "none", "flat", "has not change
 change of none is a figure, zero). An answer that states none is
 withheld, saying so; the model's answer is kept in the check's step. In flag mode
 (``no_figure:flag``) it stands, flagged. A number inside a name ("HTTP/1.1", "x86") is no
-figure. An answer that abstains is not read. No model call.
+figure, nor is a number word the question itself holds ("How much memory can a single sort
+use?" answered "work_mem ... a single sort ..." restates the question, not a figure). An
+answer that abstains is not read. No model call.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ _DIGITS = re.compile(r"(?<![\w/.])\d")
 _NO_CHANGE = re.compile(r"\b(?:not|never|n['’]t)\s+(?:been\s+)?chang", re.IGNORECASE)
 
 
-def states_figure(answer: str) -> bool:
+def states_figure(answer: str, question: str = "") -> bool:
     """Whether ``answer`` (its citations left out) states a number: digits of their own, a
-    word of :data:`~sleuth.text.lexicon.NUMBER_WORDS`, or no change ("has not changed")."""
+    word of :data:`~sleuth.text.lexicon.NUMBER_WORDS` that ``question`` does not hold, or no
+    change ("has not changed")."""
     body = strip_citations(split_answer(answer)[0])
+    asked = set(words(question))
     return bool(_DIGITS.search(body) or _NO_CHANGE.search(body)) or \
-        any(w in NUMBER_WORDS for w in words(body))
+        any(w in NUMBER_WORDS and w not in asked for w in words(body))
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class NoFigure:
             not abstains(draft.answer) and asks_figure(draft.question)
 
     def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
-        if states_figure(draft.answer):
+        if states_figure(draft.answer, draft.question):
             return None
         started = time.perf_counter()
         note = "the question asks for a figure and the answer states none"
