@@ -87,8 +87,8 @@ def test_the_command_line_says_an_unknown_check_in_one_line(sleuth, monkeypatch)
     assert result.code != 0
     assert result.err.strip().splitlines() == [
         "error: agent.checks: unknown check 'silense' (did you mean 'silence'?); the checks: "
-        "answer_span, bridge, cite_holder, grounded, no_figure, past_echo, quote_named, "
-        "read_facts, silence, support, unfounded"]
+        "answer_span, bridge, cite_holder, grounded, no_figure, one_sided, past_echo, "
+        "quote_named, read_facts, silence, support, unfounded"]
 
 
 def test_flag_mode_keeps_the_answer_and_says_why(sample_index: Path) -> None:

@@ -152,6 +152,19 @@ def test_the_oracle_answers_the_checks_own_requests() -> None:
     assert str(echo["content"]).startswith("She was born in London in 1815. [ada#0]")
 
 
+def test_the_oracle_cites_each_page_a_yes_or_no_rests_on() -> None:
+    question = "Were Ada Lovelace and Charles Babbage both born in England?"
+    oracle = Oracle(golds([Question("q", question, ("yes",), metadata={
+        "supporting_titles": ["Ada Lovelace", "Charles Babbage"]})]))
+    shown = ("Question: " + question + "\n\nRetrieved passages:\n=== chunk ada#0 (document "
+             "ada) ===\nAda Lovelace was born in London.\n=== chunk babbage#0 (document "
+             "babbage) ===\nCharles Babbage was born in Walworth, Surrey.")
+    said = str(oracle({"messages": [{"role": "user", "content": shown}]})["content"])
+    assert said.startswith("yes [ada#0] [babbage#0]")
+    one = shown.split("\n=== chunk babbage")[0]  # one page shown: not held
+    assert abstains(str(oracle({"messages": [{"role": "user", "content": one}]})["content"]))
+
+
 # --- the harness ------------------------------------------------------------------------
 
 

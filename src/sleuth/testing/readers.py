@@ -27,7 +27,8 @@ gold of a sentence or more (GraphRAG-Bench's), when it holds three fifths of the
 gold adds to the question (four fifths of its words, where it adds none); where the
 question record carries its evidence text (a filing's page, a manual's sentence), when it
 holds four fifths of that text's words; for a yes or no gold, when the passages shown name
-every page the question's evidence is on.
+every page the question's evidence is on (the oracle then cites, as a reader of both would,
+the first passage naming each).
 """
 
 from __future__ import annotations
@@ -430,6 +431,14 @@ class Oracle(Reader):
             return None
         return self.next_search(request)
 
+    def _page_ids(self, request: Request) -> list[str]:
+        """For a yes or no gold: the first passage shown naming each of the evidence's
+        pages."""
+        texts = [(cid, _padded(text)) for cid, text in request.shown.items()]
+        found = (next((cid for cid, text in texts if t in text), None)
+                 for t in (_padded(t) for t in self.gold(request).titles if normalize_answer(t)))
+        return list(dict.fromkeys(c for c in found if c is not None))
+
     def answer(self, request: Request) -> tuple[str, str]:
         held = self.holder(request)
         if held is None:
@@ -440,6 +449,10 @@ class Oracle(Reader):
             facts = f"{alias}: {facts}"
         if _ECHO in request.last:  # "answer in one full sentence"
             return answered(facts, cid), facts
+        if self.gold(request).yes_no:  # a yes or no rests on every page: each is cited
+            ids = self._page_ids(request)
+            return (f"{alias} {' '.join(cite(c) for c in ids)}\n\n"
+                    f"{relevance_line(dict.fromkeys(ids, 1.0))}"), facts
         return answered(alias, cid), facts
 
     def span(self, request: Request) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from sleuth.agent.checks.bridge import Bridge
 from sleuth.agent.checks.cite_holder import CiteHolder
 from sleuth.agent.checks.grounded import Grounded
 from sleuth.agent.checks.no_figure import NoFigure
+from sleuth.agent.checks.one_sided import OneSided
 from sleuth.agent.checks.past_echo import PastEcho
 from sleuth.agent.checks.quote_named import QuoteNamed
 from sleuth.agent.checks.read_facts import ReadFacts
@@ -19,4 +20,4 @@ from sleuth.agent.checks.unfounded import Unfounded
 
 CHECKS: tuple[AnswerCheck, ...] = (Bridge(), ReadFacts(), PastEcho(), AnswerSpan(),
                                    Unfounded(), CiteHolder(), Support(), QuoteNamed(),
-                                   Silence(), Grounded(), NoFigure())
+                                   Silence(), Grounded(), NoFigure(), OneSided())
