@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sleuth import Index, Settings
+from sleuth import Answer, Index, Settings
 from sleuth.cli.main import main
 from sleuth.cli.quickstart import sample_path
 from sleuth.embed import BatchCallback, Embedder, normalise
@@ -248,6 +248,21 @@ def _isolated_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     server.embedding_requests.clear()
     if not _own_embedder(request.node):
         use_hashed(monkeypatch, server.base_url)
+
+
+def ask_checked(index: Path, question: str, said: str, checks: list[str],
+                profile: str | None = None) -> Answer:
+    """``sleuth.ask`` of ``question`` with the scripted server replying ``said``, the answer
+    checks ``checks`` and, where given, the model profile ``profile``."""
+    import sleuth
+    from sleuth.llm import OpenAIClient
+    from sleuth.testing.fake import reply
+
+    agent: dict[str, Any] = {"checks": checks, **({"profile": profile} if profile else {})}
+    with FakeLLMServer([reply(said)]) as server:
+        return sleuth.ask(question, index=index, agent="hybrid",
+                          settings=Settings.load(agent=agent),
+                          llm=OpenAIClient("fake-model", server.base_url))
 
 
 def _first(path: Path, limit: int) -> list[Any]:

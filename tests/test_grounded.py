@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 
 import sleuth
+from conftest import ask_checked
 from sleuth.agent.checks.grounded import unheld
-from sleuth.llm import OpenAIClient
-from sleuth.settings import Settings
-from sleuth.testing.fake import FakeLLMServer, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 QUESTION = "What did Greatorex show Pepys about levers?"
@@ -34,11 +32,7 @@ def test_unheld_names_the_words_the_cited_chunks_do_not_hold(answer: str,
 
 
 def _ask(index: Path, said: str, checks: list[str]) -> sleuth.Answer:
-    with FakeLLMServer([reply(said)]) as server:
-        return sleuth.ask(QUESTION, index=index, agent="hybrid",
-                          settings=Settings.load(agent={"profile": "capable",
-                                                        "checks": checks}),
-                          llm=OpenAIClient("fake-model", server.base_url))
+    return ask_checked(index, QUESTION, said, checks, profile="capable")
 
 
 def test_an_answer_its_passage_does_not_hold_is_withheld_or_flagged(sample_index: Path) -> None:

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 import sleuth
+from conftest import ask_checked
 from sleuth.agent.checks.no_figure import states_figure
-from sleuth.llm import OpenAIClient
-from sleuth.settings import Settings
-from sleuth.testing.fake import FakeLLMServer, reply
 from sleuth.text.querytext import asks_figure
 
 PEPYS = "pepys-diary-1660.md#0"
@@ -64,10 +62,7 @@ def test_a_number_word_of_the_question_is_no_figure_of_the_answer() -> None:
 
 
 def _ask(index: Path, question: str, said: str, checks: list[str]) -> sleuth.Answer:
-    with FakeLLMServer([reply(said)]) as server:
-        return sleuth.ask(question, index=index, agent="hybrid",
-                          settings=Settings.load(agent={"checks": checks}),
-                          llm=OpenAIClient("fake-model", server.base_url))
+    return ask_checked(index, question, said, checks)
 
 
 def test_an_answer_without_the_figure_asked_for_is_withheld_or_flagged(

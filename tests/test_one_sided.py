@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 import sleuth
+from conftest import ask_checked
 from sleuth.agent.checks.one_sided import joins_two, yes_or_no
-from sleuth.llm import OpenAIClient
-from sleuth.settings import Settings
-from sleuth.testing.fake import FakeLLMServer, reply
 
 PEPYS = "pepys-diary-1660.md#0"
 CORNWALL = "cornwall-journey.html#0"
@@ -39,11 +37,7 @@ def test_which_answers_are_a_yes_or_no(answer: str, said: bool) -> None:
 
 
 def _ask(index: Path, question: str, said: str, checks: list[str]) -> sleuth.Answer:
-    with FakeLLMServer([reply(said)]) as server:
-        return sleuth.ask(question, index=index, agent="hybrid",
-                          settings=Settings.load(agent={"profile": "capable",
-                                                        "checks": checks}),
-                          llm=OpenAIClient("fake-model", server.base_url))
+    return ask_checked(index, question, said, checks, profile="capable")
 
 
 def test_a_yes_or_no_citing_one_side_is_withheld_or_flagged(sample_index: Path) -> None:
