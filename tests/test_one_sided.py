@@ -10,22 +10,22 @@ import pytest
 
 import sleuth
 from conftest import ask_checked
-from sleuth.agent.checks.one_sided import joins_two, yes_or_no
+from sleuth.agent.checks.one_sided import compares_two, yes_or_no
 
 PEPYS = "pepys-diary-1660.md#0"
 CORNWALL = "cornwall-journey.html#0"
 BOTH = "Did Pepys and the traveller in Cornwall both go by boat?"
 
 
-@pytest.mark.parametrize(("question", "joins"), [
+@pytest.mark.parametrize(("question", "compares"), [
     ("Are Rolling Thunder and The Stolen Bride from the same country?", True),
     ("is the rhine longer than the danube", True),
     ("Do both films have directors of one nationality?", True),
     ("Was Pepys a member of parliament?", False),
     ("Did the company grow its sales between 2021 and 2022?", False),  # one thing, two years
 ])
-def test_which_questions_join_two_things(question: str, joins: bool) -> None:
-    assert joins_two(question) is joins
+def test_which_questions_compare_two_things(question: str, compares: bool) -> None:
+    assert compares_two(question) is compares
 
 
 @pytest.mark.parametrize(("answer", "said"), [

@@ -419,25 +419,24 @@ class Oracle(Reader):
     def _pages(self, request: Request, gold: Gold) -> tuple[str, str] | None:
         """For a yes or no gold: the first passage naming one of the evidence's pages, where
         the passages shown name them all (none named: never held)."""
-        titles = [_padded(t) for t in gold.titles if normalize_answer(t)]
-        texts = [(cid, _padded(text)) for cid, text in request.shown.items()]
-        if not titles or not all(any(t in text for _, text in texts) for t in titles):
+        named = self._page_ids(request, gold)
+        if not named or None in named:
             return None
-        return next(cid for cid, text in texts if any(t in text for t in titles)), \
-            gold.answers[0]
+        order = list(request.shown)
+        return min((c for c in named if c), key=order.index), gold.answers[0]
 
     def search(self, request: Request) -> tuple[str, dict[str, Any]] | None:
         if self.holder(request) is not None and request.choice != "required":
             return None
         return self.next_search(request)
 
-    def _page_ids(self, request: Request) -> list[str]:
+    @staticmethod
+    def _page_ids(request: Request, gold: Gold) -> list[str | None]:
         """For a yes or no gold: the first passage shown naming each of the evidence's
-        pages."""
+        pages, in the order of the pages (None for a page no passage names)."""
         texts = [(cid, _padded(text)) for cid, text in request.shown.items()]
-        found = (next((cid for cid, text in texts if t in text), None)
-                 for t in (_padded(t) for t in self.gold(request).titles if normalize_answer(t)))
-        return list(dict.fromkeys(c for c in found if c is not None))
+        return [next((cid for cid, text in texts if t in text), None)
+                for t in (_padded(t) for t in gold.titles if normalize_answer(t))]
 
     def answer(self, request: Request) -> tuple[str, str]:
         held = self.holder(request)
@@ -449,8 +448,9 @@ class Oracle(Reader):
             facts = f"{alias}: {facts}"
         if _ECHO in request.last:  # "answer in one full sentence"
             return answered(facts, cid), facts
-        if self.gold(request).yes_no:  # a yes or no rests on every page: each is cited
-            ids = self._page_ids(request)
+        gold = self.gold(request)
+        if gold.yes_no:  # a yes or no rests on every page: each is cited
+            ids = list(dict.fromkeys(c for c in self._page_ids(request, gold) if c))
             return (f"{alias} {' '.join(cite(c) for c in ids)}\n\n"
                     f"{relevance_line(dict.fromkeys(ids, 1.0))}"), facts
         return answered(alias, cid), facts

@@ -32,7 +32,7 @@ keeps the core's other modules from defining lists of their own.
   :data:`ABBREVIATIONS` (a final period that ends no sentence), :data:`MONTHS`,
   :data:`THIRD_PERSON`.
 - **Kinds**, :data:`GENERIC`: nouns that name a kind of thing ("film", "year") and words
-  that compare, never an entity or a relation on their own; :data:`JOINS`, the words by
+  that compare, never an entity or a relation on their own; :data:`COMPARES`, the words by
   which a question compares two things ("both", "same", "than").
 - **Figures**, :data:`FIGURE_NOUNS` (what a question asks a number of: "size", "limit") and
   :data:`NUMBER_WORDS` (a figure written without digits: "three", "unlimited").
@@ -156,7 +156,7 @@ GENERIC = wordset(
 # Words by which a question compares two things ("Are A and B from the same country?", "Is
 # A older than B?"): a yes or no to it rests on what is said of both. Not "and" nor "or":
 # "Did sales grow between 2021 and 2022?" asks of one thing.
-JOINS = wordset("both same either neither than different differ alike vs versus")
+COMPARES = wordset("both same either neither than different differ alike vs versus")
 
 
 # -- figures -------------------------------------------------------------------------------

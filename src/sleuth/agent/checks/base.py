@@ -32,7 +32,7 @@ from sleuth.errors import ConfigError
 from sleuth.plugins import CHECKS as CHECK_PLUGINS
 from sleuth.plugins import Registry
 from sleuth.settings import AgentSettings
-from sleuth.text.ids import strip_citations
+from sleuth.text.ids import is_ref, strip_citations
 from sleuth.types import CheckNote
 
 if TYPE_CHECKING:
@@ -88,6 +88,13 @@ class CheckContext:
     def retrieved(self) -> list[str]:
         """The chunks any search of the run returned, in order."""
         return list(self.run.tracker.retrieved)
+
+    def cited(self, draft: Draft) -> list[str | None]:
+        """The chunk ids ``draft`` cites, as the model wrote them: references resolved to
+        their chunks (None: a reference to no chunk; one the run never gave stays as
+        written)."""
+        refs = self.run.tracker.refs
+        return [refs[c].chunk_id if is_ref(c) and c in refs else c for c in draft.citations]
 
     def common(self, term: str) -> bool:
         """Whether ``term`` is the corpus's common vocabulary: in a tenth of its chunks

@@ -23,7 +23,7 @@ from sleuth.agent.checks.base import CheckContext, When
 from sleuth.agent.draft import Draft
 from sleuth.agent.run import NOT_SAID
 from sleuth.text.abstain import abstains
-from sleuth.text.ids import is_ref, split_answer, strip_citations
+from sleuth.text.ids import split_answer, strip_citations
 from sleuth.text.lexicon import VERDICT_WORDS
 from sleuth.text.querytext import content_words
 
@@ -71,8 +71,7 @@ class Grounded:
     def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
         started = time.perf_counter()
         retrieved = ctx.retrieved
-        refs = ctx.run.tracker.refs
-        cited = [refs[c].chunk_id if is_ref(c) and c in refs else c for c in draft.citations]
+        cited = ctx.cited(draft)
         ids = [c for c in cited if c and c in retrieved] if cited else retrieved
         chunks = [c.text for c in ctx.index.read(ids).chunks]
         missing = unheld(draft.question, draft.answer, chunks)

@@ -5,13 +5,13 @@ pages of both say; a model that answers "No" from memory cites one page for show
 of such an answer are none the passages could hold (:mod:`~sleuth.agent.checks.grounded`
 does not read it), but its citations say what it rests on: a yes or no (the answer's first
 word, :data:`~sleuth.text.lexicon.YES_NO`) to a question that compares two things (a word
-of :data:`~sleuth.text.lexicon.JOINS`: "both", "same", "than", "either", ...; not "and",
+of :data:`~sleuth.text.lexicon.COMPARES`: "both", "same", "than", "either", ...; not "and",
 which joins two years of one company as often as two things) that cites passages of fewer
 than two documents (as the model wrote them: refs resolved, an id the run never retrieved
-is none) is one-sided. The check withholds it, saying which
-document it rests on; in flag mode (``one_sided:flag``) it stands, flagged. Two things one
-page compares ("Is the Danube longer than the Rhine?" on a page of rivers) are flagged
-too: flag mode is the one for a model that reads. No model call.
+is none) is one-sided. The check withholds it, saying which document it rests on; in flag
+mode (``one_sided:flag``) it stands, flagged. Two things one page compares ("Is the Danube
+longer than the Rhine?" on a page of rivers) are flagged too: flag mode is the one for a
+model that reads. No model call.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from sleuth.agent.checks.base import CheckContext, When
 from sleuth.agent.draft import Draft
 from sleuth.agent.run import NOT_SAID
 from sleuth.text.abstain import abstains
-from sleuth.text.ids import is_ref, split_answer, strip_citations
-from sleuth.text.lexicon import JOINS, YES_NO, words
+from sleuth.text.ids import split_answer, strip_citations
+from sleuth.text.lexicon import COMPARES, YES_NO, words
 
 SIDES = 2  # documents a yes or no about two things cites
 
@@ -35,10 +35,10 @@ def yes_or_no(answer: str) -> bool:
     return bool(said) and said[0] in YES_NO
 
 
-def joins_two(question: str) -> bool:
+def compares_two(question: str) -> bool:
     """Whether ``question`` compares two things (a word of
-    :data:`~sleuth.text.lexicon.JOINS`)."""
-    return any(w in JOINS for w in words(question))
+    :data:`~sleuth.text.lexicon.COMPARES`)."""
+    return any(w in COMPARES for w in words(question))
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,12 @@ class OneSided:
 
     def applies(self, draft: Draft, ctx: CheckContext) -> bool:
         return not draft.abstained and not abstains(draft.answer) and \
-            yes_or_no(draft.answer) and joins_two(draft.question)
+            yes_or_no(draft.answer) and compares_two(draft.question)
 
     def check(self, draft: Draft, ctx: CheckContext) -> Draft | None:
         started = time.perf_counter()
-        refs = ctx.run.tracker.refs
-        cited = [refs[c].chunk_id if is_ref(c) and c in refs else c for c in draft.citations]
-        ids = [c for c in cited if c and c in ctx.retrieved]
+        retrieved = set(ctx.retrieved)
+        ids = [c for c in ctx.cited(draft) if c and c in retrieved]
         documents = list(dict.fromkeys(c.doc_id for c in ctx.index.read(ids).chunks))
         if len(documents) >= SIDES:
             return None
