@@ -30,6 +30,9 @@ PAGES = [
     # a side of the dash that bounds the date rather than states it
     {"id": "orm", "title": "Sigrid of Orm", "text": "Sigrid of Orm (c. 1150 – after 1201) "
      "was a Norwegian landowner. Her date of death is unknown."},
+    # a baptism's date, not a birth's
+    {"id": "tolley", "title": "Amos Tolley", "text": "Amos Tolley (baptised 4 June 1650 – 2 "
+     "March 1712) was an English clockmaker. The date of his birth is not recorded."},
     # a date of the other calendar, in brackets inside the date
     {"id": "ilyin", "title": "Pyotr Ilyin", "text": "Pyotr Ilyin (3 March [O.S. 19 February] "
      "1850 – 1 June 1910) was a Russian engraver."},
@@ -129,6 +132,11 @@ def test_a_bound_is_no_date(pages_index: Path, sleuth) -> None:  # type: ignore[
     # "after 1201" says when she was still alive, not when she died
     assert _fact(sleuth, pages_index, "Sigrid of Orm", "death_date")["answer"] is None
     assert _fact(sleuth, pages_index, "Sigrid of Orm", "birth_date")["answer"] == "1150"
+
+
+def test_a_baptism_is_no_birth(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Amos Tolley", "birth_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "Amos Tolley", "death_date")["answer"] == "2 March 1712"
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

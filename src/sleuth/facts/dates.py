@@ -177,6 +177,8 @@ def _life_span(text: str) -> tuple[Date | None, Date | None] | None:
         # "1672 or 1673 – 1745": the later guess of a birth is as good as the first
         return (first[0][1] if first else None), (second[0][1] if second else None)
     dates = parse_dates(inside)
+    if _OTHER_EVENT.search(inside):
+        return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
     if cue:  # "(born 11 November 1933 in Camporosso, died 13 August 2014)"
         before = [d for at, d in dates if at < cue.start()]
@@ -219,6 +221,10 @@ _SIDE_WORDS = re.compile(r"[^\W\d_]+")
 # a side of a life's dash that bounds the date rather than states it ("c. 1180 – after
 # 1230": the death is not known)
 _BOUND = re.compile(r"\s*(?:after|before|by|not\s+(?:before|after)|until)\b", re.IGNORECASE)
+# a date of another event than a birth or a death: a baptism, a burial ("baptised 3 May
+# 1644 – 19 November 1701": the birth is not known)
+_OTHER_EVENT = re.compile(r"\b(?:bapti[sz]ed|bapt\.|bp\.|christened|chr\.|buried|bur\.|interred)",
+                          re.IGNORECASE)
 
 
 def opening_parenthesis(text: str) -> re.Match[str] | None:
@@ -265,7 +271,8 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     with a date or nothing on each side: "Austria- Hungary" is a word), dates after "born"
     or "died", or two dates in order whose dash was lost ("(1911 1987)"). Not sure: a lone
     date with neither dash nor cue ("( 31 January 1758)": a birth or a death?), a side of a
-    dash with words but no date, a time someone was active ("fl. 1347 – 1391")."""
+    dash with words but no date, a time someone was active ("fl. 1347 – 1391"), a baptism or
+    a burial without a dash ("bapt. 3 May 1644, d. 1701"); with one, that side dates none."""
     paren = opening_parenthesis(text)
     if paren is None:
         return None
@@ -275,8 +282,9 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
         return [], [], False
     sides = _DASH.split(inside, maxsplit=1)
     if len(sides) == 2:
-        # a side that is a bound ("after 1230", "before 1131") dates no birth or death
-        bounds = [bool(_BOUND.match(side)) for side in sides]
+        # a side that is a bound ("after 1230", "before 1131") or dates another event
+        # ("baptised 3 May 1644") dates no birth or death
+        bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side)) for side in sides]
         found = [[] if bound else [d for _, d in parse_dates(side)]
                  for side, bound in zip(sides, bounds, strict=True)]
         real = all(f or bound or not _SIDE_WORDS.search(
@@ -284,6 +292,8 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
                    for side, f, bound in zip(sides, found, bounds, strict=True))
         # a side with words but no date is no life's half ("Austria– Hungary, 1898")
         return found[0], found[1], real and bool(found[0] or found[1])
+    if _OTHER_EVENT.search(inside):
+        return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
     if cue:
         at = [(a, d) for a, d in parse_dates(inside)]
