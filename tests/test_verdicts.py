@@ -30,6 +30,10 @@ PAGES = [
     # a side of the dash that bounds the date rather than states it
     {"id": "orm", "title": "Sigrid of Orm", "text": "Sigrid of Orm (c. 1150 – after 1201) "
      "was a Norwegian landowner. Her date of death is unknown."},
+    # a father's name shortened ("de Sousa") finds the subject's own page, a woman's
+    {"id": "sousa", "title": "Maria de Sousa", "text": "Maria de Sousa (1700–1760) was a "
+     "Portuguese poet. She was the daughter of Afonso de Sousa, a courtier, and of Isabel "
+     "Lobo."},
     # a baptism's date, not a birth's
     {"id": "tolley", "title": "Amos Tolley", "text": "Amos Tolley (baptised 4 June 1650 – 2 "
      "March 1712) was an English clockmaker. The date of his birth is not recorded."},
@@ -207,6 +211,8 @@ def test_a_parents_page_must_be_titled_with_the_name_given(pages_index: Path,
     out = sleuth("fact", "Sophie of Rell", "father", "--relation", "father", "--index",
                  str(pages_index)).out
     assert "Not settled" in out and "Answer:" not in out
+    # nor is the subject's own page: Maria de Sousa's pronouns say nothing of her father
+    assert _fact(sleuth, pages_index, "Maria de Sousa", "father")["answer"] is None
     # "Edmund Rye" is not "Edmund Rye Jr."
     assert _fact(sleuth, pages_index, "Clara Rye", "death_date", "father")["answer"] is None
     # a father's own page, titled with his name: a verdict

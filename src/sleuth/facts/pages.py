@@ -148,7 +148,8 @@ def kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
     kind, sex = KIN[relation]
     read = family(page.text, judge_for(page_subject(ctx, page)))
     named = read.spouses if kind == "spouse" else read.parents
-    people = [(r, *person_page(ctx, retriever, r.name)) for r in named]
+    # the subject's own page, found by a shortened name ("de Albergaria"), is no relative's
+    people = [(r, *_not_own(person_page(ctx, retriever, r.name), page)) for r in named]
     # a page found by another name tells nobody's sex ("Margaret II of Flanders" is not
     # "William II, Count of Flanders")
     sexes = [r.sex or (pronoun_sex(p.text) if p and exact else None) for r, p, exact in people]
@@ -167,6 +168,11 @@ def kin(ctx: ToolContext, retriever: HybridRetriever, page: Chunk,
                 return [Person(spouses[0].name, spouses[0].page,
                                exact and spouses[0].exact and len(spouses) == 1)]
     return []
+
+
+def _not_own(found: tuple[Chunk | None, bool], page: Chunk) -> tuple[Chunk | None, bool]:
+    """A relative's page (:func:`person_page`) unless it is ``page``'s own document."""
+    return (None, True) if found[0] is not None and found[0].doc_id == page.doc_id else found
 
 
 def stated_of_others(ctx: ToolContext, page: Chunk, relation: str) -> list[Relative]:
