@@ -98,7 +98,8 @@ COLUMNS = [("contain", "Contain", 100), ("em", "EM", 100), ("f1", "F1", 100),
            ("prompt_processed", "prompt tok processed", 1), ("answer_chars", "answer chars", 1),
            ("latency", "s/question", 1),
            ("abstain_unanswerable", "abstain on unanswerable", 100),
-           ("cited_contains_answer", "cited passages hold answer", 100)]
+           ("cited_contains_answer", "cited passages hold answer", 100),
+           ("cited_right", "of right answers", 100)]
 # the datasets of a run without --datasets: those of the README's table
 DEFAULT_DATASETS = ("2wiki", "financebench", "novel", "medical")
 

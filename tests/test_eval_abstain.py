@@ -117,6 +117,8 @@ def test_a_run_scores_abstention_and_cited_passages(sleuth, tmp_path: Path,
     assert overall["contain_all"] == pytest.approx(2 / 3)
     # answered with a citation: q1 (its passage says London) and q2 (its passage does not)
     assert overall["cited"] == 2 and overall["cited_contains_answer"] == pytest.approx(1 / 2)
+    # both are right answers: of the right answers too, one in two cites a passage holding it
+    assert overall["cited_right"] == pytest.approx(1 / 2)
     by_type = run["by_type"]
     assert by_type["unanswerable"]["abstain_unanswerable"] == pytest.approx(1 / 2)
     assert "em" not in by_type["unanswerable"] and "contain" not in by_type["unanswerable"]

@@ -6,7 +6,8 @@ A question the corpus does not answer (no gold answer, or ``"answerable": false`
 scored apart: by whether the answer abstains (``abstain_unanswerable``), never in EM, F1,
 Contain-Acc or LLM-Acc, which are over the answerable questions. ``cited_contains_answer``
 is the share of answers, of answerable questions answered with at least one cited chunk,
-whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises).
+whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises);
+``cited_right`` the same share of the right (Contain-correct) answers alone.
 ``answered_wrong`` is the share of answerable questions answered (not empty, not an
 abstention) and wrong (not Contain-correct): the confident mistakes, over every answerable
 question, abstentions included in the count. ``numeric`` is over the questions whose gold
@@ -176,6 +177,8 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
     if row["answered"] and not abstained and record.get("cited_passages"):
         row["cited_contains_answer"] = float(any(
             contain_words(str(p.get("text") or ""), golds) for p in record["cited_passages"]))
+        if row["contain"]:
+            row["cited_right"] = row["cited_contains_answer"]
     return _judged(row, record, golds, answer, ks, judge)
 
 
@@ -299,6 +302,7 @@ _TAIL = [("doc_recall@1", "Doc R@1", "{:.1%}"), ("read_recall", "Read R", "{:.1%
          ("unanswerable", "unans. n", "{:.0f}"),
          ("abstain_unanswerable", "abstain unans.", "{:.1%}"),
          ("cited_contains_answer", "cited has ans", "{:.1%}"),
+         ("cited_right", "cited has ans (right)", "{:.1%}"),
          ("errors", "errors", "{:.0f}")]
 
 
