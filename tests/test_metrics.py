@@ -37,6 +37,18 @@ def test_f1_by_hand() -> None:
     assert f1_score("Paris", ["London", "the Paris"]) == 1.0
 
 
+def test_a_passage_holds_a_gold_where_punctuation_parts_its_words() -> None:
+    from sleuth.eval.metrics import passage_holds
+
+    # a manual writes code: "stripAccents(String input)" holds "stripAccents"
+    assert passage_holds("static String stripAccents(String input)", "stripAccents") == 1.0
+    assert passage_holds("StringUtils.stripAccents(s)", "StringUtils.stripAccents") == 1.0
+    assert passage_holds("MILLIS_PER_DAY = 86400000L", "86400000") == 0.0  # whole words
+    assert passage_holds("I do not know.", "no") == 0.0
+    assert passage_holds("${name:-default}", ":-") == 1.0  # a gold of punctuation only
+    assert passage_holds("${name}", ":-") == 0.0
+
+
 def test_contain_words_uses_whole_tokens() -> None:
     assert contain_words("The answer is Paris, France.", "paris") == 1.0
     assert contain_words("Comparison", "paris") == 0.0

@@ -86,6 +86,24 @@ def contain_words(prediction: str, gold: str | Sequence[str]) -> float:
     ))
 
 
+def _spaced(text: str) -> str:
+    """SQuAD normalisation with punctuation read as a space between words, as code writes
+    them ("StringUtils.stripAccents(String input)": "stringutils stripaccents string input")."""
+    text = "".join(" " if ch in _PUNCTUATION else ch for ch in text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def passage_holds(passage: str, gold: str | Sequence[str]) -> float:
+    """Whether a passage states a gold answer: its words, whole, where punctuation parts
+    words (a manual's "stripAccents(String input)" holds "stripAccents"); a gold of
+    punctuation only (":-") as written."""
+    text = f" {_spaced(passage)} "
+    return float(any(
+        f" {norm} " in text if (norm := _spaced(g)) else g.strip() in passage
+        for g in _golds(gold) if g.strip()
+    ))
+
+
 # a gold answer that is one figure ("$1577.00", "24.26", "-3.7", "12%"): FinanceBench's kind
 _FIGURE = re.compile(r"^\s*(?:USD|US\$|\$)?\s*(-?\(?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\)?)\s*%?\s*$",
                      re.IGNORECASE)

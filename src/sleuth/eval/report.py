@@ -6,7 +6,8 @@ A question the corpus does not answer (no gold answer, or ``"answerable": false`
 scored apart: by whether the answer abstains (``abstain_unanswerable``), never in EM, F1,
 Contain-Acc or LLM-Acc, which are over the answerable questions. ``cited_contains_answer``
 is the share of answers, of answerable questions answered with at least one cited chunk,
-whose cited chunks hold the gold answer (whole words, normalised as Contain-Acc normalises);
+whose cited chunks hold the gold answer (:func:`~sleuth.eval.metrics.passage_holds`: whole
+words, normalised as Contain-Acc normalises, with punctuation parting words as code writes);
 ``cited_right`` the same share of the right (Contain-correct) answers alone.
 ``answered_wrong`` is the share of answerable questions answered (not empty, not an
 abstention) and wrong (not Contain-correct): the confident mistakes, over every answerable
@@ -37,6 +38,7 @@ from sleuth.eval.metrics import (
     exact_match,
     f1_score,
     numeric_match,
+    passage_holds,
     percentile,
     recall_at_k,
 )
@@ -176,7 +178,7 @@ def score_record(record: dict[str, Any], ks: Sequence[int],
     row["answered_wrong"] = answered_wrong(answer, golds, abstained)
     if row["answered"] and not abstained and record.get("cited_passages"):
         row["cited_contains_answer"] = float(any(
-            contain_words(str(p.get("text") or ""), golds) for p in record["cited_passages"]))
+            passage_holds(str(p.get("text") or ""), golds) for p in record["cited_passages"]))
         if row["contain"]:
             row["cited_right"] = row["cited_contains_answer"]
     return _judged(row, record, golds, answer, ks, judge)
