@@ -173,12 +173,13 @@ def _life_span(text: str) -> tuple[Date | None, Date | None] | None:
         return None
     parts = _DASH.split(inside, maxsplit=1)
     if len(parts) == 2:
-        first, second = (parse_dates(p) for p in parts)
+        # a side that dates a baptism or a burial dates no birth or death
+        first, second = ([] if _OTHER_EVENT.search(p) else parse_dates(p) for p in parts)
         # "1672 or 1673 – 1745": the later guess of a birth is as good as the first
         return (first[0][1] if first else None), (second[0][1] if second else None)
     dates = parse_dates(inside)
     if _OTHER_EVENT.search(inside):
-        return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
+        return None, None  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
     if cue:  # "(born 11 November 1933 in Camporosso, died 13 August 2014)"
         before = [d for at, d in dates if at < cue.start()]
