@@ -24,9 +24,14 @@ def normalize_answer(text: str) -> str:
     Kept apart from the lexicon's normaliser (:func:`sleuth.text.lexicon.plain`) on
     purpose: it must score exactly as the A-RAG and SQuAD scorers do, so that the tables
     compare with the papers'."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+    return _normalised(text, "")
+
+
+def _normalised(text: str, punctuation: str) -> str:
+    """Lowercase, each punctuation mark replaced by ``punctuation``, articles dropped,
+    whitespace squeezed."""
+    text = "".join(punctuation if ch in _PUNCTUATION else ch for ch in text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def _golds(gold: str | Sequence[str]) -> list[str]:
@@ -86,20 +91,14 @@ def contain_words(prediction: str, gold: str | Sequence[str]) -> float:
     ))
 
 
-def _spaced(text: str) -> str:
-    """SQuAD normalisation with punctuation read as a space between words, as code writes
-    them ("StringUtils.stripAccents(String input)": "stringutils stripaccents string input")."""
-    text = "".join(" " if ch in _PUNCTUATION else ch for ch in text.lower())
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
 def passage_holds(passage: str, gold: str | Sequence[str]) -> float:
     """Whether a passage states a gold answer: its words, whole, where punctuation parts
     words (a manual's "stripAccents(String input)" holds "stripAccents"); a gold of
     punctuation only (":-") as written."""
-    text = f" {_spaced(passage)} "
+    # punctuation parts words as code writes them: "stringutils stripaccents string input"
+    text = f" {_normalised(passage, ' ')} "
     return float(any(
-        f" {norm} " in text if (norm := _spaced(g)) else g.strip() in passage
+        f" {norm} " in text if (norm := _normalised(g, " ")) else g.strip() in passage
         for g in _golds(gold) if g.strip()
     ))
 
