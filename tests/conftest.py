@@ -265,6 +265,25 @@ def ask_checked(index: Path, question: str, said: str, checks: list[str],
                           llm=OpenAIClient("fake-model", server.base_url))
 
 
+def page_fact(text: str, fact: str) -> object | None:
+    """What the facts pack settles for ``fact`` ("birth_date", "death_place") of the person
+    a page is about, the page titled with the name its ``text`` opens with: the readings and
+    the settling the ``person_fact`` tool uses."""
+    import re
+
+    from sleuth.facts.dates import date_readings
+    from sleuth.facts.lives import place_readings
+    from sleuth.facts.readings import same_date, same_place, settle
+    from sleuth.facts.subject import subject_of
+
+    title = re.split(r"\s*\(|,|\s+(?:is|was)\b|\n", text, maxsplit=1)[0]
+    subject = subject_of(title, text)
+    if fact in ("birth_date", "death_date"):
+        event = "born" if fact == "birth_date" else "died"
+        return settle(date_readings(text, event, subject), fact, same_date).value
+    return settle(place_readings(text, fact, subject), fact, same_place).value
+
+
 def _first(path: Path, limit: int) -> list[Any]:
     """The first ``limit`` records of a checked-in JSON list; more than it holds is an error
     (extend the file from the same source, see tests/data/README.md)."""

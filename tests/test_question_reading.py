@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import records_index
+from tests.conftest import page_fact, records_index
 
 from sleuth.facts.asks import comparison, fact_question
-from sleuth.facts.dates import Comparison, Date, event_date, lifespan
+from sleuth.facts.dates import Comparison, Date
 from sleuth.facts.kin import family, nationality
-from sleuth.facts.lives import FactQuestion, life
+from sleuth.facts.lives import FactQuestion
 from sleuth.facts.places import is_place
 
 
@@ -84,21 +84,21 @@ def test_a_place_is_a_place_the_gazetteer_knows() -> None:
 ])
 def test_a_place_after_in_is_read_only_when_it_is_one(text: str, born_at: str | None,
                                                       died_at: str | None) -> None:
-    read = life(text)
-    assert (read.born_at, read.died_at) == (born_at, died_at)
+    assert (page_fact(text, "birth_place"), page_fact(text, "death_place")) == \
+        (born_at, died_at)
 
 
 def test_labelled_fields_are_read_first() -> None:
     page = ("Rina Vale is a composer.\nBorn: 14 August 1968, Chennai\nSpouse(s): Jane Roe "
             "(m. 1990)\nNationality: Indian")
-    assert event_date(page, "born") == Date(1968, 8, 14)
+    assert page_fact(page, "birth_date") == Date(1968, 8, 14)
     assert [s.name for s in family(page).spouses] == ["Jane Roe"]
     assert nationality(page) == "Indian"
 
 
 def test_a_life_whose_death_comes_before_its_birth_is_not_read() -> None:
-    assert lifespan("Rolf Amsel (1956 1890) was a painter.") is None
-    assert lifespan("Rolf Amsel (1890 – 1956) was a painter.") == (Date(1890), Date(1956))
+    assert page_fact("Rolf Amsel (1956 1890) was a painter.", "birth_date") is None
+    assert page_fact("Rolf Amsel (1890 – 1956) was a painter.", "birth_date") == Date(1890)
 
 
 FAMILY = [

@@ -37,6 +37,17 @@ PAGES = [
     # a baptism's date, not a birth's
     {"id": "tolley", "title": "Amos Tolley", "text": "Amos Tolley (baptised 4 June 1650 – 2 "
      "March 1712) was an English clockmaker. The date of his birth is not recorded."},
+    # a word the reader does not know beside a date: that date is no birth or death
+    {"id": "dorn", "title": "Lutz Dorn", "text": "Lutz Dorn (6 February 1969 – missing since "
+     "6 October 2011) was a German mountaineer."},
+    {"id": "aubry", "title": "Gui Aubry", "text": "Gui Aubry (died about 1189) was a French "
+     "abbot."},
+    # a date a hedge puts after "born": another event's
+    {"id": "rauch", "title": "Emil Rauch", "text": "Emil Rauch was a German printer. He was "
+     "born nine days after the death of his uncle Otto (21 November 1800). He died in 1850."},
+    # a doubt beside the place, not the date
+    {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
+     "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
     # a date of the other calendar, in brackets inside the date
     {"id": "ilyin", "title": "Pyotr Ilyin", "text": "Pyotr Ilyin (3 March [O.S. 19 February] "
      "1850 – 1 June 1910) was a Russian engraver."},
@@ -141,6 +152,23 @@ def test_a_bound_is_no_date(pages_index: Path, sleuth) -> None:  # type: ignore[
 def test_a_baptism_is_no_birth(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
     assert _fact(sleuth, pages_index, "Amos Tolley", "birth_date")["answer"] is None
     assert _fact(sleuth, pages_index, "Amos Tolley", "death_date")["answer"] == "2 March 1712"
+
+
+def test_a_date_beside_a_word_the_reader_does_not_know_is_no_birth_or_death(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Lutz Dorn", "death_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "Lutz Dorn", "birth_date")["answer"] == "6 February 1969"
+    aubry = _fact(sleuth, pages_index, "Gui Aubry", "death_date")
+    assert aubry["answer"] is None
+    assert aubry["candidates"] == [{"value": "1189", "whose": "unknown"}]
+    rauch = _fact(sleuth, pages_index, "Emil Rauch", "birth_date")
+    assert rauch["answer"] is None
+    assert rauch["candidates"] == [{"value": "21 November 1800", "whose": "unknown"}]
+    assert _fact(sleuth, pages_index, "Emil Rauch", "death_date")["answer"] == "1850"
+    # "probably" is the place's doubt: the dates are read
+    assert _fact(sleuth, pages_index, "Anna Kessel", "birth_date")["answer"] == \
+        "20 November 1784"
+    assert _fact(sleuth, pages_index, "Anna Kessel", "death_date")["answer"] == "6 December 1860"
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

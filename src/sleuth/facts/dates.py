@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sleuth.facts.fields import all_fields, fields, heading_end
+from sleuth.facts.fields import all_fields, heading_end
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
 from sleuth.text.lexicon import wordset
 
@@ -111,42 +111,17 @@ def _bare_year(text: str, start: int, end: int) -> bool:
     return not re.search(r"[\d.,$£€]\s?$", before) and not re.match(r"[.,]\d|%", after)
 
 
-def event_date(text: str, event: Event) -> Date | None:
-    """The date of ``event`` a page's ``text`` gives: a birth or a death from the lead's
-    parenthesis ("(24 May 1900 – 31 October 1984)", "(born 13 April 1998)") or from "born
-    ..." and "died ..."; for ``date``, the date after "released", "founded" and the like,
-    else the page's first date ("X is a 1952 American film"). ``lived`` is not a date
-    (see :func:`lifespan`)."""
-    if event == "date":
-        dated = DATED_BY.search(text)
-        if dated:
-            near = parse_dates(text[dated.end():dated.end() + 80])
-            if near:
-                return near[0][1]
-        found = parse_dates(text)
-        return found[0][1] if found else None
-    stated = fields(text).get(event)  # "Born: 14 August 1968, Chennai"
-    if stated and parse_dates(stated):
-        return parse_dates(stated)[0][1]
-    life = _life_span(text)
-    if life is not None:
-        born, died = life
-        return born if event == "born" else died
-    cue = r"\bborn\b" if event == "born" else r"\b(?:died|d\.)"
-    for match in re.finditer(cue, text, re.IGNORECASE):
-        clause = re.split(r"(?<=[a-z]{2})\.\s|;", text[match.end():match.end() + 90])[0]
-        near = parse_dates(clause)  # the first date of the same sentence, a few words on
-        if near and near[0][0] < 70:
+def work_date(text: str) -> Date | None:
+    """The date of a work's page: the date after "released", "founded" and the like, else
+    the page's first date ("X is a 1952 American film"). A person's birth and death are read
+    by :func:`date_readings`."""
+    dated = DATED_BY.search(text)
+    if dated:
+        near = parse_dates(text[dated.end():dated.end() + 80])
+        if near:
             return near[0][1]
-    return None
-
-
-def lifespan(text: str) -> tuple[Date, Date] | None:
-    """Birth and death dates of a person's page, when it gives both."""
-    born, died = event_date(text, "born"), event_date(text, "died")
-    if born is None or died is None or died < born:
-        return None
-    return born, died
+    found = parse_dates(text)
+    return found[0][1] if found else None
 
 
 # A year run into the next date, its dash lost ("17 September 190030 April 1985",
@@ -164,30 +139,6 @@ def life_parenthesis(text: str) -> str | None:
         if parts:
             return MONTH_RANGE.sub(r"\1 or ", " – ".join(p.strip() for p in parts))
     return None
-
-
-def _life_span(text: str) -> tuple[Date | None, Date | None] | None:
-    """(birth, death) from :func:`life_parenthesis`, or None."""
-    inside = life_parenthesis(text)
-    if inside is None:
-        return None
-    parts = _DASH.split(inside, maxsplit=1)
-    if len(parts) == 2:
-        # a side that dates a baptism or a burial dates no birth or death
-        first, second = ([] if _OTHER_EVENT.search(p) else parse_dates(p) for p in parts)
-        # "1672 or 1673 – 1745": the later guess of a birth is as good as the first
-        return (first[0][1] if first else None), (second[0][1] if second else None)
-    dates = parse_dates(inside)
-    if _OTHER_EVENT.search(inside):
-        return None, None  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
-    cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
-    if cue:  # "(born 11 November 1933 in Camporosso, died 13 August 2014)"
-        before = [d for at, d in dates if at < cue.start()]
-        after = [d for at, d in dates if at > cue.start()]
-        return (before[0] if before else None), (after[0] if after else None)
-    if len(dates) >= 2 and not re.search(r"\bborn\b", inside, re.IGNORECASE):
-        return dates[0][1], dates[1][1]  # "(May 30, 1896 December 26, 1977)"
-    return dates[0][1], None
 
 
 @dataclass(frozen=True)
@@ -226,6 +177,30 @@ _BOUND = re.compile(r"\s*(?:after|before|by|not\s+(?:before|after)|until)\b", re
 # 1644 – 19 November 1701": the birth is not known)
 _OTHER_EVENT = re.compile(r"\b(?:bapti[sz]ed|bapt\.|bp\.|christened|chr\.|buried|bur\.|interred)",
                           re.IGNORECASE)
+# the lowercase words a date's clause in a life's parenthesis may hold besides the date and
+# a place's capitalised words: a cue, a circa, a birth name, a place's linking words ("in
+# Frankfurt am Main", "now part of Poland", "at the same place"). Any other word ("missing
+# since 1944", "died about 1189", "some sources say April 27, 1671") says something of the
+# date this reader does not know, so the date is not read as a birth or a death
+_LIFE_WORDS = wordset("born died b d c ca circa or in at on aged age as née nee né of the de "
+                      "la le les des du del della da di do dos das von van der den am an im "
+                      "bei nad upon sur en et y zu near outside now then part present day "
+                      "modern same place ibid idem ibidem city state province county district")
+_LIFE_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def _qualified(side: str) -> bool:
+    """Whether a date in ``side`` (a side of a life's parenthesis) shares its clause, between
+    commas, with a lowercase word not in :data:`_LIFE_WORDS`: "died about 1189" is, "born 20
+    November 1784, probably in Linz" is not (the doubt is the place's)."""
+    for at, date in parse_dates(side):
+        start = side.rfind(",", 0, at) + 1
+        end = side.find(",", at + len(date.text))
+        clause = side[start:end if end >= 0 else len(side)]
+        if any(w[0].islower() and w.lower() not in _LIFE_WORDS
+               for w in _LIFE_WORD.findall(clause)):
+            return True
+    return False
 
 
 def opening_parenthesis(text: str) -> re.Match[str] | None:
@@ -285,7 +260,8 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     if len(sides) == 2:
         # a side that is a bound ("after 1230", "before 1131") or dates another event
         # ("baptised 3 May 1644") dates no birth or death
-        bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side)) for side in sides]
+        bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side) or _qualified(side))
+                  for side in sides]
         found = [[] if bound else [d for _, d in parse_dates(side)]
                  for side, bound in zip(sides, bounds, strict=True)]
         real = all(f or bound or not _SIDE_WORDS.search(
@@ -293,7 +269,7 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
                    for side, f, bound in zip(sides, found, bounds, strict=True))
         # a side with words but no date is no life's half ("Austria– Hungary, 1898")
         return found[0], found[1], real and bool(found[0] or found[1])
-    if _OTHER_EVENT.search(inside):
+    if _OTHER_EVENT.search(inside) or _qualified(inside):
         return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
     if cue:
@@ -338,6 +314,16 @@ def date_readings(text: str, event: Literal["born", "died"], subject: Subject) -
         clause = re.split(r"\s+and\s+(?=[a-z])", clause_after(text, match.end()))[0]
         near = parse_dates(clause)
         if near and near[0][0] < 70:
-            readings.append(Reading(near[0][1], match.start(),
-                                    whose(text, match.start(), subject)))
+            owner = whose(text, match.start(), subject)
+            if owner == "subject" and _HEDGED.search(clause[:near[0][0]]):
+                owner = "unknown"  # "born nine days after the death of X (21 May 1800)"
+            readings.append(Reading(near[0][1], match.start(), owner))
     return readings
+
+
+# words between "born" or "died" and a date that make it a bound, a guess or another
+# event's date ("died about 1189", "born between 1322 and 1323", "died in November the
+# following year and X became king on 22 November 1975")
+_HEDGED = re.compile(r"\b(?:after|before|between|about|around|approximately|perhaps|probably|"
+                     r"possibly|likely|reportedly|allegedly|sometime|somewhere|since|until|"
+                     r"following)\b", re.IGNORECASE)

@@ -17,18 +17,15 @@ from sleuth.facts.dates import (
     BROKEN_HYPHEN,
     DATE,
     MONTH_NAMES,
-    Date,
-    event_date,
     lead_life,
     life_parenthesis,
     opening_parenthesis,
 )
-from sleuth.facts.fields import all_fields, fields
+from sleuth.facts.fields import all_fields
 from sleuth.facts.places import is_place, not_a_place
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
 from sleuth.text.lexicon import wordset
 
-LifeFact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place"]
 # what a question may ask of a person: a fact of their life, a relative (read by
 # :mod:`sleuth.facts.kin`) or their nationality
 Fact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial_place",
@@ -80,44 +77,6 @@ def _trim(words: list[str]) -> list[str]:
     return words
 
 
-@dataclass(frozen=True)
-class Life:
-    """What a page's lead says of a person's birth and death (None: not said)."""
-
-    born: Date | None = None
-    born_at: str | None = None
-    died: Date | None = None
-    died_at: str | None = None
-    buried_at: str | None = None
-
-    def fact(self, fact: LifeFact) -> Date | str | None:
-        return {"birth_date": self.born, "birth_place": self.born_at,
-                "death_date": self.died, "death_place": self.died_at,
-                "burial_place": self.buried_at}[fact]
-
-
-def life(text: str) -> Life:
-    """Birth and death, dates and places, from a person's page: the lead's parenthesis
-    ("(29 November 1690, in Dornburg – 16 March 1747, in Zerbst)", "(Madrid, 23 June 1862
-    – Munich, 4 December 1946)", "(born 1966 in Montreal, Quebec)"), then sentences ("was
-    born in Santa Rosa, California", "He died in Ukiah, California.")."""
-    stated = fields(text)  # "Born: 14 August 1968, Chennai": stated, so read first
-    born_at = stated.get("born_at") or _place_in(stated.get("born", ""))
-    died_at = stated.get("died_at") or _place_in(stated.get("died", ""))
-    if stated.get("born") or stated.get("died"):
-        return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at,
-                    stated.get("buried_at") or _after_cue(text, r"\b(?:buried|interred)\b"))
-    inside = life_parenthesis(text)
-    if inside is not None:
-        parts = _DASH.split(_GLUED.sub(r"\1 ", inside), maxsplit=1)
-        born_at = _place_in(parts[0])
-        died_at = _place_in(parts[1]) if len(parts) == 2 else None
-    born_at = born_at or _after_cue(text, r"\bborn\b")
-    died_at = died_at or _after_cue(text, r"\bdied\b")
-    return Life(event_date(text, "born"), born_at, event_date(text, "died"), died_at,
-                _after_cue(text, r"\b(?:buried|interred|entombed)\b"))
-
-
 def _place_in(part: str) -> str | None:
     """The place in one side of a life's parenthesis: what is left when its dates, "born"
     and "c." are taken out ("August 21, 1901 Oklahoma City, Oklahoma")."""
@@ -126,21 +85,6 @@ def _place_in(part: str) -> str | None:
                                   flags=re.IGNORECASE))
     rest = re.sub(r"^[\s,]+", "", rest)
     return place_at(rest) if rest[:1].isupper() or rest.startswith(("in ", "at ")) else None
-
-
-def _after_cue(text: str, cue: str) -> str | None:
-    """The place after "in" or "at" within a few words of ``cue`` ("born to Italian
-    immigrants in Hoboken, New Jersey"), in the same sentence."""
-    for match in re.finditer(cue, text, re.IGNORECASE):
-        clause = re.split(r"(?<=[a-z]{2})\.\s|;", text[match.end():match.end() + 90])[0]
-        for where in re.finditer(r"\b(?:in|at)\s+(?=[^\W\d_])", clause):
-            if where.start() >= 50:
-                break
-            place = place_at(clause[where.start():])
-            # "born in March 1975 in Cork", "died in World War II": not a place; the next
-            if place and not _dated(place) and not not_a_place(place):
-                return place
-    return None
 
 
 def _dated(place: str) -> bool:
@@ -205,7 +149,7 @@ def place_readings(text: str, fact: str, subject: Subject) -> list[Reading]:
 
 def _place_after(text: str, end: int) -> str | None:
     """The place after "in" or "at" within a few words of a cue ending at ``end``, in the
-    same sentence (:func:`_after_cue` for one cue)."""
+    same sentence."""
     clause = clause_after(text, end)
     for where in re.finditer(r"\b(?:in|at)\s+(?=[^\W\d_])", clause):
         if where.start() >= 50:

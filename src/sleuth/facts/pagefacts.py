@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sleuth.facts.asks import comparison, fact_question
-from sleuth.facts.dates import Date, Event, date_readings, event_date
+from sleuth.facts.dates import Date, Event, date_readings, work_date
 from sleuth.facts.kin import family, nationality
 from sleuth.facts.lives import KIN_FACTS, place_readings
 from sleuth.facts.pages import (
@@ -176,7 +176,7 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, name: str, event: Event,
         return found
     options: list[Date | tuple[Date, Date]] = []
     if event == "date":
-        value: Date | tuple[Date, Date] | None = event_date(found.source.text, "date")
+        value: Date | tuple[Date, Date] | None = work_date(found.source.text)
         got = Settled(value)
     elif event == "lived":
         subject = page_subject(ctx, found.source)
