@@ -45,6 +45,17 @@ PAGES = [
     # a date a hedge puts after "born": another event's
     {"id": "rauch", "title": "Emil Rauch", "text": "Emil Rauch was a German printer. He was "
      "born nine days after the death of his uncle Otto (21 November 1800). He died in 1850."},
+    # "after" before a cause of death, not before the date: the date is the death's
+    {"id": "kunz", "title": "Otto Kunz", "text": "Otto Kunz (3 March 1750) was a German "
+     "organist. Kunz died of complications after eye surgery in 1750 at the age of 50."},
+    # years before the common era; the era written once, after both ("410" is 410 BC)
+    {"id": "eukles", "title": "Eukles of Paros", "text": "Eukles of Paros (c. 385 BC – 322 "
+     "BC) was a Greek historian. Born on Paros, he studied rhetoric in Athens."},
+    {"id": "damon", "title": "Damon of Tenos", "text": "Damon of Tenos (c. 410 – c. 345 BC) "
+     "was a Greek rhetorician."},
+    # two spans, in two calendars: which is the life's?
+    {"id": "sadegh", "title": "Hamid Sadegh", "text": "Hamid Sadegh (Persian: حمید صادق; 2 "
+     "Bahman 1275 – 14 Azar 1347 SH; 21 January 1897 – 5 December 1968) was an Iranian poet."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -165,10 +176,27 @@ def test_a_date_beside_a_word_the_reader_does_not_know_is_no_birth_or_death(
     assert rauch["answer"] is None
     assert rauch["candidates"] == [{"value": "21 November 1800", "whose": "unknown"}]
     assert _fact(sleuth, pages_index, "Emil Rauch", "death_date")["answer"] == "1850"
+    assert _fact(sleuth, pages_index, "Otto Kunz", "death_date")["answer"] == "3 March 1750"
     # "probably" is the place's doubt: the dates are read
     assert _fact(sleuth, pages_index, "Anna Kessel", "birth_date")["answer"] == \
         "20 November 1784"
     assert _fact(sleuth, pages_index, "Anna Kessel", "death_date")["answer"] == "6 December 1860"
+
+
+def test_a_year_before_the_common_era_is_one(pages_index: Path,
+                                            sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Eukles of Paros", "death_date")["answer"] == "322 BC"
+    # "Born on Paros, he studied rhetoric in Athens": the place is the birth's, Athens not
+    assert _fact(sleuth, pages_index, "Eukles of Paros", "birth_place")["answer"] == "Paros"
+    # "c. 410 – c. 345 BC" read as 410 AD to 345 BC is a death before the birth: no verdict
+    assert _fact(sleuth, pages_index, "Damon of Tenos", "death_date")["answer"] is None
+    compared = sleuth("compare", "Damon of Tenos", "Eukles of Paros", "--event", "died",
+                      "--order", "latest", "--index", str(pages_index), "--json").json()
+    assert compared["answer"] is None
+
+
+def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Hamid Sadegh", "birth_date")["answer"] is None
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

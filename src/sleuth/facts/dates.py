@@ -96,9 +96,14 @@ def parse_dates(text: str) -> list[tuple[int, Date]]:
         day = int(m["d1"] or m["d2"] or 0)
         if m["y4"] and not _bare_year(text, m.start(), m.end()):
             continue
-        out.append((m.start(), Date(year, month, day if 1 <= day <= 31 else 0,
-                                    " ".join(m.group(0).split()))))
+        era = _BC.match(text, m.end())  # "322 BC": a year before the common era
+        written = m.group(0) + (era.group(0) if era else "")
+        out.append((m.start(), Date(-year if era else year, month,
+                                    day if 1 <= day <= 31 else 0, " ".join(written.split()))))
     return out
+
+
+_BC = re.compile(r"\s?(?:BCE?|B\.\s?C\.(?:\s?E\.)?)(?!\w)")
 
 
 def _bare_year(text: str, start: int, end: int) -> bool:
@@ -182,7 +187,7 @@ _OTHER_EVENT = re.compile(r"\b(?:bapti[sz]ed|bapt\.|bp\.|christened|chr\.|buried
 # Frankfurt am Main", "now part of Poland", "at the same place"). Any other word ("missing
 # since 1944", "died about 1189", "some sources say April 27, 1671") says something of the
 # date this reader does not know, so the date is not read as a birth or a death
-_LIFE_WORDS = wordset("born died b d c ca circa or in at on aged age as née nee né of the de "
+_LIFE_WORDS = wordset("born died b d c ca circa or in at on from aged age as née nee né of the de "
                       "la le les des du del della da di do dos das von van der den am an im "
                       "bei nad upon sur en et y zu near outside now then part present day "
                       "modern same place ibid idem ibidem city state province county district")
@@ -248,7 +253,9 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     or "died", or two dates in order whose dash was lost ("(1911 1987)"). Not sure: a lone
     date with neither dash nor cue ("( 31 January 1758)": a birth or a death?), a side of a
     dash with words but no date, a time someone was active ("fl. 1347 – 1391"), a baptism or
-    a burial without a dash ("bapt. 3 May 1644, d. 1701"); with one, that side dates none."""
+    a burial without a dash ("bapt. 3 May 1644, d. 1701"; with one, that side dates none), a
+    date beside a word this reader does not know (:func:`_qualified`: that side dates none),
+    two spans, a death before the birth."""
     paren = opening_parenthesis(text)
     if paren is None:
         return None
@@ -256,6 +263,10 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     dates = [d for _, d in parse_dates(inside)]
     if _NOT_A_LIFE.search(inside):
         return [], [], False
+    if len(_DASH.split(inside)) > 2:
+        # two spans ("2 Bahman 1275 – 14 Azar 1347 SH; 21 January 1897 – 5 December 1968",
+        # "1 May 1820 – 3 June 1880; Duke 1845–1880"): which is the life's?
+        return dates, dates, False
     sides = _DASH.split(inside, maxsplit=1)
     if len(sides) == 2:
         # a side that is a bound ("after 1230", "before 1131") or dates another event
@@ -267,8 +278,10 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
         real = all(f or bound or not _SIDE_WORDS.search(
             re.sub(r"\b(?:c|ca|circa|or|born|died|b|d)\b\.?", "", side, flags=re.IGNORECASE))
                    for side, f, bound in zip(sides, found, bounds, strict=True))
-        # a side with words but no date is no life's half ("Austria– Hungary, 1898")
-        return found[0], found[1], real and bool(found[0] or found[1])
+        # a side with words but no date is no life's half ("Austria– Hungary, 1898"); a
+        # death before the birth is a misreading ("c. 410 – c. 345 BC": 410 BC, unwritten)
+        ordered = not (found[0] and found[1] and found[1][0] < found[0][0])
+        return found[0], found[1], real and ordered and bool(found[0] or found[1])
     if _OTHER_EVENT.search(inside) or _qualified(inside):
         return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
@@ -321,9 +334,13 @@ def date_readings(text: str, event: Literal["born", "died"], subject: Subject) -
     return readings
 
 
-# words between "born" or "died" and a date that make it a bound, a guess or another
-# event's date ("died about 1189", "born between 1322 and 1323", "died in November the
-# following year and X became king on 22 November 1975")
-_HEDGED = re.compile(r"\b(?:after|before|between|about|around|approximately|perhaps|probably|"
-                     r"possibly|likely|reportedly|allegedly|sometime|somewhere|since|until|"
-                     r"following)\b", re.IGNORECASE)
+# words between "born" or "died" and a date that make it a guess or another event's date
+# ("died about 1189", "born between 1322 and 1323", "died in November the following year
+# and X became king on 22 November 1975", "born nine days after the death of X (21 May
+# 1800)"), or a bound just before it ("died after 1136"; "died after eye surgery in 1750"
+# is a date)
+_HEDGED = re.compile(r"\b(?:about|around|approximately|perhaps|probably|possibly|likely|"
+                     r"reportedly|allegedly|sometime|somewhere|between|following)\b|"
+                     r"\b(?:days?|weeks?|months?|years?)\s+(?:after|before)\b|"
+                     r"\b(?:after|before|until|since|by)\s+(?:c\.\s*|circa\s+)?$",
+                     re.IGNORECASE)

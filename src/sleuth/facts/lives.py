@@ -40,12 +40,12 @@ _GLUED = re.compile(r"(?<!\d)(\d{4})(?=[^\W\d_])")  # "1901Oklahoma City": a das
 
 
 def place_at(text: str) -> str | None:
-    """The place name ``text`` starts with, after a leading "in", "at" or comma: a run of
+    """The place name ``text`` starts with, after a leading "in", "at", "on" or comma: a run of
     capitalised words with linking words inside, continued after commas ("Glen Cove, Long
     Island, New York"), cut before a lowercase word ("Siversky, near Saint Petersburg") and
     before a part that opens a clause ("in Hoboken, New Jersey, Sinatra began")."""
     words = [m.group(0) for m in _WORD.finditer(text)]
-    while words and words[0] in {",", "in", "at", "the", "c."}:
+    while words and words[0] in {",", "in", "at", "on", "the", "c."}:
         words.pop(0)
     parts: list[list[str]] = [[]]
     at = 0
@@ -151,10 +151,12 @@ def _place_after(text: str, end: int) -> str | None:
     """The place after "in" or "at" within a few words of a cue ending at ``end``, in the
     same sentence."""
     clause = clause_after(text, end)
-    for where in re.finditer(r"\b(?:in|at)\s+(?=[^\W\d_])", clause):
+    for where in re.finditer(r"\b(?:in|at|on)\s+(?=[^\W\d_])", clause):
         if where.start() >= 50:
             break
         place = place_at(clause[where.start():])
+        if where.group(0).startswith("on") and not (place and is_place(place)):
+            continue  # "born on Paros" is a place, "born on Christmas Day" none
         if place and not _dated(place) and not not_a_place(place):
             return place
     return None

@@ -100,7 +100,7 @@ def _show(value: Date | tuple[Date, Date]) -> str:
 def _days(life: tuple[Date, Date]) -> tuple[int, bool]:
     """Days lived (whole years when a date lacks its day), and whether to the day."""
     born, died = life
-    if born.day and died.day:
+    if born.day and died.day and born.year > 0:  # no calendar before the common era
         return (calendar(died.year, died.month, died.day) -
                 calendar(born.year, born.month, born.day)).days, True
     return 365 * (died.year - born.year), False

@@ -168,12 +168,13 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def clause_after(text: str, end: int, limit: int = 90) -> str:
-    """The words after ``end`` up to the end of their sentence, a semicolon or a line's end,
-    at most ``limit`` characters: where a cue's date or place is looked for."""
+    """The words after ``end`` up to the end of their sentence, a semicolon, a line's end or
+    a comma before a new clause's pronoun ("Born on Paros, he studied in Athens"), at most
+    ``limit`` characters: where a cue's date or place is looked for."""
     spans = sentence_spans(text)
     i = _sentence_at(text, end)
     stop = min(spans[i][1], end + limit) if spans else end + limit
-    return re.split(r";|\n", text[end:stop])[0]
+    return re.split(r";|\n|,\s+(?:he|she|they|it|his|her|their)\b", text[end:stop])[0]
 
 
 def _sentence_at(text: str, at: int) -> int:
