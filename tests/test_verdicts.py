@@ -53,9 +53,12 @@ PAGES = [
      "BC) was a Greek historian. Born on Paros, he studied rhetoric in Athens."},
     {"id": "damon", "title": "Damon of Tenos", "text": "Damon of Tenos (c. 410 – c. 345 BC) "
      "was a Greek rhetorician."},
-    # two spans, in two calendars: which is the life's?
+    # a span in another calendar first: its years are no dates
     {"id": "sadegh", "title": "Hamid Sadegh", "text": "Hamid Sadegh (Persian: حمید صادق; 2 "
      "Bahman 1275 – 14 Azar 1347 SH; 21 January 1897 – 5 December 1968) was an Iranian poet."},
+    # two spans: which is the life's?
+    {"id": "lauen", "title": "Otto, Duke of Lauen", "text": "Otto, Duke of Lauen (1 May 1820 "
+     "– 3 June 1880; Duke 1845–1880) was a German prince."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -196,7 +199,10 @@ def test_a_year_before_the_common_era_is_one(pages_index: Path,
 
 
 def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
-    assert _fact(sleuth, pages_index, "Hamid Sadegh", "birth_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "Otto, Duke of Lauen", "birth_date")["answer"] is None
+    # "2 Bahman 1275 – 14 Azar 1347 SH": a span of another calendar's years, not dates
+    assert _fact(sleuth, pages_index, "Hamid Sadegh", "birth_date")["answer"] == \
+        "21 January 1897"
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

@@ -96,6 +96,8 @@ def parse_dates(text: str) -> list[tuple[int, Date]]:
         day = int(m["d1"] or m["d2"] or 0)
         if m["y4"] and not _bare_year(text, m.start(), m.end()):
             continue
+        if _OTHER_CALENDAR.search(text, 0, m.start()) or _OTHER_ERA.match(text, m.end()):
+            continue  # "2 Bahman 1275", "583 AH": a year of another calendar
         era = _BC.match(text, m.end())  # "322 BC": a year before the common era
         written = m.group(0) + (era.group(0) if era else "")
         out.append((m.start(), Date(-year if era else year, month,
@@ -103,6 +105,10 @@ def parse_dates(text: str) -> list[tuple[int, Date]]:
     return out
 
 
+# a day and a month no English calendar names before a year ("2 Bahman 1275", "14 Azar
+# 1347"), or an era of another calendar after it ("583 AH", "1347 SH")
+_OTHER_CALENDAR = re.compile(rf"\b[0-3]?\d\s+(?!{_MONTH}\s)[A-Z][a-zà-ÿ]+\s+$")
+_OTHER_ERA = re.compile(r"\s?(?:AH|SH|AM|Hijri)(?!\w)")
 _BC = re.compile(r"\s?(?:BCE?|B\.\s?C\.(?:\s?E\.)?)(?!\w)")
 
 
