@@ -17,7 +17,7 @@ from typing import Literal
 
 from sleuth.facts.fields import all_fields, heading_end
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
-from sleuth.text.lexicon import wordset
+from sleuth.text.lexicon import NAME_LINKS, PLACE_LINKS, wordset
 
 Event = Literal["born", "died", "lived", "date"]
 Order = Literal["earliest", "latest"]
@@ -193,10 +193,10 @@ _OTHER_EVENT = re.compile(r"\b(?:bapti[sz]ed|bapt\.|bp\.|christened|chr\.|buried
 # Frankfurt am Main", "now part of Poland", "at the same place"). Any other word ("missing
 # since 1944", "died about 1189", "some sources say April 27, 1671") says something of the
 # date this reader does not know, so the date is not read as a birth or a death
-_LIFE_WORDS = wordset("born died b d c ca circa or in at on from aged age as née nee né of the de "
-                      "la le les des du del della da di do dos das von van der den am an im "
-                      "bei nad upon sur en et y zu near outside now then part present day "
-                      "modern same place ibid idem ibidem city state province county district")
+_LIFE_WORDS = NAME_LINKS | PLACE_LINKS | wordset(
+    "born died b d c ca circa or at from aged age as née nee né les della do dos das im bei nad "
+    "sur en et zu near outside now then part present day modern same place ibid idem ibidem "
+    "city state province county district")
 _LIFE_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
 
@@ -247,9 +247,8 @@ NOT_IN_NAMES = wordset("is was were are has had have became died passed lived ma
                        "mother child children brother sister here")
 # lowercase words the name a page opens with may hold ("Gaius Sollius Modestus Apollinaris
 # Sidonius, better known as Saint Sidonius Apollinaris (...)", "X, born Y (...)")
-NAME_WORDS = wordset("of the de von van der den da di la le del du des bin ibn al y zu und "
-                     "and né née nee born or also better known as called nicknamed formerly "
-                     "simply professionally")
+NAME_WORDS = NAME_LINKS | wordset("zu und and né née nee born or also better known as called "
+                                  "nicknamed formerly simply professionally")
 
 
 def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sleuth.facts.fields import fields, heading_end
-from sleuth.text.lexicon import wordset
+from sleuth.text.lexicon import NAME_LINKS, wordset
 
 Sex = Literal["male", "female"]
 
@@ -39,7 +39,7 @@ RANKS = wordset("king queen prince princess duke duchess count countess earl bar
                 "grand infante infanta dauphin crown palatine heiress")
 # Honorifics a page title leaves out ("Queen Marie Leszczyńska" is "Marie Leszczyńska").
 HONORIFICS = RANKS | wordset("sir dame saint st. hon. dr. mr. mrs. the rev. master")
-LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y zu und")
+LINKS = NAME_LINKS | wordset("zu und")
 # Words between "and" and a name that say it is not a parent or spouse named beside another
 NOT_PARENTS = wordset("became was is had has succeeded inherited later then brother sister "
                       "half-brother half-sister nephew niece cousin grandson granddaughter "

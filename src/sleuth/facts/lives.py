@@ -24,7 +24,7 @@ from sleuth.facts.dates import (
 from sleuth.facts.fields import all_fields
 from sleuth.facts.places import is_place, not_a_place
 from sleuth.facts.subject import Reading, Subject, clause_after, whose
-from sleuth.text.lexicon import wordset
+from sleuth.text.lexicon import PLACE_LINKS
 
 # what a question may ask of a person: a fact of their life, a relative (read by
 # :mod:`sleuth.facts.kin`) or their nationality
@@ -32,8 +32,6 @@ Fact = Literal["birth_date", "birth_place", "death_date", "death_place", "burial
                "father", "mother", "spouse", "nationality"]
 KIN_FACTS = ("father", "mother", "spouse")
 
-# Lowercase words a place name may hold ("Stratford-upon-Avon", "Frankfurt am Main").
-PLACE_LINKS = wordset("of de la le du del der den am an upon on the y da di in")
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*|,|\S")
 _DASH = re.compile(r"\s*[–—]\s*|\s+-\s*|(?<=\w)-\s+")
 _GLUED = re.compile(r"(?<!\d)(\d{4})(?=[^\W\d_])")  # "1901Oklahoma City": a dash lost

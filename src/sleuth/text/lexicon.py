@@ -241,6 +241,8 @@ RELATION_WORDS: frozenset[str] = frozenset().union(*(r.all for r in RELATIONS))
 # Lower-case words a name may contain ("Louis of Luxembourg", "Ibn al-Athir", "Ortega y
 # Gasset").
 NAME_LINKS = wordset("of the de von van der den da di la le del du des bin ibn al y")
+# Lower-case words a place name may contain ("Stratford-upon-Avon", "Frankfurt am Main").
+PLACE_LINKS = wordset("of de la le du del der den am an upon on the y da di in")
 # Words with a final period that do not end a sentence.
 ABBREVIATIONS = wordset("jr sr st dr mr mrs ms mt ft no co inc ltd corp bros vs gen col capt "
                         "lt sgt rev hon prof sen gov pres fr u.s u.k")
