@@ -271,13 +271,15 @@ def page_fact(text: str, fact: str) -> object | None:
     the settling the ``person_fact`` tool uses."""
     import re
 
-    from sleuth.facts.dates import date_readings
+    from sleuth.facts.dates import date_readings, work_readings
     from sleuth.facts.lives import place_readings
     from sleuth.facts.readings import same_date, same_place, settle
     from sleuth.facts.subject import subject_of
 
     title = re.split(r"\s*\(|,|\s+(?:is|was)\b|\n", text, maxsplit=1)[0]
     subject = subject_of(title, text)
+    if fact == "date":  # a work's or an organisation's
+        return settle(work_readings(text), fact, same_date).value
     if fact in ("birth_date", "death_date"):
         event = "born" if fact == "birth_date" else "died"
         return settle(date_readings(text, event, subject), fact, same_date).value

@@ -10,7 +10,7 @@ from tests.conftest import page_fact, records_index
 
 import sleuth
 from sleuth.facts.asks import comparison, fact_question
-from sleuth.facts.dates import Comparison, Date, work_date
+from sleuth.facts.dates import Comparison, Date
 from sleuth.facts.kin import Family, Relative, extends, family, nationality
 from sleuth.facts.lives import FactQuestion
 from sleuth.llm import OpenAIClient
@@ -72,10 +72,8 @@ def films_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 ])
 def test_the_date_the_page_gives_is_read(text: str, event: str,
                                                   expected: Date | None) -> None:
-    if event == "date":
-        assert work_date(text) == expected
-    else:
-        assert page_fact(text, "birth_date" if event == "born" else "death_date") == expected
+    fact = {"born": "birth_date", "died": "death_date", "date": "date"}[event]
+    assert page_fact(text, fact) == expected
 
 
 def test_dates_compare_only_at_the_precision_both_give() -> None:

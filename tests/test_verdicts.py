@@ -59,6 +59,16 @@ PAGES = [
     # two spans: which is the life's?
     {"id": "lauen", "title": "Otto, Duke of Lauen", "text": "Otto, Duke of Lauen (1 May 1820 "
      "– 3 June 1880; Duke 1845–1880) was a German prince."},
+    # works: a re-release is no first release; a first sentence with two works' years
+    {"id": "nachtfahrt", "title": "Nachtfahrt", "text": "Nachtfahrt is a German drama film "
+     "directed by Jens Auer, re- released in 2005 in a restored version. It premiered in "
+     "Munich on 14 October 1949."},
+    {"id": "lantern", "title": "Lantern Row", "text": "Based on the 1931 novel by Edna Hale, "
+     "the 1952 British film Lantern Row was directed by Ralph Dent."},
+    {"id": "tideway", "title": "The Tideway", "text": "The Tideway is a 2011 British film. "
+     "It premiered at a festival in June 2011 and was released on 16 March 2012."},
+    {"id": "quarry", "title": "Quarry Lane", "text": "Quarry Lane is a 2012 Canadian film."},
+    {"id": "oldmill", "title": "The Old Mill", "text": "The Old Mill is a 1990 Irish film."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -203,6 +213,25 @@ def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: igno
     # "2 Bahman 1275 – 14 Azar 1347 SH": a span of another calendar's years, not dates
     assert _fact(sleuth, pages_index, "Hamid Sadegh", "birth_date")["answer"] == \
         "21 January 1897"
+
+
+def _first(sleuth_cli: Any, index: Path, *works: str) -> dict[str, Any]:
+    result = sleuth_cli("compare", *works, "--event", "date", "--index", str(index), "--json")
+    assert result.code == 0, result.err
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def test_a_works_date_is_its_first_release_and_only_where_the_page_is_sure(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    # "re- released in 2005": the premiere of 1949 is the film's date
+    assert _first(sleuth, pages_index, "Nachtfahrt", "The Old Mill")["answer"] == "Nachtfahrt"
+    # "the 1931 novel ..., the 1952 film": whose year is which? no verdict
+    assert _first(sleuth, pages_index, "Lantern Row", "The Old Mill")["answer"] is None
+    # a premiere in 2011 and a release in 2012: earlier than 1990's either way, not than 2012's
+    assert _first(sleuth, pages_index, "The Old Mill", "The Tideway")["answer"] == \
+        "The Old Mill"
+    assert _first(sleuth, pages_index, "The Tideway", "Quarry Lane")["answer"] is None
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

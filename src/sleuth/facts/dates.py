@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sleuth.facts.fields import all_fields, heading_end
-from sleuth.facts.subject import Reading, Subject, clause_after, whose
+from sleuth.facts.subject import (
+    Reading,
+    Subject,
+    Whose,
+    clause_after,
+    sentence_spans,
+    whose,
+)
 from sleuth.text.lexicon import NAME_LINKS, PLACE_LINKS, wordset
 
 Event = Literal["born", "died", "lived", "date"]
@@ -122,17 +129,40 @@ def _bare_year(text: str, start: int, end: int) -> bool:
     return not re.search(r"[\d.,$£€]\s?$", before) and not re.match(r"[.,]\d|%", after)
 
 
-def work_date(text: str) -> Date | None:
-    """The date of a work's page: the date after "released", "founded" and the like, else
-    the page's first date ("X is a 1952 American film"). A person's birth and death are read
-    by :func:`date_readings`."""
-    dated = DATED_BY.search(text)
-    if dated:
-        near = parse_dates(text[dated.end():dated.end() + 80])
+def work_readings(text: str) -> list[Reading]:
+    """Every date a work's or an organisation's page offers for itself: the year its lead
+    gives it ("X is a 1952 American film"), the first date after each "released",
+    "premiered", "founded" and the like (not a second life: "re-released in 2005",
+    "re-formed"); where the page has neither, the dates of its first sentence, its own only
+    where they are one year ("Based on the 1931 novel ..., the 1952 film X": whose is
+    which?). Settled like a person's dates (:func:`~sleuth.facts.readings.settle`): where
+    they disagree ("premiered in June 2011", "released on 16 March 2012"), no verdict."""
+    readings: list[Reading] = []
+    lead = _LEAD_YEAR.search(text[:400])
+    if lead:
+        readings.append(Reading(Date(int(lead["year"]), text=lead["year"]), lead.start("year"),
+                                "subject", "lead"))
+    for cue in DATED_BY.finditer(text):
+        if _AGAIN.search(text, max(0, cue.start() - 4), cue.start()):
+            continue  # "re-released", "re- released": a later life of the work
+        near = [(at, d) for at, d in parse_dates(text[cue.end():cue.end() + 80])
+                if d.year >= 1000 or d.month]  # "debuted on the Hot 100": no year
         if near:
-            return near[0][1]
-    found = parse_dates(text)
-    return found[0][1] if found else None
+            readings.append(Reading(near[0][1], cue.end() + near[0][0], "subject"))
+    if readings:
+        return readings
+    skip = heading_end(text)  # the title an index puts before a page's text
+    start, end = (skip + at for at in sentence_spans(text[skip:])[0])
+    first = parse_dates(text[start:end])
+    own: Whose = "subject" if len({d.year for _, d in first}) == 1 else "unknown"
+    return [Reading(d, start + at, own) for at, d in first]
+
+
+# "X is a 1952 American film", "X was a 1923 novel": the year the lead gives the work
+_LEAD_YEAR = re.compile(r"\b(?:is|was)\s+an?\s+(?:\w+\s+)?(?P<year>1[0-9]{3}|20[0-9]{2})\b"
+                        r"(?!\s*[-–])")
+# "re-", "re- " before a cue: the work's second release, launch or forming
+_AGAIN = re.compile(r"\bre-?\s?$", re.IGNORECASE)
 
 
 # A year run into the next date, its dash lost ("17 September 190030 April 1985",

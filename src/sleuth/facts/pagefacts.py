@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sleuth.facts.asks import comparison, fact_question
-from sleuth.facts.dates import Date, Event, date_readings, work_date
+from sleuth.facts.dates import Date, Event, date_readings, work_readings
 from sleuth.facts.kin import family, nationality
 from sleuth.facts.lives import KIN_FACTS, place_readings
 from sleuth.facts.pages import (
@@ -176,8 +176,10 @@ def _read(ctx: ToolContext, retriever: HybridRetriever, name: str, event: Event,
         return found
     options: list[Date | tuple[Date, Date]] = []
     if event == "date":
-        value: Date | tuple[Date, Date] | None = work_date(found.source.text)
-        got = Settled(value)
+        got = settle(work_readings(found.source.text), NO_DATE["date"], same_date)
+        value: Date | tuple[Date, Date] | None = got.value if isinstance(got.value, Date) \
+            else None
+        options = list(_own(got))  # "a 2018 film ... released in the US on February 22, 2019"
     elif event == "lived":
         subject = page_subject(ctx, found.source)
         born, died = (settle(date_readings(found.source.text, e, subject), NO_DATE[e],
