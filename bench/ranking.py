@@ -128,6 +128,10 @@ PASSAGE_CANDIDATES: list[tuple[str, dict[str, float], float]] = [
     ("titled weighted 3, k 1", {"bm25": 1, "semantic": 1, "titled": 3}, 1),
     ("shipped passage ranking (titled weighted 3, k 5)",
      {"bm25": 1, "semantic": 1, "titled": 3}, 5),
+    ("shipped for pages with titles of their own (titled weight 1, k 5: a manual)",
+     {"bm25": 1, "semantic": 1, "titled": 1}, 5),
+    ("titled weight 0.5, k 5", {"bm25": 1, "semantic": 1, "titled": 0.5}, 5),
+    ("titled weight 0.5, k 60", {"bm25": 1, "semantic": 1, "titled": 0.5}, 60),
     ("+ the multi-hop rankings, k 5", {"bm25": 1, "semantic": 1, "titled": 3, "keyword": 1,
                                        "second_hop": 1, "graph": 1}, 5),
 ]
