@@ -69,6 +69,15 @@ PAGES = [
      "It premiered at a festival in June 2011 and was released on 16 March 2012."},
     {"id": "quarry", "title": "Quarry Lane", "text": "Quarry Lane is a 2012 Canadian film."},
     {"id": "oldmill", "title": "The Old Mill", "text": "The Old Mill is a 1990 Irish film."},
+    # a date in a relative clause about another thing the page names; an opening after the
+    # completion
+    {"id": "arden", "title": "Arden Bridge", "text": "Arden Bridge is a concrete bridge over "
+     "the Tay. It was completed and opened on 16 July 1932; it replaced an iron bridge, which "
+     "had itself replaced a timber bridge built in 1791."},
+    {"id": "chapel", "title": "Mill Chapel", "text": "Mill Chapel is a chapel in Dunkeld, "
+     "completed in 1850."},
+    {"id": "kell", "title": "Kell House", "text": "Kell House is an office building in Perth, "
+     "officially opened on 12 April 1933. It had been completed in December 1931."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -232,6 +241,10 @@ def test_a_works_date_is_its_first_release_and_only_where_the_page_is_sure(
     assert _first(sleuth, pages_index, "The Old Mill", "The Tideway")["answer"] == \
         "The Old Mill"
     assert _first(sleuth, pages_index, "The Tideway", "Quarry Lane")["answer"] is None
+    # "a timber bridge built in 1791" is no date of Arden Bridge's
+    assert _first(sleuth, pages_index, "Arden Bridge", "Mill Chapel")["answer"] == "Mill Chapel"
+    # completed in 1931 or opened in 1933: before or after a bridge of 1932?
+    assert _first(sleuth, pages_index, "Arden Bridge", "Kell House")["answer"] is None
 
 
 def test_a_date_is_read_past_its_other_calendar(pages_index: Path,

@@ -44,8 +44,9 @@ DATE = re.compile(
 _DASH = re.compile(r"\s*[–—]\s*|\s+-\s*|-\s+|(?<=\d)-(?=\d)")
 # Words after which a page's date is the one a "when was it released/founded" asks about.
 DATED_BY = re.compile(r"\b(?:released|premiered|published|founded|established|opened|formed|"
-                      r"launched|aired|broadcast|built|issued|created|incorporated|debuted)\b",
-                      re.IGNORECASE)
+                      r"launched|aired|broadcast|built|issued|created|incorporated|debuted|"
+                      r"completed|inaugurated|unveiled|erected|constructed|consecrated|"
+                      r"painted|composed|performed)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, order=True)
@@ -132,11 +133,13 @@ def _bare_year(text: str, start: int, end: int) -> bool:
 def work_readings(text: str) -> list[Reading]:
     """Every date a work's or an organisation's page offers for itself: the year its lead
     gives it ("X is a 1952 American film"), the first date after each "released",
-    "premiered", "founded" and the like (not a second life: "re-released in 2005",
-    "re-formed"); where the page has neither, the dates of its first sentence, its own only
-    where they are one year ("Based on the 1931 novel ..., the 1952 film X": whose is
-    which?). Settled like a person's dates (:func:`~sleuth.facts.readings.settle`): where
-    they disagree ("premiered in June 2011", "released on 16 March 2012"), no verdict."""
+    "premiered", "founded", "completed" and the like (not a second life: "re-released in
+    2005", "re-formed"; not in a relative clause about another thing: "which had replaced a
+    timber bridge built in 1791"); where the page has neither, the dates of its first
+    sentence, its own only where they are one year ("Based on the 1931 novel ..., the 1952
+    film X": whose is which?). Settled like a person's dates
+    (:func:`~sleuth.facts.readings.settle`): where they disagree ("premiered in June 2011",
+    "released on 16 March 2012"), no verdict."""
     readings: list[Reading] = []
     lead = _LEAD_YEAR.search(text[:400])
     if lead:
@@ -145,6 +148,9 @@ def work_readings(text: str) -> list[Reading]:
     for cue in DATED_BY.finditer(text):
         if _AGAIN.search(text, max(0, cue.start() - 4), cue.start()):
             continue  # "re-released", "re- released": a later life of the work
+        clause = re.split(r"[,;:.]\s", text[max(0, cue.start() - 120):cue.start()])[-1]
+        if _ELSEWHERE.search(clause):
+            continue  # "it replaced a bridge of 1861, which had replaced one built in 1791"
         near = [(at, d) for at, d in parse_dates(text[cue.end():cue.end() + 80])
                 if d.year >= 1000 or d.month]  # "debuted on the Hot 100": no year
         if near:
@@ -163,6 +169,8 @@ _LEAD_YEAR = re.compile(r"\b(?:is|was)\s+an?\s+(?:\w+\s+)?(?P<year>1[0-9]{3}|20[
                         r"(?!\s*[-–])")
 # "re-", "re- " before a cue: the work's second release, launch or forming
 _AGAIN = re.compile(r"\bre-?\s?$", re.IGNORECASE)
+# a relative pronoun in a cue's clause: the clause tells of another thing the page names
+_ELSEWHERE = re.compile(r"\b(?:which|that|whose|who|whom)\b", re.IGNORECASE)
 
 
 # A year run into the next date, its dash lost ("17 September 190030 April 1985",
