@@ -141,6 +141,8 @@ def work_readings(text: str) -> list[Reading]:
     (:func:`~sleuth.facts.readings.settle`): where they disagree ("premiered in June 2011",
     "released on 16 March 2012"), no verdict."""
     readings: list[Reading] = []
+    skip = heading_end(text)  # the title an index puts before a page's text
+    start, end = (skip + at for at in sentence_spans(text[skip:])[0])
     lead = _LEAD_YEAR.search(text[:400])
     if lead:
         readings.append(Reading(Date(int(lead["year"]), text=lead["year"]), lead.start("year"),
@@ -149,16 +151,15 @@ def work_readings(text: str) -> list[Reading]:
         if _AGAIN.search(text, max(0, cue.start() - 4), cue.start()):
             continue  # "re-released", "re- released": a later life of the work
         clause = re.split(r"[,;:.]\s", text[max(0, cue.start() - 120):cue.start()])[-1]
-        if _ELSEWHERE.search(clause):
+        if cue.start() > end and _ELSEWHERE.search(clause):
             continue  # "it replaced a bridge of 1861, which had replaced one built in 1791"
+            # (in the first sentence, "X is a series that aired ...": the clause is X's)
         near = [(at, d) for at, d in parse_dates(text[cue.end():cue.end() + 80])
                 if d.year >= 1000 or d.month]  # "debuted on the Hot 100": no year
         if near:
             readings.append(Reading(near[0][1], cue.end() + near[0][0], "subject"))
     if readings:
         return readings
-    skip = heading_end(text)  # the title an index puts before a page's text
-    start, end = (skip + at for at in sentence_spans(text[skip:])[0])
     first = parse_dates(text[start:end])
     own: Whose = "subject" if len({d.year for _, d in first}) == 1 else "unknown"
     return [Reading(d, start + at, own) for at, d in first]
