@@ -56,6 +56,13 @@ def test_passage_names_and_the_bridge_a_question_goes_through() -> None:
         ["Jonny Greenwood"]
     assert bridge_names("Who is the editor of film X?", [crew], cued=True)[:1] == \
         ["Leslie Jones"]
+    # the agent of a passive is the verb's, whatever words describe the name
+    song = ("Sira Koura is a song written by the Malian guitarist and singer Boubacar Diakite "
+            "and recorded by the griot singer Fanta Kouyate.")
+    assert bridge_names("Where was the performer of song Sira Koura born?", [song],
+                        cued=True) == ["Fanta Kouyate"]
+    assert bridge_names("Who is the writer of song Sira Koura?", [song],
+                        cued=True)[:1] == ["Boubacar Diakite"]
 
 
 def test_eval_retrieval_all_tools(sleuth, dataset: Path) -> None:

@@ -78,6 +78,11 @@ PAGES = [
      "completed in 1850."},
     {"id": "kell", "title": "Kell House", "text": "Kell House is an office building in Perth, "
      "officially opened on 12 April 1933. It had been completed in December 1931."},
+    # a hedged date agrees with the lead's month but does not make it a day
+    {"id": "lorne", "title": "Hugh Lorne", "text": "Hugh Lorne (8 June 1854 – March 1897) was "
+     "a Scottish explorer. He died of thirst in the desert between 3 and 5 March 1897."},
+    {"id": "tull", "title": "Ada Tull", "text": "Ada Tull (12 November 1839 – 4 March 1897) "
+     "was a New Zealand botanist."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -199,6 +204,10 @@ def test_a_date_beside_a_word_the_reader_does_not_know_is_no_birth_or_death(
     assert rauch["candidates"] == [{"value": "21 November 1800", "whose": "unknown"}]
     assert _fact(sleuth, pages_index, "Emil Rauch", "death_date")["answer"] == "1850"
     assert _fact(sleuth, pages_index, "Otto Kunz", "death_date")["answer"] == "3 March 1750"
+    assert _fact(sleuth, pages_index, "Hugh Lorne", "death_date")["answer"] == "March 1897"
+    died = sleuth("compare", "Hugh Lorne", "Ada Tull", "--event", "died", "--index",
+                  str(pages_index), "--json").json()
+    assert died["answer"] is None  # March 1897 against 4 March 1897
     # "probably" is the place's doubt: the dates are read
     assert _fact(sleuth, pages_index, "Anna Kessel", "birth_date")["answer"] == \
         "20 November 1784"

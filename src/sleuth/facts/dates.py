@@ -371,10 +371,10 @@ def date_readings(text: str, event: Literal["born", "died"], subject: Subject) -
         clause = re.split(r"\s+and\s+(?=[a-z])", clause_after(text, match.end()))[0]
         near = parse_dates(clause)
         if near and near[0][0] < 70:
-            owner = whose(text, match.start(), subject)
-            if owner == "subject" and _HEDGED.search(clause[:near[0][0]]):
-                owner = "unknown"  # "born nine days after the death of X (21 May 1800)"
-            readings.append(Reading(near[0][1], match.start(), owner))
+            owner, how = whose(text, match.start(), subject), "sentence"
+            if _HEDGED.search(clause[:near[0][0]]):  # "born nine days after the death of X"
+                owner, how = ("unknown" if owner == "subject" else owner), "hedged"
+            readings.append(Reading(near[0][1], match.start(), owner, how))
     return readings
 
 

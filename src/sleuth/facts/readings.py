@@ -73,5 +73,7 @@ def settle(readings: Sequence[Reading], what: str,
             return Settled(None, tuple(readings), f"the page gives more than one {what}")
     # the most precise of them: an unclear one too, once a reading of the subject's agrees
     # with it ("(28 July 1750)", a lone date, beside "Bach died in 1750")
-    best = max(mine + unclear, key=lambda r: (_precision(r.value), r.whose == "subject"))
+    # a hedged date ("died ... between 3 and 5 March 1897") agrees, but is no more precise
+    sure = [r for r in mine + unclear if r.how != "hedged"]
+    best = max(sure, key=lambda r: (_precision(r.value), r.whose == "subject"))
     return Settled(best.value, tuple(readings))

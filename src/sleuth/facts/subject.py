@@ -62,7 +62,8 @@ _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)$", re.IGNORECASE)
 class Reading:
     """One value a page offers for a fact (a date, a place, a name), where it says it
     (``at``: the offset of the words that state it), whose it is and how it is stated
-    ("field": a labelled field; "lead": the lead's parenthesis; "sentence")."""
+    ("field": a labelled field; "lead": the lead's parenthesis; "sentence"; "hedged": a
+    sentence's date with a hedge before it, which may agree but adds no precision)."""
 
     value: object
     at: int

@@ -208,8 +208,13 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
             before = [w for w in said if w[1] <= at][-4:]
             after = [w for w in said if w[0] >= at + len(name)][:3]
             tier, gap = 4, 0
+            agent = _agent_cue(sentence[:at])
+            if agent is not None and agent not in cues and agent in _RELATION_STEMS:
+                continue  # "written by the guitarist and singer A": A is the writer
             passive = len(before) >= 2 and before[-1][2] == "by"
-            if passive and any(w[2] in cues for w in before[:-1]):
+            if agent is not None and agent in cues:  # "recorded by the griot singer A"
+                tier = 0 if agent in bridge else 1
+            elif passive and any(w[2] in cues for w in before[:-1]):
                 tier = 0 if any(w[2] in bridge for w in before[:-1]) else 1
             elif _cue_near(sentence, before[-3:], after, bridge):
                 tier = 1
@@ -230,6 +235,24 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
 
 
 LIST_WORDS = {"and", "or"}  # a cue after one of these belongs to the next name in a list
+_RELATION_STEMS = frozenset(stem(w) for w in RELATION_WORDS)
+# "<verb> by <a few words describing the name>" right before a name, in one clause
+_AGENT = re.compile(r"\b([a-z]+)\s+by\s+((?:[\w'’-]+\s+){1,5})$")
+
+
+def _agent_cue(before: str) -> str | None:
+    """The stem of the passive verb whose agent the name after ``before`` is, where words
+    that describe the name stand between "by" and it ("recorded by the griot singer"): at
+    most one capitalised word among them (no other name) and no verb of another relation
+    ("directed by A and starring"); None where there is none."""
+    match = _AGENT.search(before)
+    if match is None:
+        return None
+    between = match.group(2).split()
+    if sum(w[:1].isupper() for w in between) > 1 or any(
+            w.endswith(("ed", "ing")) and stem(w.lower()) in _RELATION_STEMS for w in between):
+        return None
+    return stem(match.group(1))
 
 
 def _cue_near(sentence: str, before: Sequence[tuple[int, int, str]],
