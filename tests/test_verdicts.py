@@ -83,6 +83,9 @@ PAGES = [
      "a Scottish explorer. He died of thirst in the desert between 3 and 5 March 1897."},
     {"id": "tull", "title": "Ada Tull", "text": "Ada Tull (12 November 1839 – 4 March 1897) "
      "was a New Zealand botanist."},
+    # a name typed without its accents is the page's own
+    {"id": "kouyate", "title": "Awa Kouyaté", "text": "Awa Kouyaté (3 June 1931 – 19 January "
+     "2014) was a Malian singer."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -224,6 +227,12 @@ def test_a_year_before_the_common_era_is_one(pages_index: Path,
     compared = sleuth("compare", "Damon of Tenos", "Eukles of Paros", "--event", "died",
                       "--order", "latest", "--index", str(pages_index), "--json").json()
     assert compared["answer"] is None
+
+
+def test_a_name_typed_without_its_accents_is_the_pages_own(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "awa kouyate", "death_date")["answer"] == \
+        "19 January 2014"
 
 
 def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ from sleuth.facts.kin import (
 )
 from sleuth.facts.subject import Subject, judge_for, subject_of
 from sleuth.retrieval import HybridRetriever
-from sleuth.text.lexicon import words
+from sleuth.text.lexicon import plain, words
 from sleuth.text.querytext import content_words, passage_names
 from sleuth.tools.base import ToolContext
 from sleuth.types import Chunk
@@ -74,12 +74,6 @@ def find_page(ctx: ToolContext, retriever: HybridRetriever, name: str, *,
     others = [d for d in named if d.doc_id != carrying[0].doc_id and
               wanted <= set(content_words(d.title))]
     return None if others else carrying[0]
-
-
-def plain(title: str) -> str:
-    """A title compared without case and punctuation ("Who's Your Brother?"): its
-    :func:`~sleuth.text.lexicon.words`, single-spaced (accents kept)."""
-    return " ".join(words(title))
 
 
 def title_of(ctx: ToolContext, chunk: Chunk) -> str:
