@@ -13,9 +13,10 @@ those are wrong, on three sets.
 - ``fresh``: ``bench/sets/facts-fresh``, pages in still other styles (a museum label, a
   wedding announcement, an interview, a passenger manifest, a gravestone, a family Bible,
   an "on this day" list, an infobox, a letter, a house history, a parish register) and
-  entries with namesakes, step- and adoptive parents, two wives, circa dates, written after
-  the rules were (issue 63's last stop) and run once as they stood: a set the rules never
-  saw, indexed beside 2Wiki as ``stress`` is.
+  entries with namesakes, step- and adoptive parents, two wives, circa dates, then pages
+  imitating a 2Wiki dump about people, works and organisations, and pages that are no
+  entries: fourteen batches, each written by someone who had not seen the rules and run
+  once as they stood (its README), indexed beside 2Wiki as ``stress`` is.
 
 Each question goes through the real default agent (``sleuth.ask``, agent ``hybrid``) with
 a model that raises if called: a question the agent answers is one a tool settled; one that
