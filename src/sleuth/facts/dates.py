@@ -104,7 +104,8 @@ def parse_dates(text: str) -> list[tuple[int, Date]]:
         day = int(m["d1"] or m["d2"] or 0)
         if m["y4"] and not _bare_year(text, m.start(), m.end()):
             continue
-        if _OTHER_CALENDAR.search(text, 0, m.start()) or _OTHER_ERA.match(text, m.end()):
+        if _OTHER_CALENDAR.search(text, max(0, m.start() - 30), m.start()) or \
+                _OTHER_ERA.match(text, m.end()):
             continue  # "2 Bahman 1275", "583 AH": a year of another calendar
         era = _BC.match(text, m.end())  # "322 BC": a year before the common era
         written = m.group(0) + (era.group(0) if era else "")
@@ -239,11 +240,12 @@ _LIFE_WORDS = NAME_LINKS | PLACE_LINKS | wordset(
 _LIFE_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
 
-def _qualified(side: str) -> bool:
-    """Whether a date in ``side`` (a side of a life's parenthesis) shares its clause, between
-    commas, with a lowercase word not in :data:`_LIFE_WORDS`: "died about 1189" is, "born 20
-    November 1784, probably in Linz" is not (the doubt is the place's)."""
-    for at, date in parse_dates(side):
+def _qualified(side: str, dates: list[tuple[int, Date]]) -> bool:
+    """Whether a date of ``side`` (a side of a life's parenthesis; ``dates``: its dates)
+    shares its clause, between commas, with a lowercase word not in :data:`_LIFE_WORDS`:
+    "died about 1189" is, "born 20 November 1784, probably in Linz" is not (the doubt is the
+    place's)."""
+    for at, date in dates:
         start = side.rfind(",", 0, at) + 1
         end = side.find(",", at + len(date.text))
         clause = side[start:end if end >= 0 else len(side)]
@@ -304,7 +306,8 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     if paren is None:
         return None
     inside = BROKEN_HYPHEN.sub("-", life_parenthesis(paren.group(0)) or "")
-    dates = [d for _, d in parse_dates(inside)]
+    read_inside = parse_dates(inside)
+    dates = [d for _, d in read_inside]
     if _NOT_A_LIFE.search(inside):
         return [], [], False
     if len(_DASH.split(inside)) > 2:
@@ -315,10 +318,11 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
     if len(sides) == 2:
         # a side that is a bound ("after 1230", "before 1131") or dates another event
         # ("baptised 3 May 1644") dates no birth or death
-        bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side) or _qualified(side))
-                  for side in sides]
-        found = [[] if bound else [d for _, d in parse_dates(side)]
-                 for side, bound in zip(sides, bounds, strict=True)]
+        parsed = [parse_dates(side) for side in sides]
+        bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side) or
+                       _qualified(side, read)) for side, read in zip(sides, parsed, strict=True)]
+        found = [[] if bound else [d for _, d in read]
+                 for read, bound in zip(parsed, bounds, strict=True)]
         real = all(f or bound or not _SIDE_WORDS.search(
             re.sub(r"\b(?:c|ca|circa|or|born|died|b|d)\b\.?", "", side, flags=re.IGNORECASE))
                    for side, f, bound in zip(sides, found, bounds, strict=True))
@@ -326,12 +330,12 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
         # death before the birth is a misreading ("c. 410 – c. 345 BC": 410 BC, unwritten)
         ordered = not (found[0] and found[1] and found[1][0] < found[0][0])
         return found[0], found[1], real and ordered and bool(found[0] or found[1])
-    if _OTHER_EVENT.search(inside) or _qualified(inside):
+    if _OTHER_EVENT.search(inside) or _qualified(inside, read_inside):
         return dates, dates, False  # "(bapt. 3 May 1644, d. 1701)": whose date is which?
     cue = re.search(r"\b(?:died|d\.)", inside, re.IGNORECASE)
     if cue:
-        at = [(a, d) for a, d in parse_dates(inside)]
-        return [d for a, d in at if a < cue.start()], [d for a, d in at if a > cue.start()], True
+        return [d for a, d in read_inside if a < cue.start()], \
+            [d for a, d in read_inside if a > cue.start()], True
     if re.search(r"\b(?:born|b\.)", inside, re.IGNORECASE):
         return dates, [], True
     if len(dates) == 2 and dates[0] < dates[1]:

@@ -208,8 +208,8 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
             before = [w for w in said if w[1] <= at][-4:]
             after = [w for w in said if w[0] >= at + len(name)][:3]
             tier, gap = 4, 0
-            agent = _agent_cue(sentence[:at])
-            if agent is not None and agent not in cues and agent in _RELATION_STEMS:
+            agent = _agent_cue(sentence[max(0, at - _AGENT_REACH):at])
+            if agent is not None and agent not in cues and agent in _INTENT_OF:
                 continue  # "written by the guitarist and singer A": A is the writer
             passive = len(before) >= 2 and before[-1][2] == "by"
             if agent is not None and agent in cues:  # "recorded by the griot singer A"
@@ -235,8 +235,9 @@ def _bridge_tiers(question: str, sentences: Sequence[str]) -> list[tuple[int, st
 
 
 LIST_WORDS = {"and", "or"}  # a cue after one of these belongs to the next name in a list
-_RELATION_STEMS = frozenset(stem(w) for w in RELATION_WORDS)
-# "<verb> by <a few words describing the name>" right before a name, in one clause
+# "<verb> by <a few words describing the name>" right before a name, in one clause (looked
+# for in the characters before the name only: the words are few)
+_AGENT_REACH = 100
 _AGENT = re.compile(r"\b([a-z]+)\s+by\s+((?:[\w'’-]+\s+){1,5})$")
 
 
@@ -250,7 +251,7 @@ def _agent_cue(before: str) -> str | None:
         return None
     between = match.group(2).split()
     if sum(w[:1].isupper() for w in between) > 1 or any(
-            w.endswith(("ed", "ing")) and stem(w.lower()) in _RELATION_STEMS for w in between):
+            w.endswith(("ed", "ing")) and stem(w.lower()) in _INTENT_OF for w in between):
         return None
     return stem(match.group(1))
 
