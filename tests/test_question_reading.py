@@ -58,6 +58,8 @@ def test_comparisons_typed_as_people_type_them(question: str,
     ("Who was the director of Where Eagles Rest married to?",
      FactQuestion("Where Eagles Rest", "spouse", "director")),
     ("Colm Tighe's husband's dad?", FactQuestion("Colm Tighe", "father", "husband")),
+    ("colm tighe dob", FactQuestion("colm tighe", "birth_date", None)),
+    ("harbour lights director dod", FactQuestion("harbour lights", "death_date", "director")),
     ("Who is Colm Tighe's grandfather?", None),  # which side is not said
     ("Who was the first wife of Colm Tighe?", None),
     ("Why did the director of Harbour Lights die?", None),

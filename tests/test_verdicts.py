@@ -86,6 +86,16 @@ PAGES = [
     # a name typed without its accents is the page's own
     {"id": "kouyate", "title": "Awa Kouyaté", "text": "Awa Kouyaté (3 June 1931 – 19 January "
      "2014) was a Malian singer."},
+    # a title as people type it: an article dropped, "and" for "&"; words around a name
+    # that its page says of it ("explorer henry lowrie"), between namesakes
+    {"id": "zafra", "title": "La Última Zafra", "text": "La Última Zafra is a 1962 Cuban "
+     "drama film directed by Tomás Ferrer."},
+    {"id": "soner", "title": "Hedenmark & Söner", "text": "Hedenmark & Söner is a Swedish "
+     "furniture maker founded in Gävle in 1874."},
+    {"id": "lowrie-x", "title": "Henry Lowrie (explorer)", "text": "Henry Lowrie (2 May 1840 – "
+     "9 July 1897) was a Scottish explorer of Central Australia."},
+    {"id": "lowrie-f", "title": "Henry Lowrie (footballer)", "text": "Henry Lowrie (born 3 "
+     "April 1990) is a Scottish footballer who plays as a goalkeeper."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -233,6 +243,19 @@ def test_a_name_typed_without_its_accents_is_the_pages_own(
         pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
     assert _fact(sleuth, pages_index, "awa kouyate", "death_date")["answer"] == \
         "19 January 2014"
+
+
+def test_a_title_typed_as_people_type_it_is_the_pages_own(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _first(sleuth, pages_index, "ultima zafra", "hedenmark and soner")["answer"] == \
+        "hedenmark and soner"
+    assert _fact(sleuth, pages_index, "explorer henry lowrie", "death_date")["answer"] == \
+        "9 July 1897"
+    assert _fact(sleuth, pages_index, "henry lowrie footballer", "birth_date")["answer"] == \
+        "3 April 1990"
+    # the bare name is either namesake's; a word neither page says names neither
+    assert _fact(sleuth, pages_index, "henry lowrie", "birth_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "painter henry lowrie", "birth_date")["answer"] is None
 
 
 def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]

@@ -76,13 +76,14 @@ CANON = {
     **dict.fromkeys(("vs", "versus", "or"), "or"),
     **dict.fromkeys(("between",), "between"),
     **dict.fromkeys(("nationality", "citizenship"), "nationality"),
-    **dict.fromkeys(("birthplace",), "birthplace"), **dict.fromkeys(("birthday", "birthdate"),
-                                                                   "birthday"),
+    **dict.fromkeys(("birthplace",), "birthplace"),
+    **dict.fromkeys(("birthday", "birthdate", "dob"), "birthday"),
+    **dict.fromkeys(("deathdate", "dod"), "deathday"),
 }
 QUESTION = wordset("who whom whose which what when where how why whoever whichever")
 AUX = wordset("is was were are did does do has had have 's 'd will would can could be been "
               "got")
-EVENTS = wordset("born died buried released birthplace birthday")
+EVENTS = wordset("born died buried released birthplace birthday deathday")
 ORDERS = wordset("earliest latest older younger newer longer")
 ROLES = wordset("director composer producer performer writer screenwriter author founder "
                 "creator editor cinematographer lyricist")
@@ -409,6 +410,8 @@ def _fact(said: set[str], kin: bool) -> str | None:
         return "birth_place"
     if "birthday" in said:
         return "birth_date"
+    if "deathday" in said:
+        return "death_date"
     place, date = bool(said & PLACE_CUES), bool(said & DATE_CUES)
     if "buried" in said:
         return "burial_place" if place or not date else None

@@ -40,6 +40,7 @@ from sleuth.facts.lives import KIN_FACTS, place_readings
 from sleuth.facts.pages import (
     KIN,
     Person,
+    described,
     find_page,
     full_name,
     kin,
@@ -234,7 +235,8 @@ def _hop(ctx: ToolContext, retriever: HybridRetriever, name: str,
     relative's page found by another name: ``doubt`` says so."""
     found = _Found(name)
     found.page = find_page(ctx, retriever, name)
-    if found.page is not None and not titled(title_of(ctx, found.page), name):
+    if found.page is not None and not titled(title_of(ctx, found.page), name) and \
+            not described(title_of(ctx, found.page), name, found.page.text):
         found.doubt = f"[{found.page.chunk_id}] is titled {title_of(ctx, found.page)!r}"
     if found.page is None or not relation:
         found.source = found.page

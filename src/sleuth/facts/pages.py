@@ -30,7 +30,7 @@ from sleuth.facts.kin import (
 )
 from sleuth.facts.subject import Subject, judge_for, subject_of
 from sleuth.retrieval import HybridRetriever
-from sleuth.text.lexicon import plain, words
+from sleuth.text.lexicon import fold, plain, title_key, words
 from sleuth.text.querytext import content_words, passage_names
 from sleuth.tools.base import ToolContext
 from sleuth.types import Chunk
@@ -54,26 +54,58 @@ class Person:
 def find_page(ctx: ToolContext, retriever: HybridRetriever, name: str, *,
               exact: bool = False) -> Chunk | None:
     """The chunk of ``name``'s own page: the first chunk of the document titled so (a title
-    search), else the one whose title carries the name's words, when no other title does (a
-    "William" among several princes is no one in particular); None when no page is titled
-    so (a page that only mentions a name gives the dates of someone else), or unless
-    ``exact``, only a page titled exactly so."""
+    search; as people type a title, :func:`~sleuth.text.lexicon.title_key`, where that names
+    one title), else the one whose title carries the name's words, when no other title does
+    (a "William" among several princes is no one in particular), else the one page whose
+    title is the name with words around it that its lead says (:func:`described`); None
+    when no page is titled so (a page that only mentions a name gives the dates of someone
+    else), or unless ``exact``, only a page titled exactly so."""
     named = ctx.index.document_list(ctx.index.titles().match(content_words(name)))
-    titled = [d.doc_id for d in named if plain(d.title) == plain(name)]
-    if titled:
-        first = ctx.index.chunk_spans(titled[0])[:1]
-        return ctx.index.read([first[0][0]]).chunks[0] if first else None
+    for key in (plain, title_key):
+        same = [d for d in named if key(d.title) == key(name)]
+        if same and len({plain(d.title) for d in same}) == 1:
+            return _first_chunk(ctx, same[0].doc_id)
     if exact:
         return None
     chunks = ctx.index.read(retriever.pages(name)).chunks
     titles = {d.doc_id: d.title for d in ctx.index.document_list([c.doc_id for c in chunks])}
     wanted = set(content_words(name))
     carrying = [c for c in chunks if wanted <= set(content_words(titles.get(c.doc_id, "")))]
-    if not carrying:
-        return None
-    others = [d for d in named if d.doc_id != carrying[0].doc_id and
-              wanted <= set(content_words(d.title))]
-    return None if others else carrying[0]
+    if carrying:
+        others = [d for d in named if d.doc_id != carrying[0].doc_id and
+                  wanted <= set(content_words(d.title))]
+        return None if others else carrying[0]
+    leads = [(d.title, _first_chunk(ctx, d.doc_id)) for d in named]
+    pages = [c for title, c in leads if c is not None and described(title, name, c.text)]
+    return pages[0] if len({c.doc_id for c in pages}) == 1 else None
+
+
+def _first_chunk(ctx: ToolContext, doc_id: str) -> Chunk | None:
+    first = ctx.index.chunk_spans(doc_id)[:1]
+    return ctx.index.read([first[0][0]]).chunks[0] if first else None
+
+
+LEAD = 400  # characters of a page's opening that say what it is about
+MAX_DESCRIBING = 3  # words around a name that describe who it is ("Kenyan photojournalist")
+
+
+def described(title: str, name: str, text: str) -> bool:
+    """Whether ``name`` is the title of a page whose opening is ``text``, with words around
+    it that the opening says of it: "explorer henry lowrie", "gustaf hedenmark architect",
+    "daniel kariuki (kenyan photojournalist)" for pages titled "Henry Lowrie" ("... was a
+    Scottish explorer"), "Gustaf Hedenmark", "Daniel Kariuki (photographer)". The title's
+    words stand together and whole (a middle name left out may be someone else), of two
+    words or more, with at most three others around them."""
+    bare = re.sub(r"\s*\([^()]*\)\s*$", "", title)
+    core = title_key(bare).split()
+    typed = title_key(name).split()
+    said = set(words(fold(bare + " " + title + " " + text[:LEAD])))
+    for at in range(len(typed) - len(core) + 1):
+        if typed[at:at + len(core)] == core:
+            around = typed[:at] + typed[at + len(core):]
+            return len(core) > 1 and 0 < len(around) <= MAX_DESCRIBING and \
+                all(w in said for w in around)
+    return False
 
 
 def title_of(ctx: ToolContext, chunk: Chunk) -> str:
@@ -83,11 +115,12 @@ def title_of(ctx: ToolContext, chunk: Chunk) -> str:
 
 def titled(title: str, name: str) -> bool:
     """Whether a page titled ``title`` is titled with the name ``name`` gives: the same
-    words, but for a disambiguation in parentheses, honorifics before the name, particles
-    and the rest of a title after a comma ("Hugh de Stafford, 2nd Earl of Stafford" for
-    "Hugh Stafford"); not a longer name ("Edmund Rye Jr.", "Henry Ford II")."""
+    words, but for a disambiguation in parentheses, honorifics before the name, particles,
+    the rest of a title after a comma ("Hugh de Stafford, 2nd Earl of Stafford" for "Hugh
+    Stafford"), a leading article and "&" for "and" ("ultima zafra" for "La Última
+    Zafra"); not a longer name ("Edmund Rye Jr.", "Henry Ford II")."""
     bare = [re.sub(r"\s*\([^()]*\)\s*$", "", t).strip() for t in (title, name)]
-    forms = [{plain(b), plain(plain_name(b))} for b in bare]
+    forms = [{plain(b), plain(plain_name(b)), title_key(b)} for b in bare]
     return bool(forms[0] & forms[1]) or extends(bare[0], bare[1]) or \
         extends(plain_name(bare[0]), plain_name(bare[1]))
 

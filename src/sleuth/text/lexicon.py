@@ -15,7 +15,9 @@ keeps the core's other modules from defining lists of their own.
 - **Normaliser**, :func:`plain`: a text's words, accents folded, joined by single spaces,
   for comparing answers, names and spans without case, accents, spacing or punctuation
   ("Louis Xv." and "louis XV" are both ``louis xv``); :func:`name_key` is it without a
-  leading article, the key names merge on. :func:`stem` is the crude stem both sides of a
+  leading article, the key names merge on; :func:`title_key` also reads "&" as "and" and
+  drops a French, Spanish, Italian, German or Dutch article, to tell whether a title typed
+  carelessly names a page. :func:`stem` is the crude stem both sides of a
   comparison of word forms take. (``sleuth.eval.metrics.normalize_answer`` is the
   benchmarks' scorer, kept exactly as the papers' SQuAD-style normalisation, articles
   dropped; it is not used to read text.)
@@ -90,6 +92,21 @@ def name_key(name: str) -> str:
     """The key names are compared and merged by: :func:`plain`, a leading article dropped
     ("The Beatles" → "beatles"). The knowledge graph stores its entities under it."""
     return _ARTICLE.sub("", plain(name))
+
+
+# A title's leading article in the languages whose titles an English corpus keeps ("La
+# Dolce Vita", "Il Postino", "Les Misérables", "Das Boot", "L'Avventura", "Het Verloren Kind").
+_TITLE_ARTICLE = re.compile(
+    r"^(?:the|a|an|la|le|les|l|el|lo|los|las|il|gli|der|die|das|het|os|as) (?=\S)")
+
+
+def title_key(title: str) -> str:
+    """A title as people type it, for telling whether two name the same thing: :func:`plain`
+    with "&" read as "and" and a leading article dropped, of English or of a language whose
+    titles an English corpus keeps ("La Última Zafra" and "ultima zafra", "Hedenmark &
+    Söner" and "hedenmark and soner" are one). Whether the thing so named is unambiguous
+    is the caller's to say: "Heat" and "The Heat" share a key."""
+    return _TITLE_ARTICLE.sub("", plain(title.replace("&", " and ")))
 
 
 _SUFFIXES = ("ation", "ing", "ed", "er", "or", "ion", "s")
