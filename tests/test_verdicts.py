@@ -96,6 +96,22 @@ PAGES = [
      "9 July 1897) was a Scottish explorer of Central Australia."},
     {"id": "lowrie-f", "title": "Henry Lowrie (footballer)", "text": "Henry Lowrie (born 3 "
      "April 1990) is a Scottish footballer who plays as a goalkeeper."},
+    # a year written two ways (Old Style and New); a part's and a sequel's dates; a song
+    # written for a singer who did not record it
+    {"id": "wrenn", "title": "Ellis Wrenn", "text": "Ellis Wrenn (14 February 1697/8 – 9 "
+     "August 1741) was an English naval officer."},
+    {"id": "banner", "title": "Steppe Banner", "text": "Steppe Banner is a Mongolian film in "
+     "two parts. Its second part was released on 11 July 1962, seven months after the first "
+     "part, which had premiered on 25 November 1961."},
+    {"id": "harbour", "title": "Harbour Nights", "text": "Harbour Nights is a 1985 Irish "
+     "film. A sequel was released in 1992."},
+    {"id": "mawa", "title": "Motema", "text": "Motema is a 1966 Congolese song written by the "
+     "bandleader Luc Ekofo for the singer Augustin Nsimba. Nsimba declined to record it, and "
+     "the song was recorded instead by the band's young singer Pauline Mbuyi."},
+    {"id": "nsimba", "title": "Augustin Nsimba", "text": "Augustin Nsimba (1931 – 2001) was a "
+     "Congolese singer, born in Matadi."},
+    {"id": "mbuyi", "title": "Pauline Mbuyi", "text": "Pauline Mbuyi (1945 – 2010) was a "
+     "Congolese singer, born in Luluabourg."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -256,6 +272,27 @@ def test_a_title_typed_as_people_type_it_is_the_pages_own(
     # the bare name is either namesake's; a word neither page says names neither
     assert _fact(sleuth, pages_index, "henry lowrie", "birth_date")["answer"] is None
     assert _fact(sleuth, pages_index, "painter henry lowrie", "birth_date")["answer"] is None
+
+
+def test_a_year_written_two_ways_is_no_date(pages_index: Path,
+                                            sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Ellis Wrenn", "birth_date")["answer"] is None
+    assert _fact(sleuth, pages_index, "Ellis Wrenn", "death_date")["answer"] == "9 August 1741"
+
+
+def test_a_parts_or_a_sequels_date_is_not_the_works(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    # the second part's release in 1962 is not the film's: is it before a film of 1990?
+    assert _first(sleuth, pages_index, "Steppe Banner", "The Old Mill")["answer"] is None
+    # the 1985 film, not its sequel of 1992, is older than a film of 1990
+    assert _first(sleuth, pages_index, "Harbour Nights", "The Old Mill")["answer"] == \
+        "Harbour Nights"
+
+
+def test_a_song_written_for_a_singer_is_not_theirs(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Motema", "birth_place", "performer")["answer"] == \
+        "Luluabourg"
 
 
 def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]

@@ -33,7 +33,10 @@ MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "
                "september", "october", "november", "december")
 _MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|" \
          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
-_YEAR = r"(?:1[0-9]{3}|20[0-9]{2}|[1-9][0-9]{2})(?!\s*(?:[-–]?\s*(?:cm|km|m|kg)\b|\d))"
+# a year, not a quantity ("1500 m") nor a year written two ways ("1697/8": the Old Style
+# and the New, a date before the New Year moved to 1 January; which one a source means, it
+# says elsewhere or not at all)
+_YEAR = r"(?:1[0-9]{3}|20[0-9]{2}|[1-9][0-9]{2})(?!\s*(?:[-–]?\s*(?:cm|km|m|kg)\b|\d)|/\d)"
 DATE = re.compile(
     rf"\b(?:(?P<d1>[0-3]?\d)\s+(?P<m1>{_MONTH})\s+(?P<y1>{_YEAR})"
     rf"|(?P<m2>{_MONTH})\s+(?P<d2>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y2>{_YEAR})"
@@ -136,9 +139,10 @@ def work_readings(text: str) -> list[Reading]:
     gives it ("X is a 1952 American film"), the first date after each "released",
     "premiered", "founded", "completed" and the like (not a second life: "re-released in
     2005", "re-formed"; not in a relative clause about another thing: "which had replaced a
-    timber bridge built in 1791"); where the page has neither, the dates of its first
-    sentence, its own only where they are one year ("Based on the 1931 novel ..., the 1952
-    film X": whose is which?). Settled like a person's dates
+    timber bridge built in 1791"; a part's or another form's is not the work's own: "Its
+    second part was released", "A sequel was released"); where the page has neither, the
+    dates of its first sentence, its own only where they are one year ("Based on the 1931
+    novel ..., the 1952 film X": whose is which?). Settled like a person's dates
     (:func:`~sleuth.facts.readings.settle`): where they disagree ("premiered in June 2011",
     "released on 16 March 2012"), no verdict."""
     readings: list[Reading] = []
@@ -158,7 +162,8 @@ def work_readings(text: str) -> list[Reading]:
         near = [(at, d) for at, d in parse_dates(text[cue.end():cue.end() + 80])
                 if d.year >= 1000 or d.month]  # "debuted on the Hot 100": no year
         if near:
-            readings.append(Reading(near[0][1], cue.end() + near[0][0], "subject"))
+            whose: Whose = "other" if _OTHER_FORM.search(clause) else "subject"
+            readings.append(Reading(near[0][1], cue.end() + near[0][0], whose))
     if readings:
         return readings
     first = parse_dates(text[start:end])
@@ -171,6 +176,11 @@ _LEAD_YEAR = re.compile(r"\b(?:is|was)\s+an?\s+(?:\w+\s+)?(?P<year>1[0-9]{3}|20[
                         r"(?!\s*[-–])")
 # "re-", "re- " before a cue: the work's second release, launch or forming
 _AGAIN = re.compile(r"\bre-?\s?$", re.IGNORECASE)
+# a part or another form of the work before a cue ("Its second part was released", "A
+# sequel was released", "the English version was published"): that one's date
+_OTHER_FORM = re.compile(r"\b(?:parts?|volumes?|episodes?|seasons?|instal+ments?|sequels?|"
+                         r"prequels?|remakes?|editions?|versions?|translations?|adaptations?|"
+                         r"reissues?)\b", re.IGNORECASE)
 # a relative pronoun in a cue's clause: the clause tells of another thing the page names
 _ELSEWHERE = re.compile(r"\b(?:which|that|whose|who|whom)\b", re.IGNORECASE)
 
@@ -220,6 +230,7 @@ MONTH_RANGE = re.compile(rf"\b({_MONTH})\s*[–—-]\s*(?={_MONTH}\s)", re.IGNOR
 _NOT_A_LIFE = re.compile(r"\b(?:fl\.|floruit|flourished|active|reigned|r\.|ruled|in\s+office"
                          r"|worked|lived\s+here|tenure)", re.IGNORECASE)
 # what one side of a life's dash may hold besides its date: places, "born", "c.", "or"
+_TWO_WAYS = re.compile(r"\b\d{3,4}/\d{1,4}\b")  # "14 February 1697/8": see _YEAR
 _SIDE_WORDS = re.compile(r"[^\W\d_]+")
 # a side of a life's dash that bounds the date rather than states it ("c. 1180 – after
 # 1230": the death is not known)
@@ -316,11 +327,13 @@ def lead_life(text: str) -> tuple[list[Date], list[Date], bool] | None:
         return dates, dates, False
     sides = _DASH.split(inside, maxsplit=1)
     if len(sides) == 2:
-        # a side that is a bound ("after 1230", "before 1131") or dates another event
-        # ("baptised 3 May 1644") dates no birth or death
+        # a side that is a bound ("after 1230", "before 1131"), dates another event
+        # ("baptised 3 May 1644") or has a year written two ways ("1697/8") dates no birth
+        # or death
         parsed = [parse_dates(side) for side in sides]
         bounds = [bool(_BOUND.match(side) or _OTHER_EVENT.search(side) or
-                       _qualified(side, read)) for side, read in zip(sides, parsed, strict=True)]
+                       _TWO_WAYS.search(side) or _qualified(side, read))
+                  for side, read in zip(sides, parsed, strict=True)]
         found = [[] if bound else [d for _, d in read]
                  for read, bound in zip(parsed, bounds, strict=True)]
         real = all(f or bound or not _SIDE_WORDS.search(

@@ -262,8 +262,9 @@ def _cue_near(sentence: str, before: Sequence[tuple[int, int, str]],
     or one after it ("Leslie Jones, the editor") unless a name follows that cue or "and" or
     "or" comes first: then the cue is the next name's ("producer JoAnne Sellar, editor
     Leslie Jones, and composer Jonny Greenwood": the editor is Leslie Jones)."""
-    if any(w[2] in bridge for w in before):
-        return True
+    if any(w[2] in bridge and all(v[2] != "for" for v in before[:i])
+           for i, w in enumerate(before)):
+        return True  # but "written for the singer A": A is whom it was for, not its singer
     for _, end, word in after:
         if word in LIST_WORDS:
             return False
