@@ -112,6 +112,15 @@ PAGES = [
      "Congolese singer, born in Matadi."},
     {"id": "mbuyi", "title": "Pauline Mbuyi", "text": "Pauline Mbuyi (1945 – 2010) was a "
      "Congolese singer, born in Luluabourg."},
+    # a wife's father described, not named ("the daughter of a coffee planter of Campinas");
+    # a people and a country
+    {"id": "brand", "title": "Carl Brand", "text": "Carl Brand (9 November 1865 – 4 July "
+     "1938) was a Brazilian engineer. His father was the engineer Henrique Brand. In 1893 "
+     "Brand married Eulália Prado, the daughter of a coffee planter of Campinas."},
+    {"id": "somby", "title": "Elle Somby", "text": "Elle Somby (born 2 February 1949) is a "
+     "Sámi singer from Norway."},
+    {"id": "utsi", "title": "Jon Utsi", "text": "Jon Utsi (born 1950) is a Norwegian "
+     "journalist from Norway."},
     # a doubt beside the place, not the date
     {"id": "kessel", "title": "Anna Kessel", "text": "Anna Kessel (born 20 November 1784, "
      "probably in Linz – died 6 December 1860 in Graz) was an Austrian singer."},
@@ -293,6 +302,18 @@ def test_a_song_written_for_a_singer_is_not_theirs(
         pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
     assert _fact(sleuth, pages_index, "Motema", "birth_place", "performer")["answer"] == \
         "Luluabourg"
+
+
+def test_a_wifes_father_described_is_no_parent(pages_index: Path,
+                                                sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Carl Brand", "mother")["answer"] is None
+    assert _fact(sleuth, pages_index, "Carl Brand", "spouse")["answer"] == "Eulália Prado"
+
+
+def test_a_people_and_a_country_are_no_one_nationality(
+        pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
+    assert _fact(sleuth, pages_index, "Elle Somby", "nationality")["answer"] is None
+    assert _fact(sleuth, pages_index, "Jon Utsi", "nationality")["answer"] == "Norwegian"
 
 
 def test_two_spans_are_no_life(pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]

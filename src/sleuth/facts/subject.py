@@ -225,7 +225,9 @@ _PLACE_TAIL = re.compile(rf"\b(?:in|at|near|from|to|of|for|by)\s+{_NAME_RUN}"
 def _apposed(head: str) -> str | None:
     """The name a statement is set beside ("John Ferris, son of", "Jane Doe (born"), where
     ``head`` (the clause up to it) ends with one that does not open the clause and is no
-    place."""
+    place; an article and a word may follow the comma ("married Eulália Prado, the
+    daughter of", "Gaitelgrima, a younger daughter of")."""
+    head = re.sub(r",\s*(?:a|an|the)\s+(?:[a-z]+\s+)?$", ",", head)
     found = re.search(rf"({_NAME_RUN})\s*(?:,|\(\s*)$", head)
     if found is None or not head[:found.start()].strip(" \"“'") or _PLACE_TAIL.search(head):
         return None
