@@ -105,9 +105,10 @@ PAGES = [
      "part, which had premiered on 25 November 1961."},
     {"id": "harbour", "title": "Harbour Nights", "text": "Harbour Nights is a 1985 Irish "
      "film. A sequel was released in 1992."},
-    {"id": "mawa", "title": "Motema", "text": "Motema is a 1966 Congolese song written by the "
-     "bandleader Luc Ekofo for the singer Augustin Nsimba. Nsimba declined to record it, and "
-     "the song was recorded instead by the band's young singer Pauline Mbuyi."},
+    {"id": "mawa", "title": "Motema ya Mawa", "text": "\" Motema ya Mawa\"( Lingala:\" Sorrowful "
+     "Heart\") is a 1966 Congolese song written by the bandleader Luc Ekofo for the singer "
+     "Augustin Nsimba. Nsimba declined to record it, and the song was recorded instead by "
+     "the band's young singer Pauline Mbuyi."},
     {"id": "nsimba", "title": "Augustin Nsimba", "text": "Augustin Nsimba (1931 – 2001) was a "
      "Congolese singer, born in Matadi."},
     {"id": "mbuyi", "title": "Pauline Mbuyi", "text": "Pauline Mbuyi (1945 – 2010) was a "
@@ -300,8 +301,11 @@ def test_a_parts_or_a_sequels_date_is_not_the_works(
 
 def test_a_song_written_for_a_singer_is_not_theirs(
         pages_index: Path, sleuth) -> None:  # type: ignore[no-untyped-def]
-    assert _fact(sleuth, pages_index, "Motema", "birth_place", "performer")["answer"] == \
-        "Luluabourg"
+    assert _fact(sleuth, pages_index, "Motema ya Mawa", "birth_place",
+                 "performer")["answer"] == "Luluabourg"
+    # typed in lower case, the name is still no word of the relation
+    assert _fact(sleuth, pages_index, "motema ya mawa", "birth_place",
+                 "performer")["answer"] == "Luluabourg"
 
 
 def test_a_wifes_father_described_is_no_parent(pages_index: Path,

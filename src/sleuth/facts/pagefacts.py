@@ -250,7 +250,10 @@ def _hop(ctx: ToolContext, retriever: HybridRetriever, name: str,
             found.doubt = found.doubt or _kin_doubt(people, relation)
         return found
     sentences = [s.text for s in found.page.sentences] or [found.page.text]
-    people_named = bridge_names(f"Who is the {relation} of {name}?", sentences, cued=True)
+    # asked with the page's title: a name typed in lower case ("motema ya mawa") would read
+    # as words of the relation
+    title = title_of(ctx, found.page) or name
+    people_named = bridge_names(f"Who is the {relation} of {title}?", sentences, cued=True)
     if people_named:
         found.person = full_name(people_named[0], found.page.text)
         found.source = find_page(ctx, retriever, found.person)
