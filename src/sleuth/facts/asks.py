@@ -298,13 +298,15 @@ def _options(words: list[Word]) -> tuple[tuple[int, int], tuple[int, int]] | Non
 
         def stop(i: int, inner: bool = inner) -> bool:
             return _hard(words, i) and not (inner and words[i].text == "or")
-        left = at
+        left = at - 1 if at and words[at - 1].text == "," else at  # "A, or B?"
         while left > 0 and not stop(left - 1):
             left -= 1
         right = at + 1
         while right < len(words) and not stop(right):
             right += 1
         a, b = _trim(words, left, at), _trim(words, at + 1, right)
+        if at in loose and a[0] == 0 < a[1] - 1 and words[0].canon == "of":
+            a = (1, a[1])  # "Of A and B, who's older?"
         if a[0] < a[1] and b[0] < b[1]:
             return a, b
     return None
@@ -315,12 +317,14 @@ def _joins_pair(words: list[Word], at: int, *, cued: bool) -> bool:
     of" or "which of" (``cued``), or in a part of the question of its own ("A and B - who
     ...")."""
     left = at
-    while left > 0 and not _hard(words, left - 1) and words[left - 1].canon != "of":
+    while left > 0 and not _hard(words, left - 1):
+        if cued and words[left - 1].canon == "of" and left >= 2 and \
+                words[left - 2].canon in QUESTION:
+            return True  # "which of A and B", "which of Taming of the Fire and B"
         left -= 1
     before = words[left - 1] if left else None
     if cued:
-        return before is not None and (before.canon == "between" or before.canon == "of" and
-                                       left >= 2 and words[left - 2].canon in QUESTION)
+        return before is not None and before.canon == "between"
     return before is None or before.text in SEPARATORS
 
 
