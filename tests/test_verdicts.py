@@ -118,6 +118,9 @@ PAGES = [
     {"id": "brand", "title": "Carl Brand", "text": "Carl Brand (9 November 1865 – 4 July "
      "1938) was a Brazilian engineer. His father was the engineer Henrique Brand. In 1893 "
      "Brand married Eulália Prado, the daughter of a coffee planter of Campinas."},
+    {"id": "ros", "title": "Lina Ros", "text": "Lina Ros (1908 – 1987) was a Salvadoran "
+     "acrobat. In 1931 she married into the family of the circus's founder, Anselmo Fenn "
+     "(1862 – 1932)."},
     {"id": "somby", "title": "Elle Somby", "text": "Elle Somby (born 2 February 1949) is a "
      "Sámi singer from Norway."},
     {"id": "utsi", "title": "Jon Utsi", "text": "Jon Utsi (born 1950) is a Norwegian "
@@ -308,10 +311,12 @@ def test_a_song_written_for_a_singer_is_not_theirs(
                  "performer")["answer"] == "Luluabourg"
 
 
-def test_a_wifes_father_described_is_no_parent(pages_index: Path,
+def test_a_relative_described_is_no_parent_or_spouse(pages_index: Path,
                                                 sleuth) -> None:  # type: ignore[no-untyped-def]
     assert _fact(sleuth, pages_index, "Carl Brand", "mother")["answer"] is None
     assert _fact(sleuth, pages_index, "Carl Brand", "spouse")["answer"] == "Eulália Prado"
+    # "married into the family of the circus's founder, Anselmo Fenn": not her husband
+    assert _fact(sleuth, pages_index, "Lina Ros", "spouse")["answer"] is None
 
 
 def test_a_people_and_a_country_are_no_one_nationality(

@@ -40,10 +40,12 @@ RANKS = wordset("king queen prince princess duke duchess count countess earl bar
 # Honorifics a page title leaves out ("Queen Marie Leszczyńska" is "Marie Leszczyńska").
 HONORIFICS = RANKS | wordset("sir dame saint st. hon. dr. mr. mrs. the rev. master")
 LINKS = NAME_LINKS | wordset("zu und")
-# Words between "and" and a name that say it is not a parent or spouse named beside another
+# Words between "and" and a name that say it is not a parent or spouse named beside another,
+# or before a name, that it is someone else ("the daughter of a coffee planter of Campinas",
+# "married into the family of the circus's founder, Anselmo Fénix")
 NOT_PARENTS = wordset("became was is had has succeeded inherited later then brother sister "
                       "half-brother half-sister nephew niece cousin grandson granddaughter "
-                      "successor to with in at on near from consort")
+                      "successor to with in at on near from consort of into")
 # Lowercase words that may follow a name; any other makes the capitalised words before it
 # a description ("married to the Polish artist, Anna Rajecka")
 AFTER_NAMES = wordset("and or in on at of the who whom whose which that with from for to by "
@@ -113,8 +115,6 @@ def _name(tokens: list[str], at: int) -> tuple[str | None, list[str], int]:
                 return None, said, at  # "whom she married three years later. From 1936"
         if any(w in NOT_PARENTS or w.endswith("ed") for w in said):
             return None, said, at  # "and became Duke of ...", "and half-brother to ..."
-        if len(said) > 1 and said[-1] in ("of", "from", "in", "at", "near"):
-            return None, said, at  # "a coffee planter of Campinas": a place, no one named
         words, at = _run(tokens, at)
         following = tokens[at] if at < len(tokens) else ""
         if not (words and following[:1].islower() and following not in AFTER_NAMES and
