@@ -43,6 +43,8 @@ from sleuth.facts.places import is_place
      Comparison(("Ada Brennan", "Colm Tighe"), "born", "earliest")),
     ("Of Mice and Men or The Salt Road, which came out first?",
      Comparison(("Of Mice and Men", "The Salt Road"), "date", "earliest")),
+    ("which club is older harbour lights fc or salt road united",
+     Comparison(("harbour lights fc", "salt road united"), "date", "earliest")),
     ("Harbour Lights or The Salt Road - which one's got more songs?", None),
 ])
 def test_comparisons_typed_as_people_type_them(question: str,
@@ -67,6 +69,7 @@ def test_comparisons_typed_as_people_type_them(question: str,
      FactQuestion("Where Eagles Rest", "spouse", "director")),
     ("Colm Tighe's husband's dad?", FactQuestion("Colm Tighe", "father", "husband")),
     ("colm tighe dob", FactQuestion("colm tighe", "birth_date", None)),
+    ("colm tighe father in law", FactQuestion("colm tighe", "father", "spouse")),
     ("harbour lights director dod", FactQuestion("harbour lights", "death_date", "director")),
     ("Who is Colm Tighe's grandfather?", None),  # which side is not said
     ("Who was the first wife of Colm Tighe?", None),

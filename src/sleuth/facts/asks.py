@@ -42,6 +42,7 @@ PHRASES: dict[tuple[str, ...], str] = {
     ("set", "up"): "released", ("more", "recently"): "latest", ("most", "recently"): "latest",
     ("more", "recent"): "latest", ("most", "recent"): "latest", ("married", "to"): "spouse",
     ("resting", "place"): "buried", ("laid", "to", "rest"): "buried",
+    ("father", "in", "law"): "father-in-law", ("mother", "in", "law"): "mother-in-law",
     ("did", "the", "music"): "composer", ("wrote", "the", "music"): "composer",
     ("made", "the", "music"): "composer", ("out", "of"): "between",
 }
@@ -90,7 +91,9 @@ ROLES = wordset("director composer producer performer writer screenwriter author
 KIN = wordset("father mother grandfather grandmother husband wife spouse father-in-law "
               "mother-in-law paternal maternal")
 WORKS = wordset("film films movie movies song songs album albums single book novel magazine "
-                "play show series opera game newspaper company one ones")
+                "play show series opera game newspaper company one ones club clubs team teams "
+                "band bands label school university college brewery ship lighthouse bridge "
+                "building church station")
 PEOPLE = wordset("guy man woman person people someone somebody lady gentleman fellow")
 PRONOUNS = wordset("it they them he she his her their its him hers theirs")
 DATE_CUES = wordset("when date year day birthday")
