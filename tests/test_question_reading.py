@@ -109,6 +109,26 @@ def test_labelled_fields_are_read_first() -> None:
     assert nationality(page) == "Indian"
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # a date right at the end of the words a cue's date is looked for in, read whole
+    ("Vembanad University is a university in Kottayam. It was established by the Vembanad "
+     "University Act of the Kerala Legislative Assembly on 1 July 1962.", "1 July 1962"),
+    # a date in a relative clause after the cue, or after "until", "since", is another's
+    ("Corner Radio is a radio station in Corner Brook. It was founded by the merchant Josiah "
+     "Pardy, whose company owned it until 1962.", None),
+    ("Corner Radio is a radio station. It broadcast in French until 1958.", None),
+    ("Vallès Radio is a radio station. It has broadcast in Catalan since 1976.", None),
+    # but "not released until" is the release
+    ("Valley of Silence is a film. It was shot in 1966 and not released until April 1970.",
+     "April 1970"),
+    # a quantity is no year
+    ("Corner Radio is a radio station. It broadcast on 1010 kilocycles.", None),
+])
+def test_a_works_date_is_the_one_its_cue_gives(text: str, expected: str | None) -> None:
+    value = page_fact(text, "date")
+    assert (value.text if isinstance(value, Date) else value) == expected
+
+
 def test_a_life_whose_death_comes_before_its_birth_is_not_read() -> None:
     assert page_fact("Rolf Amsel (1956 1890) was a painter.", "birth_date") is None
     assert page_fact("Rolf Amsel (1890 – 1956) was a painter.", "birth_date") == Date(1890)

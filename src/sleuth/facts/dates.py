@@ -33,10 +33,13 @@ MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "
                "september", "october", "november", "december")
 _MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|" \
          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+# units a number is a quantity of, not a year ("1500 m", "1290 AM", "1010 kilocycles")
+_UNITS = r"cm|km|m|kg|mm|ft|feet|metres|meters|miles|tonnes|tons|hp|kW|MW|AM|FM|kHz|MHz|kc|" \
+         r"kilocycles|kilohertz|megahertz|acres|hectares"
 # a year, not a quantity ("1500 m") nor a year written two ways ("1697/8": the Old Style
 # and the New, a date before the New Year moved to 1 January; which one a source means, it
 # says elsewhere or not at all)
-_YEAR = r"(?:1[0-9]{3}|20[0-9]{2}|[1-9][0-9]{2})(?!\s*(?:[-–]?\s*(?:cm|km|m|kg)\b|\d)|/\d)"
+_YEAR = rf"(?:1[0-9]{{3}}|20[0-9]{{2}}|[1-9][0-9]{{2}})(?!\s*(?:[-–]?\s*(?:{_UNITS})\b|\d)|/\d)"
 DATE = re.compile(
     rf"\b(?:(?P<d1>[0-3]?\d)\s+(?P<m1>{_MONTH})\s+(?P<y1>{_YEAR})"
     rf"|(?P<m2>{_MONTH})\s+(?P<d2>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y2>{_YEAR})"
@@ -159,8 +162,12 @@ def work_readings(text: str) -> list[Reading]:
         if cue.start() > end and _ELSEWHERE.search(clause):
             continue  # "it replaced a bridge of 1861, which had replaced one built in 1791"
             # (in the first sentence, "X is a series that aired ...": the clause is X's)
-        near = [(at, d) for at, d in parse_dates(text[cue.end():cue.end() + 80])
-                if d.year >= 1000 or d.month]  # "debuted on the Hot 100": no year
+        window = _CUE_CLAUSE.split(text[cue.end():cue.end() + CUE_REACH + 8], maxsplit=1)[0]
+        window = window[:CUE_REACH + len(re.match(r"\w*", window[CUE_REACH:]).group(0))]
+        near = [(at, d) for at, d in parse_dates(window)
+                if (d.year >= 1000 or d.month)  # "debuted on the Hot 100": no year
+                and not (_UNTIL.search(window, max(0, at - 8), at) and
+                         not _DENIED.search(text, max(0, cue.start() - 16), cue.start()))]
         if near:
             whose: Whose = "other" if _OTHER_FORM.search(clause) else "subject"
             readings.append(Reading(near[0][1], cue.end() + near[0][0], whose))
@@ -181,6 +188,16 @@ _AGAIN = re.compile(r"\bre-?\s?$", re.IGNORECASE)
 _OTHER_FORM = re.compile(r"\b(?:parts?|volumes?|episodes?|seasons?|instal+ments?|sequels?|"
                          r"prequels?|remakes?|editions?|versions?|translations?|adaptations?|"
                          r"reissues?)\b", re.IGNORECASE)
+CUE_REACH = 80  # characters after a cue its date is looked for in (the rest of a word too)
+# where a cue's own words end: a relative clause or a semicolon ("founded by X, whose
+# company owned it until 1962"; a next sentence may go on, "published in Milan. The first
+# issue appeared in March 1953")
+_CUE_CLAUSE = re.compile(r",\s*(?:which|whose|who|whom|where|when|that)\b|;")
+# a bound before a cue's date: an end or a start of something else ("broadcast ... until 1958",
+# "has broadcast in Catalan since 1976"), unless the cue is denied up to it ("not released
+# until April 1970")
+_UNTIL = re.compile(r"\b(?:until|till|since|through)\s+$", re.IGNORECASE)
+_DENIED = re.compile(r"\bnot\s+(?:\w+\s+)?$", re.IGNORECASE)
 # a relative pronoun in a cue's clause: the clause tells of another thing the page names
 _ELSEWHERE = re.compile(r"\b(?:which|that|whose|who|whom)\b", re.IGNORECASE)
 
