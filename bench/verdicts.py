@@ -15,7 +15,7 @@ those are wrong, on three sets.
   an "on this day" list, an infobox, a letter, a house history, a parish register) and
   entries with namesakes, step- and adoptive parents, two wives, circa dates, then pages
   imitating a 2Wiki dump about people, works and organisations, and pages that are no
-  entries: fourteen batches, each written by someone who had not seen the rules and run
+  entries: eighteen batches, each written by someone who had not seen the rules and run
   once as they stood (its README), indexed beside 2Wiki as ``stress`` is.
 
 Each question goes through the real default agent (``sleuth.ask``, agent ``hybrid``) with
