@@ -163,7 +163,8 @@ def work_readings(text: str) -> list[Reading]:
             continue  # "it replaced a bridge of 1861, which had replaced one built in 1791"
             # (in the first sentence, "X is a series that aired ...": the clause is X's)
         window = _CUE_CLAUSE.split(text[cue.end():cue.end() + CUE_REACH + 8], maxsplit=1)[0]
-        window = window[:CUE_REACH + len(re.match(r"\w*", window[CUE_REACH:]).group(0))]
+        rest = _WORD_REST.match(window, CUE_REACH)
+        window = window[:CUE_REACH + (len(rest[0]) if rest else 0)]
         near = [(at, d) for at, d in parse_dates(window)
                 if (d.year >= 1000 or d.month)  # "debuted on the Hot 100": no year
                 and not (_UNTIL.search(window, max(0, at - 8), at) and
@@ -189,6 +190,7 @@ _OTHER_FORM = re.compile(r"\b(?:parts?|volumes?|episodes?|seasons?|instal+ments?
                          r"prequels?|remakes?|editions?|versions?|translations?|adaptations?|"
                          r"reissues?)\b", re.IGNORECASE)
 CUE_REACH = 80  # characters after a cue its date is looked for in (the rest of a word too)
+_WORD_REST = re.compile(r"\w*")
 # where a cue's own words end: a relative clause or a semicolon ("founded by X, whose
 # company owned it until 1962"; a next sentence may go on, "published in Milan. The first
 # issue appeared in March 1953")
