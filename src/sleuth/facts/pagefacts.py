@@ -237,9 +237,10 @@ def _hop(ctx: ToolContext, retriever: HybridRetriever, name: str,
     relative's page found by another name: ``doubt`` says so."""
     found = _Found(name)
     found.page = find_page(ctx, retriever, name)
-    if found.page is not None and not titled(title_of(ctx, found.page), name) and \
-            not described(title_of(ctx, found.page), name, found.page.text):
-        found.doubt = f"[{found.page.chunk_id}] is titled {title_of(ctx, found.page)!r}"
+    title = title_of(ctx, found.page) if found.page is not None else ""
+    if found.page is not None and not titled(title, name) and \
+            not described(title, name, found.page.text):
+        found.doubt = f"[{found.page.chunk_id}] is titled {title!r}"
     if found.page is None or not relation:
         found.source = found.page
         return found
@@ -252,8 +253,8 @@ def _hop(ctx: ToolContext, retriever: HybridRetriever, name: str,
     sentences = [s.text for s in found.page.sentences] or [found.page.text]
     # asked with the page's title: a name typed in lower case ("motema ya mawa") would read
     # as words of the relation
-    title = title_of(ctx, found.page) or name
-    people_named = bridge_names(f"Who is the {relation} of {title}?", sentences, cued=True)
+    people_named = bridge_names(f"Who is the {relation} of {title or name}?", sentences,
+                                cued=True)
     if people_named:
         found.person = full_name(people_named[0], found.page.text)
         found.source = find_page(ctx, retriever, found.person)

@@ -99,7 +99,7 @@ def described(title: str, name: str, text: str) -> bool:
     bare = re.sub(r"\s*\([^()]*\)\s*$", "", title)
     core = title_key(bare).split()
     typed = title_key(name).split()
-    said = set(words(fold(bare + " " + title + " " + text[:LEAD])))
+    said = set(words(fold(title + " " + text[:LEAD])))
     for at in range(len(typed) - len(core) + 1):
         if typed[at:at + len(core)] == core:
             around = typed[:at] + typed[at + len(core):]
